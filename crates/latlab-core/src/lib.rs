@@ -1,0 +1,23 @@
+//! latlab-core: the pure part of latlab.
+//!
+//! Units, histograms and statistics, the run record (what `run.json` holds) and the derived
+//! model reports are rendered from, the simulated latency source, parsers of outside formats
+//! (tracefs text, cyclictest, rtla, realfeel) and the attribution of traced spikes. Nothing
+//! here touches the OS: no files, no clock, no printing — so all of it is tested with plain
+//! data.
+//!
+//! ```
+//! use latlab_core::{hist::{Histogram, Layout}, stats::Stats};
+//! let mut h = Histogram::new(Layout::default());
+//! h.record(42_000);
+//! let s = Stats::of(&h, 0);
+//! assert_eq!(s.max_ns, Some(42_000));
+//! ```
+
+pub mod cpulist;
+pub mod hist;
+pub mod model;
+pub mod record;
+pub mod sim;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,171 @@
+//! Units: nanoseconds everywhere, and the parsers for the CLI's durations and latencies.
+//!
+//! The contract (design.md): durations `10s`, `5m`, `2h`, `1d`; latencies and intervals
+//! `500us`, `1ms`, `250000ns`; a bare number means microseconds, as in cyclictest.
+
+use std::fmt;
+
+/// A time in nanoseconds.
+pub type Nanos = u64;
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{input}' is not a {what}: expected {expected}")]
+pub struct UnitError {
+    pub input: String,
+    pub what: &'static str,
+    pub expected: &'static str,
+}
+
+fn split_number(s: &str) -> Option<(f64, &str)> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    if end == 0 {
+        return None;
+    }
+    let num: f64 = s[..end].parse().ok()?;
+    if !num.is_finite() {
+        return None;
+    }
+    Some((num, s[end..].trim()))
+}
+
+fn scale(num: f64, mult: u64) -> Option<Nanos> {
+    let v = (num * mult as f64).round();
+    if !(0.0..=u64::MAX as f64).contains(&v) {
+        return None;
+    }
+    Some(v as u64)
+}
+
+/// Parse a latency or interval: `500us`, `1ms`, `250000ns`, `1.5ms`, `2s`; bare number = µs.
+pub fn parse_latency(s: &str) -> Result<Nanos, UnitError> {
+    let err = || UnitError {
+        input: s.to_string(),
+        what: "latency",
+        expected: "a number with a unit such as 500us, 1ms or 250000ns (a bare number means µs)",
+    };
+    let (num, unit) = split_number(s).ok_or_else(err)?;
+    let mult = match unit {
+        "" | "us" | "µs" | "usec" => NS_PER_US,
+        "ns" | "nsec" => 1,
+        "ms" | "msec" => NS_PER_MS,
+        "s" | "sec" => NS_PER_S,
+        _ => return Err(err()),
+    };
+    scale(num, mult).ok_or_else(err)
+}
+
+/// Parse a duration: `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number means seconds.
+pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
+    let err = || UnitError {
+        input: s.to_string(),
+        what: "duration",
+        expected: "a number with a unit such as 10s, 5m, 2h or 1d",
+    };
+    let (num, unit) = split_number(s).ok_or_else(err)?;
+    let mult = match unit {
+        "" | "s" | "sec" => NS_PER_S,
+        "m" | "min" => 60 * NS_PER_S,
+        "h" => 3600 * NS_PER_S,
+        "d" => 86_400 * NS_PER_S,
+        "ms" => NS_PER_MS,
+        "us" | "µs" => NS_PER_US,
+        "ns" => 1,
+        _ => return Err(err()),
+    };
+    scale(num, mult).ok_or_else(err)
+}
+
+/// A latency shown to people: `57 µs`, `1.25 ms`, `812 ns`, `3.4 s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Human(pub Nanos);
+
+impl fmt::Display for Human {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ns = self.0;
+        if ns < NS_PER_US {
+            write!(f, "{ns} ns")
+        } else if ns < 10 * NS_PER_MS {
+            // µs up to 10 ms: the unit the field reads latencies in.
+            let us = ns as f64 / 1e3;
+            if ns % NS_PER_US == 0 || us >= 100.0 {
+                write!(f, "{} µs", (us).round() as u64)
+            } else {
+                write!(f, "{us:.1} µs")
+            }
+        } else if ns < 10 * NS_PER_S {
+            write!(f, "{:.2} ms", ns as f64 / 1e6)
+        } else {
+            write!(f, "{:.2} s", ns as f64 / 1e9)
+        }
+    }
+}
+
+/// A duration shown to people: `10s`, `41m`, `1h30m`, `250ms`.
+pub fn format_duration(ns: Nanos) -> String {
+    if ns % NS_PER_S != 0 || ns == 0 {
+        if ns % NS_PER_MS == 0 {
+            return format!("{}ms", ns / NS_PER_MS);
+        }
+        return format!("{}us", ns / NS_PER_US);
+    }
+    let mut s = ns / NS_PER_S;
+    let mut out = String::new();
+    for (unit, len) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if s >= len {
+            out.push_str(&format!("{}{unit}", s / len));
+            s %= len;
+        }
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latencies() {
+        assert_eq!(parse_latency("500us"), Ok(500_000));
+        assert_eq!(parse_latency("1ms"), Ok(1_000_000));
+        assert_eq!(parse_latency("250000ns"), Ok(250_000));
+        assert_eq!(parse_latency("150"), Ok(150_000));
+        assert_eq!(parse_latency("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_latency("488us"), Ok(488_000));
+        assert!(parse_latency("fast").is_err());
+        assert!(parse_latency("10parsecs").is_err());
+        assert!(parse_latency("").is_err());
+        assert!(parse_latency("-5us").is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(10 * NS_PER_S));
+        assert_eq!(parse_duration("5m"), Ok(300 * NS_PER_S));
+        assert_eq!(parse_duration("2h"), Ok(7200 * NS_PER_S));
+        assert_eq!(parse_duration("1d"), Ok(86_400 * NS_PER_S));
+        assert_eq!(parse_duration("3"), Ok(3 * NS_PER_S));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn human() {
+        assert_eq!(Human(812).to_string(), "812 ns");
+        assert_eq!(Human(57_000).to_string(), "57 µs");
+        assert_eq!(Human(57_400).to_string(), "57.4 µs");
+        assert_eq!(Human(1_250_000).to_string(), "1250 µs");
+        assert_eq!(Human(12_500_000).to_string(), "12.50 ms");
+        assert_eq!(format_duration(41 * 60 * NS_PER_S), "41m");
+        assert_eq!(format_duration(5400 * NS_PER_S), "1h30m");
+        assert_eq!(format_duration(250 * NS_PER_MS), "250ms");
+    }
+}

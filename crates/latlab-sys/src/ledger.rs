@@ -1,0 +1,357 @@
+//! The ledger: every change latlab makes to the machine, written down *before* it is made.
+//!
+//! One file per latlab process, `/run/latlab/<pid>.json` (directory overridable with
+//! `LATLAB_RUNTIME_DIR`, for tests). Each entry is something to undo: a knob's original value,
+//! a tracefs instance, a load's process group and cgroup, a scratch directory. A live run
+//! undoes its entries itself ([`Ledger::restore_all`]); after a SIGKILL, `latlab cleanup` reads
+//! the files of dead pids and undoes them. Writes are atomic (temp file + rename), so a reader
+//! sees the previous or the next state, never half of one.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Something latlab changed or created, and how to undo it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry {
+    /// A file (sysfs/procfs knob) whose original content is restored.
+    Knob { path: PathBuf, original: String },
+    /// A tracefs instance directory to remove (`rmdir` after turning tracing off).
+    TracefsInstance { path: PathBuf },
+    /// tracefs mounted by latlab at this path: unmount at the end.
+    TracefsMount { path: PathBuf },
+    /// A load's process group (killed with SIGKILL) and cgroup (`cgroup.kill`, then rmdir).
+    ProcessGroup {
+        pgid: i32,
+        #[serde(default)]
+        cgroup: Option<PathBuf>,
+        #[serde(default)]
+        name: String,
+    },
+    /// A scratch directory to remove recursively.
+    ScratchDir { path: PathBuf },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LedgerFile {
+    pub pid: u32,
+    /// Process start time (field 22 of /proc/PID/stat), so a recycled pid is not mistaken
+    /// for the owner.
+    pub starttime: Option<u64>,
+    pub entries: Vec<(u64, Entry)>,
+}
+
+/// Handle to an entry, to forget it once undone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryId(pub u64);
+
+pub fn runtime_dir() -> PathBuf {
+    std::env::var_os("LATLAB_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/run/latlab"))
+}
+
+/// Start time of a process in clock ticks since boot, if it exists.
+pub fn process_starttime(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // comm may contain spaces and ')': fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[derive(Debug)]
+pub struct Ledger {
+    path: PathBuf,
+    file: LedgerFile,
+    next: u64,
+}
+
+impl Ledger {
+    /// Open this process's ledger (creating the runtime directory).
+    pub fn open() -> io::Result<Ledger> {
+        Self::open_in(&runtime_dir())
+    }
+
+    pub fn open_in(dir: &Path) -> io::Result<Ledger> {
+        fs::create_dir_all(dir)?;
+        let pid = std::process::id();
+        let l = Ledger {
+            path: dir.join(format!("{pid}.json")),
+            file: LedgerFile {
+                pid,
+                starttime: process_starttime(pid),
+                entries: Vec::new(),
+            },
+            next: 1,
+        };
+        l.persist()?;
+        Ok(l)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.file.entries.iter().map(|(_, e)| e)
+    }
+
+    fn persist(&self) -> io::Result<()> {
+        let tmp = self.path.with_extension("json.tmp");
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(&serde_json::to_vec_pretty(&self.file).map_err(io::Error::other)?)?;
+        f.sync_all()?;
+        fs::rename(&tmp, &self.path)
+    }
+
+    /// Write down an entry (before the change it describes is made).
+    pub fn add(&mut self, e: Entry) -> io::Result<EntryId> {
+        let id = self.next;
+        self.next += 1;
+        self.file.entries.push((id, e));
+        if let Err(err) = self.persist() {
+            self.file.entries.pop();
+            return Err(err);
+        }
+        Ok(EntryId(id))
+    }
+
+    /// Forget an entry that has been undone.
+    pub fn forget(&mut self, id: EntryId) -> io::Result<()> {
+        self.file.entries.retain(|(i, _)| *i != id.0);
+        self.persist()
+    }
+
+    /// Save a knob's value, then set it. Setting the same path twice keeps the first original.
+    pub fn set_knob(&mut self, path: &Path, value: &str) -> io::Result<EntryId> {
+        let existing = self.file.entries.iter().find_map(|(i, e)| match e {
+            Entry::Knob { path: p, .. } if p == path => Some(EntryId(*i)),
+            _ => None,
+        });
+        let id = match existing {
+            Some(id) => id,
+            None => {
+                let original = fs::read_to_string(path)?;
+                self.add(Entry::Knob {
+                    path: path.to_path_buf(),
+                    original: knob_value(&original),
+                })?
+            }
+        };
+        fs::write(path, value)?;
+        Ok(id)
+    }
+
+    /// Undo every entry, newest first. Returns one line per thing undone or failed.
+    pub fn restore_all(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some((id, e)) = self.file.entries.last().cloned() {
+            out.push(undo(&e));
+            let _ = self.forget(EntryId(id));
+        }
+        out
+    }
+
+    /// Undo everything and delete the ledger file.
+    pub fn close(mut self) -> Vec<String> {
+        let out = self.restore_all();
+        let _ = fs::remove_file(&self.path);
+        out
+    }
+}
+
+/// The value to write back for a knob whose file read `content`. Files like
+/// `/sys/block/*/queue/scheduler` show `[current]` among choices; most show the value.
+pub fn knob_value(content: &str) -> String {
+    let t = content.trim();
+    if let (Some(a), Some(b)) = (t.find('['), t.find(']')) {
+        if a < b {
+            return t[a + 1..b].to_string();
+        }
+    }
+    t.to_string()
+}
+
+/// Undo one entry. Idempotent: undoing what is already gone says so and succeeds.
+pub fn undo(e: &Entry) -> String {
+    match e {
+        Entry::Knob { path, original } => match fs::write(path, original) {
+            Ok(()) => format!("restored {} to {original:?}", path.display()),
+            Err(err) => format!(
+                "could not restore {} to {original:?}: {err}",
+                path.display()
+            ),
+        },
+        Entry::TracefsInstance { path } => {
+            if !path.exists() {
+                return format!("tracefs instance {} already gone", path.display());
+            }
+            let _ = fs::write(path.join("tracing_on"), "0");
+            let _ = fs::write(path.join("events/enable"), "0");
+            let _ = fs::write(path.join("events/ftrace/print/trigger"), "!traceoff");
+            // Removal can race with a reader closing its fds: retry briefly.
+            let mut last = None;
+            for _ in 0..50 {
+                match fs::remove_dir(path) {
+                    Ok(()) => return format!("removed tracefs instance {}", path.display()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        return format!("tracefs instance {} already gone", path.display())
+                    }
+                    Err(e) => last = Some(e),
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            format!(
+                "could not remove tracefs instance {}: {}",
+                path.display(),
+                last.map(|e| e.to_string()).unwrap_or_default()
+            )
+        }
+        Entry::TracefsMount { path } => {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap_or_default();
+            // SAFETY: c is a valid NUL-terminated path.
+            let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            if r == 0 {
+                format!("unmounted tracefs at {}", path.display())
+            } else {
+                format!(
+                    "could not unmount tracefs at {}: {}",
+                    path.display(),
+                    io::Error::last_os_error()
+                )
+            }
+        }
+        Entry::ProcessGroup { pgid, cgroup, name } => {
+            let mut s = String::new();
+            if *pgid > 1 {
+                // SAFETY: plain syscall; a negative pid names the group.
+                let r = unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                s = if r == 0 {
+                    format!("killed process group {pgid} ({name})")
+                } else {
+                    format!("process group {pgid} ({name}) already gone")
+                };
+            }
+            if let Some(cg) = cgroup {
+                if cg.exists() {
+                    let _ = fs::write(cg.join("cgroup.kill"), "1");
+                    let mut removed = false;
+                    for _ in 0..100 {
+                        if fs::remove_dir(cg).is_ok() {
+                            removed = true;
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    s.push_str(&if removed {
+                        format!("; removed cgroup {}", cg.display())
+                    } else {
+                        format!("; could not remove cgroup {}", cg.display())
+                    });
+                }
+            }
+            s
+        }
+        Entry::ScratchDir { path } => match fs::remove_dir_all(path) {
+            Ok(()) => format!("removed scratch directory {}", path.display()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                format!("scratch directory {} already gone", path.display())
+            }
+            Err(e) => format!("could not remove {}: {e}", path.display()),
+        },
+    }
+}
+
+/// Ledgers in `dir` whose owner is no longer alive (pid gone, or recycled).
+pub fn orphaned(dir: &Path) -> io::Result<Vec<(PathBuf, LedgerFile)>> {
+    let mut out = Vec::new();
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for ent in rd {
+        let p = ent?.path();
+        if p.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let Ok(bytes) = fs::read(&p) else { continue };
+        let Ok(file) = serde_json::from_slice::<LedgerFile>(&bytes) else {
+            continue;
+        };
+        let alive = match process_starttime(file.pid) {
+            Some(st) => file.starttime.is_none_or(|s| s == st),
+            None => false,
+        };
+        if !alive {
+            out.push((p, file));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_saved_before_set_and_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let knob = dir.path().join("knob");
+        fs::write(&knob, "none [mq-deadline] kyber\n").unwrap();
+        let mut l = Ledger::open_in(&dir.path().join("run")).unwrap();
+        l.set_knob(&knob, "none").unwrap();
+        // The ledger on disk already holds the original.
+        let on_disk: LedgerFile = serde_json::from_slice(&fs::read(l.path()).unwrap()).unwrap();
+        assert_eq!(
+            on_disk.entries[0].1,
+            Entry::Knob {
+                path: knob.clone(),
+                original: "mq-deadline".into()
+            }
+        );
+        l.set_knob(&knob, "kyber").unwrap();
+        assert_eq!(l.entries().count(), 1);
+        let path = l.path().to_path_buf();
+        let lines = l.close();
+        assert_eq!(fs::read_to_string(&knob).unwrap(), "mq-deadline");
+        assert!(lines[0].contains("restored"), "{lines:?}");
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn scratch_dir_and_orphans() {
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        fs::create_dir_all(scratch.join("a/b")).unwrap();
+        let rt = dir.path().join("run");
+        let mut l = Ledger::open_in(&rt).unwrap();
+        l.add(Entry::ScratchDir {
+            path: scratch.clone(),
+        })
+        .unwrap();
+        // Our own ledger is not an orphan.
+        assert!(orphaned(&rt).unwrap().is_empty());
+        // A ledger of a pid that cannot exist is.
+        let dead = LedgerFile {
+            pid: u32::MAX - 1,
+            starttime: Some(1),
+            entries: vec![(
+                1,
+                Entry::ScratchDir {
+                    path: scratch.clone(),
+                },
+            )],
+        };
+        fs::write(rt.join("dead.json"), serde_json::to_vec(&dead).unwrap()).unwrap();
+        let o = orphaned(&rt).unwrap();
+        assert_eq!(o.len(), 1);
+        assert_eq!(o[0].1.pid, u32::MAX - 1);
+        l.restore_all();
+        assert!(!scratch.exists());
+        assert!(undo(&Entry::ScratchDir { path: scratch }).contains("already gone"));
+    }
+}

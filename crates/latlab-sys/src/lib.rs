@@ -1,0 +1,9 @@
+//! latlab-sys: everything latlab does to or reads from a Linux machine.
+//!
+//! The RT measurement threads and their loop, the tracefs recorder, procfs/sysfs readers (with
+//! an injectable root for tests), load supervision, and the [`ledger`] through which every
+//! change to the machine is saved before it is made and restored after. Statistics and
+//! rendering live elsewhere (`latlab-core`, `latlab-report`).
+
+pub mod ledger;
+pub mod privileged;

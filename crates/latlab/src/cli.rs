@@ -1,0 +1,262 @@
+//! The command line: defined once here (the interface contract in design.md), parsed by clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "latlab",
+    version,
+    about = "A Linux latency lab: measure how late real-time threads wake up, and why",
+    long_about = None,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure wake-up latency on every selected CPU and write a run directory
+    Run(RunArgs),
+    /// Render a run directory (or its run.json)
+    Report(ReportArgs),
+    /// Compare runs side by side
+    Compare(CompareArgs),
+    /// Turn another tool's output (cyclictest, rtla, realfeel) into a run directory
+    Import(ImportArgs),
+    /// Attribute the spikes of a saved tracefs text trace
+    Analyze(AnalyzeArgs),
+    /// Check this machine for everything that affects latency
+    Check(CheckArgs),
+    /// List or run the load profiles
+    Loads(LoadsArgs),
+    /// Undo what a killed latlab run left behind
+    Cleanup(CleanupArgs),
+    /// Benchmarks that print figures (latlab against cyclictest, …)
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Real,
+    Sim,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How long to measure: 10s, 5m, 2h, 1d
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// Wake-up period: 1ms, 488us, 250000ns (a bare number is µs); at least 10us
+    #[arg(long, short = 'i', default_value = "1ms")]
+    pub interval: String,
+    /// CPUs to measure on, one thread each: `all` or a list such as 0-3,6
+    #[arg(long, default_value = "all")]
+    pub cpus: String,
+    /// Real-time priority of the measurement threads (1..99 for fifo and rr)
+    #[arg(long, short = 'p', default_value_t = 95)]
+    pub priority: u32,
+    /// Scheduling policy of the measurement threads
+    #[arg(long, value_enum, default_value_t = Policy::Fifo)]
+    pub policy: Policy,
+    /// Add this much to the interval of each further thread (as cyclictest -d)
+    #[arg(long, default_value = "0")]
+    pub distance: String,
+    /// Wake all threads at the same instants (otherwise each starts on its own)
+    #[arg(long)]
+    pub aligned: bool,
+    /// End of the 1 µs histogram buckets; a log-scaled tail covers everything above
+    #[arg(long, default_value = "10ms")]
+    pub hist_limit: String,
+    /// Load profile to run during the measurement (repeatable); see `latlab loads list`
+    #[arg(long = "load", value_name = "PROFILE")]
+    pub loads: Vec<String>,
+    /// Trace every sample above this latency with the tracefs flight recorder
+    #[arg(long, value_name = "T")]
+    pub trace_threshold: Option<String>,
+    /// Exit with code 2 if any sample exceeds this latency
+    #[arg(long, value_name = "T")]
+    pub max_latency: Option<String>,
+    /// Name of the run (default: the kernel release)
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Where run directories go
+    #[arg(long, default_value = "latlab-results")]
+    pub results: PathBuf,
+    /// `real` measures this machine (root); `sim` feeds the same pipeline from a seeded generator
+    #[arg(long, value_enum, default_value_t = Backend::Real)]
+    pub backend: Backend,
+    /// Seed of the simulated source
+    #[arg(long, default_value_t = 1)]
+    pub sim_seed: u64,
+    /// Pace the simulated source at wall-clock speed (default: as fast as possible)
+    #[arg(long, hide = true)]
+    pub sim_realtime: bool,
+    /// Summary format on stdout
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// No live display; print only the final summary
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub ext: RunExtArgs,
+}
+
+/// Flags added by later parts (loads, trace); each documented in README.md.
+#[derive(Debug, Args, Default)]
+pub struct RunExtArgs {
+    /// Time loads run before measuring starts
+    #[arg(long, default_value = "2s")]
+    pub warmup: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Markdown,
+    Json,
+    Html,
+    Cyclictest,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run directory or its run.json
+    pub run: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Write to this file instead of stdout
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more run directories (or run.json files); the first is the baseline
+    #[arg(required = true, num_args = 2..)]
+    pub runs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    Auto,
+    Cyclictest,
+    CyclictestJson,
+    CyclictestVerbose,
+    Rtla,
+    Realfeel,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The file to import
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t = ImportFrom::Auto)]
+    pub from: ImportFrom,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long, default_value = "latlab-results")]
+    pub results: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// A tracefs text trace (the instance's `trace` file, or `trace-cmd report` output)
+    pub trace: PathBuf,
+    /// Samples above this latency are spikes to explain
+    #[arg(long)]
+    pub threshold: Option<String>,
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+    /// Read /proc and /sys below this directory instead of / (for tests and saved trees)
+    #[arg(long, hide = true)]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadsArgs {
+    #[command(subcommand)]
+    pub command: LoadsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LoadsCommand {
+    /// The profiles, what each models, the tools it needs and whether they are installed
+    List,
+    /// Run a load alone (for use with another tool)
+    Run {
+        profile: String,
+        #[arg(long, default_value = "60s")]
+        duration: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CleanupArgs {}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// latlab against cyclictest, alternated on one CPU; and latlab's peak RSS
+    Measure {
+        /// CPU to measure on
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        /// Pairs of runs
+        #[arg(long, default_value_t = 3)]
+        pairs: u32,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,29 @@
+//! One module per command; `dispatch` routes to them.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+pub mod analyze;
+pub mod bench;
+pub mod check;
+pub mod cleanup;
+pub mod compare;
+pub mod import;
+pub mod loads;
+pub mod report;
+pub mod run;
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Report(a) => report::report(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Import(a) => import::import(a),
+        Command::Analyze(a) => analyze::analyze(a),
+        Command::Check(a) => check::check(a),
+        Command::Loads(a) => loads::loads(a),
+        Command::Cleanup(a) => cleanup::cleanup(a),
+        Command::Bench(a) => bench::bench(a),
+    }
+}

@@ -1,0 +1,20 @@
+//! latlab: a Linux latency lab. See README.md and `latlab --help`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod cli;
+mod cmd;
+mod rundir;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match cmd::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("latlab: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
