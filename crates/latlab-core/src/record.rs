@@ -211,6 +211,10 @@ pub struct RunRecord {
     pub trace: Option<serde_json::Value>,
     #[serde(default)]
     pub loads: Vec<LoadRecord>,
+    /// System activity over the measurement: /proc/softirqs and /proc/interrupts deltas,
+    /// load average (recorded with loads).
+    #[serde(default)]
+    pub activity: Option<serde_json::Value>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -334,6 +338,7 @@ mod tests {
             spikes: vec![],
             trace: None,
             loads: vec![],
+            activity: None,
             warnings: vec![],
             notes: vec![],
         };
