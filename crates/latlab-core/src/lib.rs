@@ -14,10 +14,15 @@
 //! assert_eq!(s.max_ns, Some(42_000));
 //! ```
 
+pub mod compare;
 pub mod cpulist;
+pub mod findings;
 pub mod hist;
+pub mod import;
+pub mod inventory;
 pub mod model;
 pub mod record;
 pub mod sim;
 pub mod stats;
+pub mod trace;
 pub mod units;

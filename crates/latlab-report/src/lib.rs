@@ -1,1 +1,34 @@
-//! latlab-report
+//! latlab-report: every rendering of latlab's results, as bytes.
+//!
+//! `render(&model, format) -> Vec<u8>`: one module per format; the caller decides whether the
+//! bytes go to a file or stdout. Nothing here opens files or reads the system.
+
+use latlab_core::model::RunModel;
+
+pub mod compare;
+pub mod cyclictest;
+pub mod html;
+pub mod json;
+pub mod markdown;
+pub mod text;
+
+/// The formats a single run renders to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+    Html,
+    Cyclictest,
+}
+
+/// Render one run.
+pub fn render(model: &RunModel, format: Format) -> Vec<u8> {
+    match format {
+        Format::Text => text::render(model),
+        Format::Markdown => markdown::render(model),
+        Format::Json => json::render(model),
+        Format::Html => html::render(model),
+        Format::Cyclictest => cyclictest::render(model),
+    }
+}

@@ -5,5 +5,9 @@
 //! change to the machine is saved before it is made and restored after. Statistics and
 //! rendering live elsewhere (`latlab-core`, `latlab-report`).
 
+pub mod inventory;
 pub mod ledger;
+pub mod loads;
 pub mod privileged;
+pub mod procstat;
+pub mod tracefs;

@@ -6,7 +6,9 @@ use clap::Parser;
 
 mod cli;
 mod cmd;
+mod load_session;
 mod rundir;
+mod trace_session;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

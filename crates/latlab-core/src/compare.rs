@@ -1,0 +1,1 @@
+//! Comparison of runs (not written yet).

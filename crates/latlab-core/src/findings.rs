@@ -1,0 +1,1 @@
+//! Findings about the machine (not written yet).

@@ -1,0 +1,1 @@
+//! Importers of other tools' outputs (not written yet).

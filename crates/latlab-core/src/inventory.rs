@@ -1,0 +1,1 @@
+//! Machine inventory types (not written yet).

@@ -1,0 +1,1 @@
+//! Trace parsing and attribution (not written yet).

@@ -1,0 +1,1 @@
+//! Machine inventory readers (not written yet).

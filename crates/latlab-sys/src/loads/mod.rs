@@ -1,0 +1,1 @@
+//! Load profiles and supervision (not written yet).

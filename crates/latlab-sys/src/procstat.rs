@@ -1,0 +1,1 @@
+//! procfs activity snapshots (not written yet).

@@ -1,0 +1,1 @@
+//! The tracefs flight recorder (not written yet).

@@ -1,0 +1,1 @@
+//! Glue between `latlab run` and the load supervisor (not written yet).

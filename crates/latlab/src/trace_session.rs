@@ -1,0 +1,1 @@
+//! Glue between `latlab run` and the tracefs recorder (not written yet).
