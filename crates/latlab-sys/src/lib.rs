@@ -8,6 +8,8 @@
 pub mod inventory;
 pub mod ledger;
 pub mod loads;
+pub mod measure;
 pub mod privileged;
+pub mod rt;
 pub mod procstat;
 pub mod tracefs;

@@ -1,0 +1,197 @@
+//! Real-time thread setup: affinity, scheduling policy, memory locking, signal masks, and the
+//! clock calls of the hot path. A small unsafe layer over libc (neither rustix nor nix wraps
+//! sched_setscheduler).
+
+use std::io;
+
+/// Scheduling policy of a measurement thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl Policy {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Other => "other",
+        }
+    }
+    fn raw(&self) -> libc::c_int {
+        match self {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::Rr => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
+        }
+    }
+    pub fn is_rt(&self) -> bool {
+        !matches!(self, Policy::Other)
+    }
+}
+
+/// CLOCK_MONOTONIC now, in ns (vDSO: no syscall on most machines).
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleep until CLOCK_MONOTONIC reaches `t` ns (absolute: no drift). Retries on EINTR.
+#[inline(always)]
+pub fn sleep_until(t: u64) {
+    let ts = libc::timespec {
+        tv_sec: (t / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: ts is valid; no remaining-time pointer with TIMER_ABSTIME.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Pin the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET indexes within it (checked below).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        libc::CPU_SET(cpu as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// CPUs this process may run on.
+pub fn allowed_cpus() -> io::Result<Vec<u32>> {
+    // SAFETY: as above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..8 * std::mem::size_of::<libc::cpu_set_t>())
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect())
+    }
+}
+
+/// Set the calling thread's policy and priority, then read them back to verify (mctest's
+/// bug: a policy set on attributes without PTHREAD_EXPLICIT_SCHED is silently ignored).
+pub fn set_policy(policy: Policy, priority: u32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: if policy.is_rt() { priority as i32 } else { 0 },
+    };
+    // SAFETY: pid 0 = the calling thread; param is valid.
+    if unsafe { libc::sched_setscheduler(0, policy.raw(), &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    let got = unsafe { libc::sched_getscheduler(0) };
+    if got != policy.raw() {
+        return Err(io::Error::other(format!(
+            "scheduler policy is {got} after setting {}",
+            policy.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Lock all current and future memory: no page fault on the hot path.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: plain syscall.
+    if unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Block every signal in the calling thread, so they go to the main thread and never
+/// interrupt a measurement.
+pub fn block_signals() {
+    // SAFETY: set is initialised by sigfillset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Touch `bytes` of stack so the pages exist before the loop (locked by mlockall).
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    const CHUNK: usize = 4096;
+    fn touch(n: usize) {
+        let mut buf = [0u8; CHUNK];
+        // SAFETY: volatile write into our own stack buffer.
+        unsafe { std::ptr::write_volatile(buf.as_mut_ptr(), 1) };
+        std::hint::black_box(&buf);
+        if n > 1 {
+            touch(n - 1);
+        }
+    }
+    touch(bytes / CHUNK);
+}
+
+/// Kernel thread id of the caller.
+pub fn gettid() -> i64 {
+    // SAFETY: plain syscall.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// Effective root, or CAP_SYS_NICE in the effective set.
+pub fn can_use_rt() -> bool {
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    has_capability(23) // CAP_SYS_NICE
+}
+
+fn has_capability(bit: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << bit) != 0)
+}
+
+/// Holds /dev/cpu_dma_latency at a value while alive (the PM QoS request ends on close).
+pub struct DmaLatency(#[allow(dead_code)] std::fs::File);
+
+impl DmaLatency {
+    pub fn hold(us: i32) -> io::Result<DmaLatency> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/cpu_dma_latency")?;
+        f.write_all(&us.to_ne_bytes())?;
+        Ok(DmaLatency(f))
+    }
+}
