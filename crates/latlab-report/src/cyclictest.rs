@@ -1,5 +1,46 @@
-//! cyclictest
+//! `histogram.txt` in cyclictest's `-h` format, so existing scripts and gnuplot files keep
+//! working: one row per 1 µs bucket (`%06d` index, then a `%06lu` count per thread, the first
+//! after a space, the others after tabs), then the `# Total/Min/Avg/Max/Histogram Overflows`
+//! trailer in µs. Samples at or above the histogram limit are cyclictest's overflows.
+//! latlab does not record overflow cycle numbers, so that section is left out (as rt-tests
+//! ≥ 2.7 may do).
+
+use std::fmt::Write;
+
 use latlab_core::model::RunModel;
-pub fn render(_m: &RunModel) -> Vec<u8> {
-    Vec::new()
+
+pub fn render(m: &RunModel) -> Vec<u8> {
+    let mut out = String::new();
+    let _ = writeln!(out, "# latlab {} (cyclictest -h format)", m.record.label.replace(['\n', '\r'], " "));
+    let _ = writeln!(out, "# Histogram");
+    let Some(first) = m.cpus.first() else {
+        return out.into_bytes();
+    };
+    let layout = first.hist.layout();
+    let rows = layout.linear_buckets as usize;
+    for i in 0..rows {
+        let _ = write!(out, "{:06}", layout.lower(i) / 1000);
+        for (j, c) in m.cpus.iter().enumerate() {
+            let n = c.hist.counts().get(i).copied().unwrap_or(0);
+            let _ = write!(out, "{}{n:06}", if j == 0 { ' ' } else { '\t' });
+        }
+        out.push('\n');
+    }
+    let trailer = |out: &mut String, name: &str, w: usize, f: &dyn Fn(&latlab_core::model::CpuModel) -> u64| {
+        let _ = write!(out, "# {name}:");
+        for c in &m.cpus {
+            let _ = write!(out, " {:0w$}", f(c));
+        }
+        out.push('\n');
+    };
+    trailer(&mut out, "Total", 9, &|c| c.hist.count());
+    trailer(&mut out, "Min Latencies", 5, &|c| c.hist.min().unwrap_or(0) / 1000);
+    trailer(&mut out, "Avg Latencies", 5, &|c| {
+        c.hist.mean().map(|v| (v / 1000.0) as u64).unwrap_or(0)
+    });
+    trailer(&mut out, "Max Latencies", 5, &|c| c.hist.max().unwrap_or(0) / 1000);
+    trailer(&mut out, "Histogram Overflows", 5, &|c| {
+        c.hist.count() - c.hist.count_below(c.hist.layout().limit_ns())
+    });
+    out.into_bytes()
 }

@@ -1,5 +1,272 @@
-//! text
+//! The text report: a per-CPU table, then Williams' statistics block for all CPUs merged and
+//! for each CPU, the largest samples, and what the run could not do.
+
+use std::fmt::Write;
+
+use comfy_table::{presets, CellAlignment, Table};
 use latlab_core::model::RunModel;
-pub fn render(_m: &RunModel) -> Vec<u8> {
-    Vec::new()
+use latlab_core::stats::{Stats, BELOW};
+use latlab_core::units::{format_duration, Human};
+
+/// Untrusted text for a terminal: control characters (ANSI escapes included) are shown as
+/// `\u{..}` escapes, never interpreted.
+pub fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != ' ' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A latency bound as the field writes it: "≤ 57 µs", or "> 10 ms" when unknown.
+pub fn bound(v: Option<u64>, s: &Stats) -> String {
+    match v {
+        Some(v) => format!("≤ {}", Human(v)),
+        None if s.samples > 0 => format!("> {}", Human(s.limit_ns)),
+        None => "-".into(),
+    }
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map(|v| Human(v).to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// Williams' statistics block.
+pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
+    let line = |out: &mut String, k: &str, v: String| {
+        let _ = writeln!(out, "  {k:.<28} {v}");
+    };
+    let _ = writeln!(out, "{title}");
+    if s.samples == 0 {
+        let _ = writeln!(out, "  no samples");
+        return;
+    }
+    line(
+        out,
+        "buckets used ",
+        format!(
+            "{} ({} buckets to {}, log-scaled above)",
+            s.buckets_used,
+            Human(s.bucket_ns),
+            Human(s.limit_ns)
+        ),
+    );
+    line(out, "samples ", s.samples.to_string());
+    line(out, "missed periods ", s.missed_periods.to_string());
+    line(out, "minimum ", opt(s.min_ns));
+    line(out, "maximum ", opt(s.max_ns));
+    let est = if s.exact_moments { "" } else { " (estimate)" };
+    line(out, "mean ", format!("{}{est}", opt(s.mean_ns)));
+    line(out, "median ", bound(s.median_ns, s));
+    if let Some(m) = s.mode_ns {
+        line(
+            out,
+            "mode ",
+            format!("{} – {} ({} samples)", Human(m), Human(m + s.bucket_ns), s.mode_count),
+        );
+    }
+    if let Some(v) = s.variance_ns2 {
+        line(out, "variance ", format!("{:.1} µs²{est}", v / 1e6));
+    }
+    line(out, "standard deviation ", format!("{}{est}", opt(s.stddev_ns)));
+    for (k, t) in BELOW {
+        let f = s.below.get(k).copied().unwrap_or(0.0);
+        line(
+            out,
+            &format!("% of samples < {} ", Human(t)),
+            format!("{:.4}", f * 100.0),
+        );
+    }
+    if let Some(max) = s.max_ns {
+        line(
+            out,
+            "100% of samples < ",
+            Human(max.saturating_add(s.bucket_ns)).to_string(),
+        );
+    }
+    for (label, v) in s.ladder() {
+        if label == "p50" || label == "p90" {
+            continue;
+        }
+        let pct = &label[1..];
+        let name = if label == "p99.999" {
+            format!("{pct}% (five nines) below ")
+        } else {
+            format!("{pct}% below ")
+        };
+        line(out, &name, bound(v, s));
+    }
+    if s.unknown_above > 0 {
+        line(
+            out,
+            "above the limit ",
+            format!("{} samples, value unknown (> {})", s.unknown_above, Human(s.limit_ns)),
+        );
+    }
+}
+
+/// The one-table summary: a row per CPU and one for all CPUs.
+pub fn cpu_table(m: &RunModel) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(vec![
+        "CPU", "samples", "missed", "min", "avg", "p99", "p99.999", "max",
+    ]);
+    let row = |name: String, s: &Stats| {
+        vec![
+            name,
+            s.samples.to_string(),
+            s.missed_periods.to_string(),
+            opt(s.min_ns),
+            opt(s.mean_ns),
+            bound(s.p99_ns, s),
+            bound(s.p99999_ns, s),
+            opt(s.max_ns),
+        ]
+    };
+    for c in &m.cpus {
+        t.add_row(row(c.cpu.to_string(), &c.stats));
+    }
+    if m.cpus.len() > 1 {
+        t.add_row(row("all".into(), &m.total));
+    }
+    for i in 1..8 {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+/// One-paragraph heading: what was measured, how.
+pub fn heading(m: &RunModel) -> String {
+    let r = &m.record;
+    let c = &r.config;
+    let mut s = format!("latlab report: {}", clean(&r.label));
+    if !r.complete {
+        s.push_str(" (INCOMPLETE: last checkpoint of a run that did not finish)");
+    }
+    s.push('\n');
+    let mut parts = vec![format!("source {}", r.source.as_str())];
+    if c.backend != "import" {
+        parts.push(format!("{} backend", c.backend));
+    }
+    if let Some(k) = &r.machine.kernel_release {
+        parts.push(format!("kernel {}", clean(k)));
+    }
+    if let Some(i) = c.interval_ns {
+        parts.push(format!("interval {}", Human(i)));
+    }
+    if let Some(d) = c.measured_ns.or(c.duration_ns) {
+        parts.push(format!("measured {}", format_duration(d)));
+    }
+    if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
+        parts.push(format!("{p} {pr}"));
+    }
+    if !c.loads.is_empty() {
+        parts.push(format!("loads {}", clean(&c.loads.join(", "))));
+    }
+    if let Some(t) = &r.started_at {
+        parts.push(format!("started {t}"));
+    }
+    let _ = writeln!(s, "  {}", parts.join(", "));
+    if let Some(cl) = &r.command_line {
+        let _ = writeln!(s, "  command: {}", clean(cl));
+    }
+    s
+}
+
+pub fn render(m: &RunModel) -> Vec<u8> {
+    let r = &m.record;
+    let mut out = heading(m);
+    out.push('\n');
+    out.push_str(&cpu_table(m));
+    out.push_str("\n\n");
+    let title = if m.cpus.len() > 1 {
+        "All CPUs".to_string()
+    } else {
+        m.cpus
+            .first()
+            .map(|c| format!("CPU {}", c.cpu))
+            .unwrap_or_else(|| "No CPU".into())
+    };
+    williams_block(&mut out, &title, &m.total);
+    if m.cpus.len() > 1 {
+        for c in &m.cpus {
+            out.push('\n');
+            williams_block(&mut out, &format!("CPU {}", c.cpu), &c.stats);
+        }
+    }
+    let mut top: Vec<(u32, u64, u64)> = r
+        .cpus
+        .iter()
+        .flat_map(|c| c.top_spikes.iter().map(|s| (c.cpu, s.at_ns, s.latency_ns)))
+        .collect();
+    top.sort_by(|a, b| b.2.cmp(&a.2).then(a.1.cmp(&b.1)));
+    if !top.is_empty() {
+        let _ = writeln!(out, "\nLargest samples");
+        for (cpu, at, lat) in top.iter().take(10) {
+            let since = r
+                .cpus
+                .iter()
+                .find(|c| c.cpu == *cpu)
+                .and(r.config.measured_ns)
+                .map(|_| String::new())
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  CPU {cpu}: {} at CLOCK_MONOTONIC {}.{:09} s{since}",
+                Human(*lat),
+                at / 1_000_000_000,
+                at % 1_000_000_000
+            );
+        }
+    }
+    if !r.spikes.is_empty() {
+        let _ = writeln!(out, "\nTraced spikes");
+        for (i, s) in r.spikes.iter().enumerate() {
+            let causes: Vec<String> = s
+                .causes
+                .iter()
+                .map(|c| format!("{:?} {} {}", c.kind, clean(&c.name), Human(c.ns)).to_lowercase())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  #{:03} CPU {} {}: {}",
+                i + 1,
+                s.cpu,
+                Human(s.latency_ns),
+                if causes.is_empty() {
+                    "not attributed".into()
+                } else {
+                    causes.join(", ")
+                }
+            );
+        }
+    }
+    if !r.loads.is_empty() {
+        let _ = writeln!(out, "\nLoads");
+        for l in &r.loads {
+            let ops = l.ops.map(|o| format!(", {o:.1} ops/s")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {}: {}{ops}",
+                clean(&l.profile),
+                clean(&l.command)
+            );
+        }
+    }
+    for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {
+        if !lines.is_empty() {
+            let _ = writeln!(out, "\n{title}");
+            for w in lines {
+                let _ = writeln!(out, "  {}", clean(w));
+            }
+        }
+    }
+    out.into_bytes()
 }
