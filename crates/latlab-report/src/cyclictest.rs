@@ -11,7 +11,11 @@ use latlab_core::model::RunModel;
 
 pub fn render(m: &RunModel) -> Vec<u8> {
     let mut out = String::new();
-    let _ = writeln!(out, "# latlab {} (cyclictest -h format)", m.record.label.replace(['\n', '\r'], " "));
+    let _ = writeln!(
+        out,
+        "# latlab {} (cyclictest -h format)",
+        m.record.label.replace(['\n', '\r'], " ")
+    );
     let _ = writeln!(out, "# Histogram");
     let Some(first) = m.cpus.first() else {
         return out.into_bytes();
@@ -26,7 +30,10 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         }
         out.push('\n');
     }
-    let trailer = |out: &mut String, name: &str, w: usize, f: &dyn Fn(&latlab_core::model::CpuModel) -> u64| {
+    let trailer = |out: &mut String,
+                   name: &str,
+                   w: usize,
+                   f: &dyn Fn(&latlab_core::model::CpuModel) -> u64| {
         let _ = write!(out, "# {name}:");
         for c in &m.cpus {
             let _ = write!(out, " {:0w$}", f(c));
@@ -34,11 +41,15 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         out.push('\n');
     };
     trailer(&mut out, "Total", 9, &|c| c.hist.count());
-    trailer(&mut out, "Min Latencies", 5, &|c| c.hist.min().unwrap_or(0) / 1000);
+    trailer(&mut out, "Min Latencies", 5, &|c| {
+        c.hist.min().unwrap_or(0) / 1000
+    });
     trailer(&mut out, "Avg Latencies", 5, &|c| {
         c.hist.mean().map(|v| (v / 1000.0) as u64).unwrap_or(0)
     });
-    trailer(&mut out, "Max Latencies", 5, &|c| c.hist.max().unwrap_or(0) / 1000);
+    trailer(&mut out, "Max Latencies", 5, &|c| {
+        c.hist.max().unwrap_or(0) / 1000
+    });
     trailer(&mut out, "Histogram Overflows", 5, &|c| {
         c.hist.count() - c.hist.count_below(c.hist.layout().limit_ns())
     });

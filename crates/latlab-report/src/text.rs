@@ -32,7 +32,8 @@ pub fn bound(v: Option<u64>, s: &Stats) -> String {
 }
 
 fn opt(v: Option<u64>) -> String {
-    v.map(|v| Human(v).to_string()).unwrap_or_else(|| "-".into())
+    v.map(|v| Human(v).to_string())
+        .unwrap_or_else(|| "-".into())
 }
 
 /// Williams' statistics block.
@@ -66,18 +67,27 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
         line(
             out,
             "mode ",
-            format!("{} – {} ({} samples)", Human(m), Human(m + s.bucket_ns), s.mode_count),
+            format!(
+                "{} – {} ({} samples)",
+                Human(m),
+                Human(m + s.bucket_ns),
+                s.mode_count
+            ),
         );
     }
     if let Some(v) = s.variance_ns2 {
         line(out, "variance ", format!("{:.1} µs²{est}", v / 1e6));
     }
-    line(out, "standard deviation ", format!("{}{est}", opt(s.stddev_ns)));
+    line(
+        out,
+        "standard deviation ",
+        format!("{}{est}", opt(s.stddev_ns)),
+    );
     for (k, t) in BELOW {
         let f = s.below.get(k).copied().unwrap_or(0.0);
         line(
             out,
-            &format!("% of samples < {} ", Human(t)),
+            &format!("% of samples < {} ms ", t as f64 / 1e6),
             format!("{:.4}", f * 100.0),
         );
     }
@@ -104,7 +114,11 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
         line(
             out,
             "above the limit ",
-            format!("{} samples, value unknown (> {})", s.unknown_above, Human(s.limit_ns)),
+            format!(
+                "{} samples, value unknown (> {})",
+                s.unknown_above,
+                Human(s.limit_ns)
+            ),
         );
     }
 }
@@ -112,7 +126,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
 /// The one-table summary: a row per CPU and one for all CPUs.
 pub fn cpu_table(m: &RunModel) -> String {
     let mut t = Table::new();
-    t.load_preset(presets::NOTHING);
+    t.load_style(presets::NOTHING);
     t.set_header(vec![
         "CPU", "samples", "missed", "min", "avg", "p99", "p99.999", "max",
     ]);
@@ -252,12 +266,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         let _ = writeln!(out, "\nLoads");
         for l in &r.loads {
             let ops = l.ops.map(|o| format!(", {o:.1} ops/s")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "  {}: {}{ops}",
-                clean(&l.profile),
-                clean(&l.command)
-            );
+            let _ = writeln!(out, "  {}: {}{ops}", clean(&l.profile), clean(&l.command));
         }
     }
     for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {

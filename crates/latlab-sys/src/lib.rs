@@ -10,6 +10,6 @@ pub mod ledger;
 pub mod loads;
 pub mod measure;
 pub mod privileged;
-pub mod rt;
 pub mod procstat;
+pub mod rt;
 pub mod tracefs;

@@ -136,8 +136,12 @@ impl LiveHistogram {
             let l = counts.iter().rposition(|&c| c > 0);
             match (f, l) {
                 (Some(f), Some(l)) => (
-                    t.min.max(self.layout.lower(f)).min(self.layout.upper(f) - 1),
-                    t.max.min(self.layout.upper(l) - 1).max(self.layout.lower(l)),
+                    t.min
+                        .max(self.layout.lower(f))
+                        .min(self.layout.upper(f) - 1),
+                    t.max
+                        .min(self.layout.upper(l) - 1)
+                        .max(self.layout.lower(l)),
                     t.sum,
                     t.sumsq,
                 ),
@@ -424,7 +428,11 @@ fn measure_loop<C: Clock>(
                 sec_max = u64::MAX;
             }
         }
-        sec_max = if sec_max == u64::MAX { lat } else { sec_max.max(lat) };
+        sec_max = if sec_max == u64::MAX {
+            lat
+        } else {
+            sec_max.max(lat)
+        };
 
         if lat > top_min {
             // Replace the smallest of the kept spikes (rare after warm-up).
@@ -672,7 +680,10 @@ mod tests {
             // Every period is either a sample or a counted miss.
             let periods = h.count() + missed;
             assert!((49_999..=50_000).contains(&periods), "{periods} periods");
-            assert!(missed > 0, "the sim has ms spikes, so some periods are missed");
+            assert!(
+                missed > 0,
+                "the sim has ms spikes, so some periods are missed"
+            );
             let mut secs = Vec::new();
             t.drain_seconds(&mut secs);
             assert_eq!(secs.len(), 50, "{secs:?}");

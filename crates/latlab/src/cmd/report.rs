@@ -1,9 +1,19 @@
-//! `latlab report`.
+//! `latlab report RUN [--format …] [-o FILE]`.
 
 use std::process::ExitCode;
 
-use crate::cli::ReportArgs;
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::rundir;
 
-pub fn report(_args: ReportArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'latlab report' is not implemented yet")
+pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let model = rundir::load_run(&args.run)?;
+    let fmt = match args.format {
+        ReportFormat::Text => latlab_report::Format::Text,
+        ReportFormat::Markdown => latlab_report::Format::Markdown,
+        ReportFormat::Json => latlab_report::Format::Json,
+        ReportFormat::Html => latlab_report::Format::Html,
+        ReportFormat::Cyclictest => latlab_report::Format::Cyclictest,
+    };
+    rundir::emit(&latlab_report::render(&model, fmt), args.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,583 @@
-//! `latlab run`.
+//! `latlab run`: the run lifecycle, as rtla's tools have it — parse → probe → apply (saving
+//! every original value in the ledger) → start loads → warm up → measure → stop → collect →
+//! write → restore. Restore runs on every exit path: normal end, Ctrl-C/SIGTERM/SIGHUP (a
+//! flag the measurement threads see within one period), an error, and a panic (drop guards).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use crate::cli::RunArgs;
+use anyhow::{bail, Context};
+use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
+use latlab_core::hist::Layout;
+use latlab_core::model::RunModel;
+use latlab_core::record::{
+    CpuRecord, Machine, RunConfig, RunRecord, Source, SpikeRecord, ThreadInfo, SCHEMA_VERSION,
+};
+use latlab_core::stats::Stats;
+use latlab_core::units::{format_duration, parse_duration, parse_latency, Human, Nanos};
+use latlab_sys::ledger::Ledger;
+use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
+use latlab_sys::rt::{self, Policy};
 
-pub fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'latlab run' is not implemented yet")
+use crate::cli::{Backend, Policy as CliPolicy, RunArgs, RunFormat};
+use crate::rundir;
+
+/// Checkpoint period: a SIGKILLed run loses at most this much.
+const CHECKPOINT: Duration = Duration::from_secs(10);
+/// Collector period: spikes, loads and signals are looked at this often.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Everything `run` needs, validated.
+pub struct Plan {
+    pub duration_ns: Nanos,
+    pub interval_ns: Nanos,
+    pub distance_ns: Nanos,
+    pub layout: Layout,
+    pub cpus: Vec<u32>,
+    pub policy: Policy,
+    pub priority: u32,
+    pub trace_threshold_ns: Option<Nanos>,
+    pub max_latency_ns: Option<Nanos>,
+    pub warmup_ns: Nanos,
+    pub label: String,
+}
+
+fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
+    r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
+}
+
+/// Online CPUs from sysfs (`0-3,6`).
+pub fn online_cpus() -> anyhow::Result<Vec<u32>> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .context("cannot read /sys/devices/system/cpu/online")?;
+    Ok(parse_cpu_list(&s)?)
+}
+
+pub fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
+    let duration_ns = flag("duration", parse_duration(&a.duration))?;
+    if duration_ns == 0 {
+        bail!("--duration: must be more than 0 (e.g. 10s)");
+    }
+    let interval_ns = flag("interval", parse_latency(&a.interval))?;
+    if interval_ns < 10_000 {
+        bail!(
+            "--interval {}: below the 10us minimum; use 10us or more (cyclictest's 50us is a common floor)",
+            a.interval
+        );
+    }
+    let distance_ns = flag("distance", parse_latency(&a.distance))?;
+    let limit = flag("hist-limit", parse_latency(&a.hist_limit))?;
+    let layout = flag("hist-limit", Layout::new(1_000, limit))?;
+    let policy = match a.policy {
+        CliPolicy::Fifo => Policy::Fifo,
+        CliPolicy::Rr => Policy::Rr,
+        CliPolicy::Other => Policy::Other,
+    };
+    if policy.is_rt() && !(1..=99).contains(&a.priority) {
+        bail!(
+            "--priority {}: must be 1..99 for --policy {}",
+            a.priority,
+            policy.as_str()
+        );
+    }
+    let online = online_cpus()?;
+    let cpus = if a.cpus == "all" {
+        let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
+        online
+            .iter()
+            .copied()
+            .filter(|c| allowed.contains(c))
+            .collect()
+    } else {
+        let cpus = flag("cpus", parse_cpu_list(&a.cpus))?;
+        if cpus.is_empty() {
+            bail!("--cpus: the list is empty; give CPUs such as 0-1, or all");
+        }
+        for c in &cpus {
+            if !online.contains(c) {
+                bail!(
+                    "--cpus {}: CPU {c} is not online (online: {}); choose online CPUs",
+                    a.cpus,
+                    format_cpu_list(&online)
+                );
+            }
+        }
+        cpus
+    };
+    if cpus.is_empty() {
+        bail!("--cpus all: no CPU is available to this process");
+    }
+    let trace_threshold_ns = a
+        .trace_threshold
+        .as_deref()
+        .map(|t| flag("trace-threshold", parse_latency(t)))
+        .transpose()?;
+    let max_latency_ns = a
+        .max_latency
+        .as_deref()
+        .map(|t| flag("max-latency", parse_latency(t)))
+        .transpose()?;
+    let warmup_ns = flag("warmup", parse_duration(&a.ext.warmup))?;
+    let label = a.label.clone().unwrap_or_else(|| match a.backend {
+        Backend::Sim => "sim".into(),
+        Backend::Real => kernel_release().unwrap_or_else(|| "run".into()),
+    });
+    Ok(Plan {
+        duration_ns,
+        interval_ns,
+        distance_ns,
+        layout,
+        cpus,
+        policy,
+        priority: if policy.is_rt() { a.priority } else { 0 },
+        trace_threshold_ns,
+        max_latency_ns,
+        warmup_ns,
+        label,
+    })
+}
+
+/// Machine basics every run records (the full inventory is `latlab check`'s).
+pub fn basic_machine() -> Machine {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let version = read("/proc/sys/kernel/version");
+    let preemption = if read("/sys/kernel/realtime").as_deref() == Some("1") {
+        Some("rt".to_string())
+    } else {
+        read("/sys/kernel/debug/sched/preempt")
+            .and_then(|s| {
+                s.split_whitespace()
+                    .find(|w| w.starts_with('('))
+                    .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+            })
+            .or_else(|| {
+                read("/proc/cmdline").and_then(|c| {
+                    c.split_whitespace()
+                        .find_map(|w| w.strip_prefix("preempt=").map(str::to_string))
+                })
+            })
+    };
+    Machine {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel_release: kernel_release(),
+        kernel_version: version,
+        arch: Some(std::env::consts::ARCH.to_string()),
+        cpus_online: online_cpus().unwrap_or_default(),
+        cpu_model: cpuinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("model name"))
+            .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()),
+        preemption,
+        cmdline: read("/proc/cmdline"),
+        virtualized: Some(
+            cpuinfo
+                .lines()
+                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")),
+        ),
+    }
+}
+
+/// Restores the machine when dropped: every ledger entry, newest first.
+struct Restore {
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        for line in l.restore_all() {
+            if line.starts_with("could not") {
+                eprintln!("latlab: warning: {line}");
+            }
+        }
+        let _ = std::fs::remove_file(l.path());
+    }
+}
+
+fn open_ledger() -> anyhow::Result<Ledger> {
+    match Ledger::open() {
+        Ok(l) => Ok(l),
+        // Not root: keep the ledger where this user can write.
+        Err(_) => {
+            // SAFETY: plain syscall.
+            let uid = unsafe { libc::getuid() };
+            let dir = std::env::temp_dir().join(format!("latlab-{uid}"));
+            Ledger::open_in(&dir).with_context(|| {
+                format!(
+                    "cannot write latlab's ledger in /run/latlab or {}",
+                    dir.display()
+                )
+            })
+        }
+    }
+}
+
+struct Live {
+    enabled: bool,
+    lines: usize,
+}
+
+impl Live {
+    fn show(&mut self, threads: &[Arc<measure::ThreadShared>]) {
+        if !self.enabled {
+            return;
+        }
+        use std::fmt::Write;
+        let mut s = String::new();
+        if self.lines > 0 {
+            let _ = write!(s, "\x1b[{}A", self.lines);
+        }
+        for t in threads {
+            let tot = t.hist.totals();
+            let avg = if tot.count > 0 {
+                (tot.sum / tot.count as u128) as u64
+            } else {
+                0
+            };
+            let _ = writeln!(
+                s,
+                "\x1b[2KCPU{:<3} cur {:>9}  min {:>9}  avg {:>9}  max {:>9}  samples {:>10}  missed {}",
+                t.cpu,
+                Human(t.last_ns.load(Ordering::Relaxed)).to_string(),
+                Human(if tot.count > 0 { tot.min } else { 0 }).to_string(),
+                Human(avg).to_string(),
+                Human(tot.max).to_string(),
+                tot.count,
+                t.missed.load(Ordering::Relaxed)
+            );
+        }
+        self.lines = threads.len();
+        print!("{s}");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// The record as it stands (checkpoint or final).
+#[allow(clippy::too_many_arguments)]
+fn build_record(
+    a: &RunArgs,
+    p: &Plan,
+    engine_threads: &[Arc<measure::ThreadShared>],
+    seconds: &[Vec<Option<u64>>],
+    results: Option<&[measure::ThreadResult]>,
+    started_at: &str,
+    machine: &Machine,
+    measured_ns: Nanos,
+    spikes: &[SpikeRecord],
+    warnings: &[String],
+    complete: bool,
+) -> RunRecord {
+    let cpus = engine_threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let h = t.hist.snapshot();
+            let res = results.and_then(|r| r.iter().find(|r| r.cpu == t.cpu));
+            CpuRecord {
+                cpu: t.cpu,
+                stats: Stats {
+                    missed_periods: t.missed.load(Ordering::Relaxed),
+                    ..Stats::default()
+                },
+                histogram: h.to_record(),
+                per_second_max_ns: seconds[i].clone(),
+                top_spikes: res.map(|r| r.top.clone()).unwrap_or_default(),
+                thread: ThreadInfo {
+                    tid: res.map(|r| r.tid),
+                    policy: Some(p.policy.as_str().into()),
+                    priority: Some(p.priority),
+                    interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
+                },
+            }
+        })
+        .collect();
+    let mut r = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        label: p.label.clone(),
+        source: Source::Latlab,
+        complete,
+        tool_version: Some(env!("CARGO_PKG_VERSION").into()),
+        command_line: Some(
+            std::env::args()
+                .map(|a| {
+                    if a.contains(char::is_whitespace) {
+                        format!("'{a}'")
+                    } else {
+                        a
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        started_at: Some(started_at.into()),
+        ended_at: complete.then(|| rundir::utc_now().0),
+        config: RunConfig {
+            mode: "timer".into(),
+            backend: match a.backend {
+                Backend::Real => "real".into(),
+                Backend::Sim => "sim".into(),
+            },
+            interval_ns: Some(p.interval_ns),
+            duration_ns: Some(p.duration_ns),
+            cpus: p.cpus.clone(),
+            priority: Some(p.priority),
+            policy: Some(p.policy.as_str().into()),
+            distance_ns: p.distance_ns,
+            aligned: a.aligned,
+            hist_limit_ns: Some(p.layout.limit_ns()),
+            bucket_ns: Some(p.layout.bucket_ns),
+            max_latency_ns: p.max_latency_ns,
+            trace_threshold_ns: p.trace_threshold_ns,
+            loads: a.loads.clone(),
+            warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
+            sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
+            measured_ns: Some(measured_ns),
+        },
+        machine: machine.clone(),
+        inventory: None,
+        total: Stats::default(),
+        cpus,
+        spikes: spikes.to_vec(),
+        trace: None,
+        loads: vec![],
+        activity: None,
+        warnings: warnings.to_vec(),
+        notes: vec![],
+    };
+    r.refresh().expect("live histograms are consistent");
+    r
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    let p = plan(&a)?;
+    let mut warnings: Vec<String> = Vec::new();
+    let warn = |w: &mut Vec<String>, msg: String| {
+        eprintln!("latlab: warning: {msg}");
+        w.push(msg);
+    };
+
+    // Probe: what this machine allows, before anything is changed.
+    let _dma;
+    if a.backend == Backend::Real {
+        if p.policy.is_rt() && !rt::can_use_rt() {
+            bail!(
+                "--backend real with --policy {} needs root (or CAP_SYS_NICE): run as root, or use --backend sim",
+                p.policy.as_str()
+            );
+        }
+        if let Ok(rt_runtime) = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us") {
+            let rt_runtime = rt_runtime.trim();
+            if rt_runtime != "-1" && p.policy.is_rt() {
+                warn(&mut warnings, format!(
+                    "RT throttling is on (sched_rt_runtime_us={rt_runtime}): real-time tasks that use more than that share of a second are stopped for the rest of it; \
+                     latlab's sleepers do not, but RT loads may (disable: echo -1 > /proc/sys/kernel/sched_rt_runtime_us)"
+                ));
+            }
+        }
+        if let Err(e) = rt::lock_memory() {
+            if p.policy.is_rt() {
+                bail!("mlockall failed ({e}): run as root, or use --backend sim");
+            }
+            warn(
+                &mut warnings,
+                format!("mlockall failed ({e}): page faults may add latency"),
+            );
+        }
+        _dma = match rt::DmaLatency::hold(0) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                warn(&mut warnings, format!(
+                    "cannot hold /dev/cpu_dma_latency at 0 ({e}): deep C-states may add exit latency"
+                ));
+                None
+            }
+        };
+    } else {
+        _dma = None;
+    }
+
+    // The run directory, checked writable before measuring.
+    let dir = rundir::create_run_dir(&a.results, &p.label)?;
+    let machine = basic_machine();
+
+    // Signals end the run early; results are still written and everything restored.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handlers")?;
+    }
+
+    let ledger = Arc::new(Mutex::new(open_ledger()?));
+    let _restore = Restore {
+        ledger: ledger.clone(),
+    };
+
+    let trace: Option<TraceHook> = None;
+
+    let engine = Engine::start(measure::Config {
+        cpus: p.cpus.clone(),
+        interval_ns: p.interval_ns,
+        distance_ns: p.distance_ns,
+        duration_ns: p.duration_ns,
+        policy: p.policy,
+        priority: p.priority,
+        aligned: a.aligned,
+        layout: p.layout,
+        spike_threshold_ns: p
+            .trace_threshold_ns
+            .unwrap_or(u64::MAX)
+            .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1)),
+        trace,
+        backend: match a.backend {
+            Backend::Real => measure::Backend::Real,
+            Backend::Sim => measure::Backend::Sim {
+                seed: a.sim_seed,
+                realtime: a.sim_realtime,
+            },
+        },
+    })?;
+    let (started_at, _) = rundir::utc_now();
+    let started = Instant::now();
+    let threads = engine.threads.clone();
+    let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
+    let mut live = Live {
+        enabled: !a.quiet && std::io::stdout().is_terminal(),
+        lines: 0,
+    };
+    let inject_panic = std::env::var("LATLAB_INJECT_PANIC_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis);
+    let mut last_second = Instant::now();
+    let mut last_checkpoint = Instant::now();
+    let mut events: Vec<SpikeEvent> = Vec::new();
+    let spikes: Vec<SpikeRecord> = Vec::new();
+    let mut interrupted = false;
+
+    // The collector loop (this thread is not real-time).
+    while !engine.all_done() {
+        if stop.load(Ordering::Relaxed) && !interrupted {
+            interrupted = true;
+            engine.stop.store(true, Ordering::Release);
+        }
+        if let Some(after) = inject_panic {
+            if started.elapsed() >= after {
+                panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
+            }
+        }
+        for t in &threads {
+            t.drain_spikes(&mut events);
+        }
+        events.clear();
+        if last_second.elapsed() >= Duration::from_secs(1) {
+            last_second = Instant::now();
+            for (t, s) in threads.iter().zip(seconds.iter_mut()) {
+                t.drain_seconds(s);
+            }
+            live.show(&threads);
+        }
+        if last_checkpoint.elapsed() >= CHECKPOINT {
+            last_checkpoint = Instant::now();
+            let rec = build_record(
+                &a,
+                &p,
+                &threads,
+                &seconds,
+                None,
+                &started_at,
+                &machine,
+                started.elapsed().as_nanos() as u64,
+                &spikes,
+                &warnings,
+                false,
+            );
+            if let Err(e) = rundir::write_run(&dir, &rec, false) {
+                eprintln!("latlab: warning: checkpoint failed: {e:#}");
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
+        p.duration_ns
+    } else {
+        (started.elapsed().as_nanos() as u64).min(p.duration_ns)
+    };
+    let results = engine.join();
+    for (t, s) in threads.iter().zip(seconds.iter_mut()) {
+        t.drain_seconds(s);
+        t.drain_spikes(&mut events);
+        let dropped = t.dropped_spikes();
+        if dropped > 0 {
+            warnings.push(format!(
+                "CPU {}: {dropped} spikes were not handed to the collector (queue full); they are in the histogram",
+                t.cpu
+            ));
+        }
+    }
+    if interrupted {
+        warnings.push(format!(
+            "the run was interrupted after {} of {}",
+            format_duration(measured_ns / 1_000_000_000 * 1_000_000_000),
+            format_duration(p.duration_ns)
+        ));
+    }
+    live.show(&threads);
+    let record = build_record(
+        &a,
+        &p,
+        &threads,
+        &seconds,
+        Some(&results),
+        &started_at,
+        &machine,
+        measured_ns,
+        &spikes,
+        &warnings,
+        true,
+    );
+    rundir::write_run(&dir, &record, true)?;
+    drop(_restore);
+
+    let model = RunModel::new(record)?;
+    let out = match a.format {
+        RunFormat::Text => {
+            let mut s = latlab_report::render(&model, latlab_report::Format::Text);
+            s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
+            s
+        }
+        RunFormat::Json => latlab_report::render(&model, latlab_report::Format::Json),
+    };
+    rundir::emit(&out, None)?;
+    if a.format == RunFormat::Json {
+        eprintln!("results: {}", dir.display());
+    }
+    if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
+        if max > limit {
+            eprintln!(
+                "latlab: maximum latency {} exceeds --max-latency {}",
+                Human(max),
+                Human(limit)
+            );
+            return Ok(ExitCode::from(2));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
