@@ -1,1 +1,380 @@
-//! Importers of other tools' outputs (not written yet).
+//! Importers of other tools' results: cyclictest (`-h`/`-H` histograms, `--json`, `-v`),
+//! `rtla timerlat hist` and realfeel/Morton-style `<ms> <count>` histograms.
+//!
+//! Each is a pure function over bytes that yields a [`RunRecord`] (`config.backend = "import"`,
+//! one [`CpuRecord`] per thread or CPU), so `report` and `compare` treat a peer's data exactly as
+//! latlab's own. The histogram keeps the tool's native bucket width; what the file cannot tell
+//! is never invented: cyclictest's overflow samples are counted as "unknown above the limit"
+//! (percentiles that fall among them come out as `None`, printed "> limit"), and each such gap
+//! is spelled out in `record.notes`.
+//!
+//! Errors name the file, the line and what was expected; no input makes a parser panic (each
+//! has a cargo-fuzz target in `fuzz/`).
+//!
+//! ```
+//! use latlab_core::import::{import, From};
+//! let r = import(b"0.0 10\n0.1 5\n0.3 1\n", From::Auto, "morton.hist").unwrap();
+//! assert_eq!(r.total.samples, 16);
+//! assert_eq!(r.cpus[0].histogram.bucket_ns, 100_000);
+//! ```
+
+use std::fmt;
+
+use crate::hist::{HistError, Histogram, Layout};
+use crate::record::{CpuRecord, Machine, RunConfig, RunRecord, Source, ThreadInfo, SCHEMA_VERSION};
+use crate::stats::Stats;
+use crate::units::Nanos;
+
+pub mod cyclictest;
+pub mod cyclictest_json;
+pub mod realfeel;
+pub mod rtla;
+pub mod verbose;
+
+/// Which format a file is in (`--from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum From {
+    Auto,
+    Cyclictest,
+    CyclictestJson,
+    CyclictestVerbose,
+    Rtla,
+    Realfeel,
+}
+
+impl From {
+    pub fn name(&self) -> &'static str {
+        match self {
+            From::Auto => "auto",
+            From::Cyclictest => "cyclictest",
+            From::CyclictestJson => "cyclictest-json",
+            From::CyclictestVerbose => "cyclictest-verbose",
+            From::Rtla => "rtla",
+            From::Realfeel => "realfeel",
+        }
+    }
+}
+
+/// An import failure: `file:line: message` (line 0 when it concerns the whole file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ImportError {
+    pub file: String,
+    pub line: usize,
+    pub msg: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.msg)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.msg)
+        }
+    }
+}
+
+/// Error context passed to the parsers: the file's name for messages.
+pub(crate) struct Ctx<'a> {
+    pub name: &'a str,
+}
+
+impl Ctx<'_> {
+    pub fn err(&self, line: usize, msg: impl Into<String>) -> ImportError {
+        ImportError {
+            file: self.name.to_string(),
+            line,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Import `bytes` (the content of the file called `name_for_errors`) as a run record.
+pub fn import(bytes: &[u8], from: From, name_for_errors: &str) -> Result<RunRecord, ImportError> {
+    let ctx = Ctx {
+        name: name_for_errors,
+    };
+    let from = match from {
+        From::Auto => sniff(bytes).ok_or_else(|| {
+            ctx.err(
+                0,
+                "cannot tell the format: expected cyclictest -h/-H output (with '# Max Latencies'), \
+                 cyclictest --json, cyclictest -v lines 'thread: cycle: latency', rtla timerlat \
+                 hist output or realfeel '<ms> <count>' lines; name it with --from",
+            )
+        })?,
+        f => f,
+    };
+    let mut r = match from {
+        From::Cyclictest => cyclictest::parse(bytes, &ctx)?,
+        From::CyclictestJson => cyclictest_json::parse(bytes, &ctx)?,
+        From::CyclictestVerbose => verbose::parse(bytes, &ctx)?,
+        From::Rtla => rtla::parse(bytes, &ctx)?,
+        From::Realfeel => realfeel::parse(bytes, &ctx)?,
+        From::Auto => unreachable!("resolved above"),
+    };
+    if r.cpus.iter().all(|c| c.histogram.count == 0) {
+        return Err(ctx.err(0, "no samples: every thread's histogram is empty"));
+    }
+    r.refresh()
+        .map_err(|e| ctx.err(0, format!("inconsistent data: {e}")))?;
+    Ok(r)
+}
+
+/// Guess the format from the content; `None` when nothing fits.
+pub fn sniff(bytes: &[u8]) -> Option<From> {
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let text = String::from_utf8_lossy(head);
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return Some(From::CyclictestJson);
+    }
+    if text.contains("# RTLA")
+        || text
+            .lines()
+            .any(|l| l.starts_with("Index") && l.contains("-0"))
+    {
+        return Some(From::Rtla);
+    }
+    if text.contains("# Max Latencies") || text.contains("# Histogram") {
+        return Some(From::Cyclictest);
+    }
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || !l.as_bytes()[0].is_ascii_digit() {
+            continue;
+        }
+        let parts: Vec<&str> = l.split(':').map(str::trim).collect();
+        if parts.len() == 3
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Some(From::CyclictestVerbose);
+        }
+        let toks: Vec<&str> = l.split_whitespace().collect();
+        if toks.len() == 2 && toks[0].contains('.') {
+            return Some(From::Realfeel);
+        }
+        if toks.len() >= 2 && toks.iter().all(|t| t.bytes().all(|b| b.is_ascii_digit())) {
+            return Some(From::Cyclictest);
+        }
+        return None;
+    }
+    None
+}
+
+/// Lines of a text file, 1-based, without the line terminator (`\r\n` too). Invalid UTF-8 is
+/// an error naming the line.
+pub(crate) fn lines<'a>(
+    bytes: &'a [u8],
+    ctx: &'a Ctx<'a>,
+) -> impl Iterator<Item = Result<(usize, &'a str), ImportError>> + 'a {
+    bytes.split(|&b| b == b'\n').enumerate().map(move |(i, l)| {
+        let l = l.strip_suffix(b"\r").unwrap_or(l);
+        std::str::from_utf8(l)
+            .map(|s| (i + 1, s))
+            .map_err(|_| ctx.err(i + 1, "not UTF-8 text"))
+    })
+}
+
+/// Parse a non-negative integer field, naming it in the error.
+pub(crate) fn int(ctx: &Ctx, line: usize, tok: &str, what: &str) -> Result<u64, ImportError> {
+    tok.parse::<u64>().map_err(|_| {
+        ctx.err(
+            line,
+            format!(
+                "{what}: expected a non-negative integer, found '{}'",
+                clip(tok)
+            ),
+        )
+    })
+}
+
+/// At most 40 characters of untrusted text for an error message, control characters escaped.
+pub(crate) fn clip(s: &str) -> String {
+    let mut out: String = s.chars().take(40).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 40 {
+        out.push('…');
+    }
+    out
+}
+
+/// One imported thread: its histogram and what the file says about it.
+pub(crate) struct Thread {
+    pub cpu: u32,
+    pub hist: Histogram,
+    pub info: ThreadInfo,
+}
+
+/// Build a histogram from per-bucket counts in native units, the tool's min/max and (when
+/// known) its average. Sum comes from the average × count (so `exact_moments` is false); the
+/// sum of squares is estimated from bucket midpoints (and the limit for overflows, a lower
+/// bound), since no tool prints it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_hist(
+    ctx: &Ctx,
+    line: usize,
+    layout: Layout,
+    buckets: &[(Nanos, u64)],
+    unknown_above: u64,
+    min_ns: Nanos,
+    max_ns: Nanos,
+    avg_ns: Option<f64>,
+) -> Result<Histogram, ImportError> {
+    let mut counts = vec![0u64; layout.len()];
+    let mut n = unknown_above as u128;
+    let mut mid_sum = 0f64;
+    let mut sq = 0f64;
+    for &(lo, c) in buckets {
+        let i = layout.index_of_lower(lo).ok_or_else(|| {
+            ctx.err(
+                line,
+                format!("bucket at {lo} ns does not start a bucket of the file's layout"),
+            )
+        })?;
+        counts[i] = counts[i]
+            .checked_add(c)
+            .ok_or_else(|| ctx.err(line, "bucket count overflows"))?;
+        n += c as u128;
+        let mid = lo as f64 + (layout.upper(i).min(max_ns.max(lo)) - lo) as f64 / 2.0;
+        mid_sum += mid * c as f64;
+        sq += mid * mid * c as f64;
+    }
+    let limit = layout.limit_ns() as f64;
+    sq += limit * limit * unknown_above as f64;
+    let n_f = n as f64;
+    let sum = match avg_ns {
+        Some(a) if a.is_finite() && a >= 0.0 => (a * n_f).round() as u128,
+        _ => (mid_sum + limit * unknown_above as f64).round() as u128,
+    };
+    // Keep the estimate consistent: Σx² ≥ (Σx)²/n, so the variance is never negative.
+    let mut sumsq = sq.round() as u128;
+    if n > 0 {
+        let floor = ((sum as f64) * (sum as f64) / n_f).ceil() as u128;
+        sumsq = sumsq.max(floor);
+    }
+    Histogram::from_parts(
+        layout,
+        counts,
+        min_ns,
+        max_ns,
+        sum,
+        sumsq,
+        unknown_above,
+        false,
+    )
+    .map_err(|e: HistError| ctx.err(line, format!("inconsistent histogram: {e}")))
+}
+
+/// Assemble the record common to every importer.
+pub(crate) fn record(
+    source: Source,
+    label: &str,
+    threads: Vec<Thread>,
+    command_line: Option<String>,
+    machine: Machine,
+    interval_ns: Option<Nanos>,
+    notes: Vec<String>,
+) -> RunRecord {
+    let layout = threads.first().map(|t| t.hist.layout());
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        label: label.to_string(),
+        source,
+        complete: true,
+        tool_version: None,
+        command_line,
+        started_at: None,
+        ended_at: None,
+        config: RunConfig {
+            mode: "timer".into(),
+            backend: "import".into(),
+            interval_ns,
+            cpus: threads.iter().map(|t| t.cpu).collect(),
+            hist_limit_ns: layout.map(|l| l.limit_ns()),
+            bucket_ns: layout.map(|l| l.bucket_ns),
+            priority: threads.iter().find_map(|t| t.info.priority),
+            ..RunConfig::default()
+        },
+        machine,
+        inventory: None,
+        total: Stats::default(),
+        cpus: threads
+            .into_iter()
+            .map(|t| CpuRecord {
+                cpu: t.cpu,
+                stats: Stats::default(),
+                histogram: t.hist.to_record(),
+                per_second_max_ns: vec![],
+                top_spikes: vec![],
+                thread: t.info,
+            })
+            .collect(),
+        spikes: vec![],
+        trace: None,
+        loads: vec![],
+        activity: None,
+        warnings: vec![],
+        notes,
+    }
+}
+
+/// The value of a cyclictest option in a command line (`-i 1000`, `-i1000`, `--interval=1000`).
+pub(crate) fn cmdline_opt(cmd: &str, short: &str, long: &str) -> Option<String> {
+    let toks: Vec<&str> = cmd.split_whitespace().collect();
+    for (i, t) in toks.iter().enumerate() {
+        if *t == short || *t == long {
+            return toks.get(i + 1).map(|s| s.to_string());
+        }
+        if let Some(v) = t.strip_prefix(&format!("{long}=")) {
+            return Some(v.to_string());
+        }
+        if short.len() == 2 && t.starts_with(short) && t.len() > 2 && !t.starts_with("--") {
+            return Some(t[2..].to_string());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_every_fixture_format() {
+        assert_eq!(sniff(b"  {\"a\":1}"), Some(From::CyclictestJson));
+        assert_eq!(
+            sniff(b"# Histogram\n000000 000001\n"),
+            Some(From::Cyclictest)
+        );
+        assert_eq!(
+            sniff(b"Max CPUs = 2\n  0: 1: 56\n"),
+            Some(From::CyclictestVerbose)
+        );
+        assert_eq!(sniff(b"0.0 12\n0.1 3\n"), Some(From::Realfeel));
+        assert_eq!(
+            sniff(b"# RTLA timerlat histogram\nIndex IRQ-000 Thr-000\n"),
+            Some(From::Rtla)
+        );
+        assert_eq!(sniff(b"hello world\n"), None);
+        assert_eq!(sniff(b""), None);
+    }
+
+    #[test]
+    fn cmdline_options() {
+        let c = "cyclictest -m -S -p95 -i 1000 --histogram=2000 -D 10s";
+        assert_eq!(cmdline_opt(c, "-i", "--interval").as_deref(), Some("1000"));
+        assert_eq!(cmdline_opt(c, "-p", "--priority").as_deref(), Some("95"));
+        assert_eq!(cmdline_opt(c, "-h", "--histogram").as_deref(), Some("2000"));
+        assert_eq!(cmdline_opt(c, "-x", "--xx"), None);
+    }
+
+    #[test]
+    fn unknown_format_is_a_clear_error() {
+        let e = import(b"garbage\n", From::Auto, "x.txt").unwrap_err();
+        assert!(
+            e.to_string().starts_with("x.txt: cannot tell the format"),
+            "{e}"
+        );
+    }
+}
