@@ -1,0 +1,912 @@
+//! The tracefs TEXT parser: the kernel's `trace` / `per_cpu/cpuN/trace` files and
+//! `trace-cmd report` output, turned into typed [`Event`]s.
+//!
+//! Why hand-written and anchored: a task name (comm) can hold spaces, `-digits`, brackets, tabs,
+//! ANSI escapes and even a newline, so one event can span two text lines. Splitting on spaces
+//! breaks on the first odd comm. We anchor on the fixed part of every line instead,
+//! ` [CPU] FLAGS SECS.FRAC: ` (kernel) or ` CPUFLAGS SECS.FRAC: ` (`trace-cmd report -l`), and
+//! parse each event body by its keys, taking comms between known keys (`prev_comm=` …
+//! ` prev_pid=`), never by token position.
+//!
+//! A line with no anchor is either the tail of the previous event (its body was cut by a newline
+//! in a comm) or the head of the next one (the TASK column of the next line held the newline).
+//! We join it to whichever side makes a complete event; anything else is an error naming the
+//! line. The parser never panics on any input (property-tested).
+
+use std::fmt;
+
+/// Errors carry the 1-based line number; the caller adds the file name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {msg}")]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+/// The latency-format flags column: `d..2.`, `dNh3.`, `.Ns1.` …
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags {
+    /// IRQs disabled (`d`, `D`).
+    pub irqs_off: bool,
+    /// need-resched set (`N`, `n`, `p`, `P`, `L`, …: anything but `.`).
+    pub need_resched: bool,
+    pub hardirq: bool,
+    pub softirq: bool,
+    pub nmi: bool,
+    /// Preemption depth (0 when `.`).
+    pub preempt_depth: u8,
+}
+
+impl Flags {
+    /// Parse the 4- or 5-character flags field. None when it is not one.
+    pub fn parse(s: &str) -> Option<Flags> {
+        let b = s.as_bytes();
+        if !(4..=5).contains(&b.len()) {
+            return None;
+        }
+        let mut f = Flags::default();
+        match b[0] {
+            b'd' | b'D' => f.irqs_off = true,
+            b'.' | b'b' | b'X' => {}
+            _ => return None,
+        }
+        match b[1] {
+            b'.' => {}
+            b'N' | b'n' | b'p' | b'P' | b'L' | b'l' | b'B' | b'b' => f.need_resched = true,
+            _ => return None,
+        }
+        match b[2] {
+            b'.' => {}
+            b'h' => f.hardirq = true,
+            b's' => f.softirq = true,
+            b'H' => {
+                f.hardirq = true;
+                f.softirq = true
+            }
+            b'z' | b'Z' => f.nmi = true,
+            _ => return None,
+        }
+        f.preempt_depth = match b[3] {
+            b'.' => 0,
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        if b.len() == 5 && !(b[4] == b'.' || b[4].is_ascii_hexdigit()) {
+            return None;
+        }
+        Some(f)
+    }
+}
+
+/// One scheduler entity as an event names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRef {
+    pub comm: String,
+    pub pid: i64,
+    /// Kernel priority: FIFO N shows as `99-N`; CFS 100..139.
+    pub prio: i64,
+}
+
+/// What happened, typed. Events latlab does not analyze are kept as [`EventKind::Other`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventKind {
+    SchedSwitch {
+        prev: TaskRef,
+        /// `R+` = preempted, `R` = switched through schedule() itself, `S`, `D` …
+        prev_state: String,
+        next: TaskRef,
+    },
+    SchedWaking {
+        task: TaskRef,
+        target_cpu: Option<u32>,
+    },
+    SchedWakeup {
+        task: TaskRef,
+        target_cpu: Option<u32>,
+    },
+    IrqEntry {
+        irq: i64,
+        name: String,
+    },
+    IrqExit {
+        irq: i64,
+    },
+    SoftirqEntry {
+        vec: i64,
+        name: String,
+    },
+    SoftirqExit {
+        vec: i64,
+        name: String,
+    },
+    /// `irq_vectors` entry events: `local_timer`, `reschedule`, `call_function_single` …
+    VectorEntry {
+        name: String,
+        vector: i64,
+    },
+    VectorExit {
+        name: String,
+        vector: i64,
+    },
+    HrtimerStart {
+        hrtimer: String,
+        function: String,
+        expires: u64,
+    },
+    HrtimerExpireEntry {
+        hrtimer: String,
+        function: String,
+        now: u64,
+    },
+    HrtimerExpireExit {
+        hrtimer: String,
+    },
+    /// `nmi:nmi_handler`: recorded at the end of the handler, with its duration.
+    Nmi {
+        handler: String,
+        delta_ns: u64,
+    },
+    /// A `trace_marker` write (`tracing_mark_write: TEXT` or `print: tracing_mark_write: TEXT`).
+    Marker {
+        text: String,
+    },
+    Other {
+        name: String,
+    },
+}
+
+/// One trace event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// 1-based line where the event starts.
+    pub line: usize,
+    pub cpu: u32,
+    /// Timestamp in ns on the trace clock (`mono` = CLOCK_MONOTONIC in latlab's instances).
+    pub ts: u64,
+    /// TASK column (looked up at read time: may be stale or `<...>`).
+    pub task_comm: String,
+    /// PID column (exact).
+    pub pid: i64,
+    pub flags: Flags,
+    pub kind: EventKind,
+}
+
+/// A line of the trace that is not an event but matters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Event(Event),
+    /// `CPU:N [LOST M EVENTS]` (trace_pipe) — history before it is incomplete.
+    Lost {
+        line: usize,
+        cpu: u32,
+        events: u64,
+    },
+}
+
+/// The header's `entries-in-buffer/entries-written: A/B`: B > A means the ring overwrote events.
+pub fn header_entries(text: &str) -> Option<(u64, u64)> {
+    for l in text.lines().take(50) {
+        if let Some(rest) = l.strip_prefix("# entries-in-buffer/entries-written:") {
+            let v = rest.split_whitespace().next()?;
+            let (a, b) = v.split_once('/')?;
+            return Some((a.parse().ok()?, b.parse().ok()?));
+        }
+    }
+    None
+}
+
+/// Where the fixed part of an event line is.
+struct Anchor {
+    /// End of the TASK-PID column (start of the anchor's leading space).
+    task_end: usize,
+    cpu: u32,
+    flags: Flags,
+    ts: u64,
+    /// Start of `event: body`.
+    rest: usize,
+}
+
+/// Parse `SECS.FRAC` into ns (FRAC of 1..=9 digits).
+fn parse_ts(s: &str) -> Option<u64> {
+    let (a, b) = s.split_once('.')?;
+    if a.is_empty() || b.is_empty() || b.len() > 9 {
+        return None;
+    }
+    if !a.bytes().all(|c| c.is_ascii_digit()) || !b.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = a.parse().ok()?;
+    let mut frac: u64 = b.parse().ok()?;
+    for _ in b.len()..9 {
+        frac *= 10;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(frac)
+}
+
+/// Find the anchor in a line: the first `TIMESTAMP: ` preceded by a flags field and a CPU.
+fn find_anchor(line: &str) -> Option<Anchor> {
+    let bytes = line.as_bytes();
+    let mut search = 0;
+    while let Some(off) = line[search..].find(": ") {
+        let colon = search + off;
+        search = colon + 2;
+        // Timestamp token right before the colon.
+        let ts_start = bytes[..colon]
+            .iter()
+            .rposition(|&c| !(c.is_ascii_digit() || c == b'.'))
+            .map_or(0, |p| p + 1);
+        if ts_start == 0 || bytes[ts_start - 1] != b' ' {
+            continue;
+        }
+        let Some(ts) = parse_ts(&line[ts_start..colon]) else {
+            continue;
+        };
+        // Spaces, then the flags token.
+        let mut j = ts_start;
+        while j > 0 && bytes[j - 1] == b' ' {
+            j -= 1;
+        }
+        let fl_end = j;
+        let fl_start = bytes[..fl_end]
+            .iter()
+            .rposition(|&c| c == b' ' || c == b']')
+            .map_or(0, |p| p + 1);
+        let tok = &line[fl_start..fl_end];
+        if fl_start >= 1 && bytes[fl_start - 1] == b' ' && tok.len() >= 4 {
+            // Kernel form: `[CPU] FLAGS` (flags after a space following `]`).
+            let mut k = fl_start;
+            while k > 0 && bytes[k - 1] == b' ' {
+                k -= 1;
+            }
+            if k > 0 && bytes[k - 1] == b']' {
+                if let Some(open) = line[..k - 1].rfind('[') {
+                    let cpu_s = &line[open + 1..k - 1];
+                    if let (Ok(cpu), Some(flags)) = (cpu_s.parse::<u32>(), Flags::parse(tok)) {
+                        if open > 0 && bytes[open - 1] == b' ' {
+                            return Some(Anchor {
+                                task_end: open - 1,
+                                cpu,
+                                flags,
+                                ts,
+                                rest: colon + 2,
+                            });
+                        }
+                    }
+                }
+            }
+            // trace-cmd form: `CPUFLAGS` in one token (`1dNh3.`).
+            let digits = tok.bytes().take_while(|c| c.is_ascii_digit()).count();
+            if digits > 0 && (4..=5).contains(&(tok.len() - digits)) {
+                if let (Ok(cpu), Some(flags)) =
+                    (tok[..digits].parse::<u32>(), Flags::parse(&tok[digits..]))
+                {
+                    return Some(Anchor {
+                        task_end: fl_start - 1,
+                        cpu,
+                        flags,
+                        ts,
+                        rest: colon + 2,
+                    });
+                }
+            }
+        } else if tok.len() >= 4 && fl_start >= 1 && bytes[fl_start - 1] == b']' {
+            // `[001]d..2.` without a space is not a format we know; keep looking.
+            continue;
+        }
+    }
+    None
+}
+
+/// Split the TASK-PID column: comm is everything before the last `-digits`.
+fn split_task(col: &str) -> (String, i64) {
+    let col = col.trim_end();
+    // trace-cmd prefixes the instance name: `latlab_research: rust-lld-15780`.
+    let col = match col.find(": ") {
+        Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => col[p + 2..].trim_start(),
+        _ => col.trim_start(),
+    };
+    if let Some(p) = col.rfind('-') {
+        if let Ok(pid) = col[p + 1..].parse::<i64>() {
+            return (col[..p].to_string(), pid);
+        }
+    }
+    (col.to_string(), -1)
+}
+
+/// `key=value` lookup in a body where values have no spaces.
+fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
+    let mut start = 0;
+    while let Some(p) = body[start..].find(key) {
+        let at = start + p;
+        let before_ok = at == 0 || matches!(body.as_bytes()[at - 1], b' ' | b'[' | b'\t');
+        let after = at + key.len();
+        if before_ok && body.as_bytes().get(after) == Some(&b'=') {
+            let v = &body[after + 1..];
+            let end = v.find([' ', ']']).unwrap_or(v.len());
+            return Some(&v[..end]);
+        }
+        start = at + key.len();
+    }
+    None
+}
+
+fn kv_i(body: &str, key: &str) -> Result<i64, String> {
+    let v = kv(body, key).ok_or_else(|| format!("no {key}= field"))?;
+    v.parse()
+        .map_err(|_| format!("{key}={v:?} is not an integer"))
+}
+
+fn kv_u(body: &str, key: &str) -> Result<u64, String> {
+    let v = kv(body, key).ok_or_else(|| format!("no {key}= field"))?;
+    v.parse()
+        .map_err(|_| format!("{key}={v:?} is not an integer"))
+}
+
+/// `prev_comm=A B prev_pid=…`: the comm is what lies between `X=` and the LAST ` next_key=`.
+fn comm_between<'a>(
+    s: &'a str,
+    start_key: &str,
+    end_key: &str,
+) -> Result<(&'a str, &'a str), String> {
+    let v = s
+        .strip_prefix(start_key)
+        .ok_or_else(|| format!("expected {start_key}"))?;
+    let p = v
+        .rfind(end_key)
+        .ok_or_else(|| format!("no{end_key}field"))?;
+    Ok((&v[..p], &v[p + 1..]))
+}
+
+/// trace-cmd's compact task: `comm:pid [prio]` (comm may hold ':').
+fn compact_task(s: &str) -> Result<TaskRef, String> {
+    let s = s.trim();
+    let open = s.rfind(" [").ok_or("expected 'comm:pid [prio]'")?;
+    let prio = s[open + 2..]
+        .trim_end()
+        .strip_suffix(']')
+        .and_then(|p| p.parse().ok())
+        .ok_or("bad [prio]")?;
+    let cp = &s[..open];
+    let colon = cp.rfind(':').ok_or("expected comm:pid")?;
+    let pid = cp[colon + 1..].parse().map_err(|_| "bad pid")?;
+    Ok(TaskRef {
+        comm: cp[..colon].to_string(),
+        pid,
+        prio,
+    })
+}
+
+fn strip_fn(f: &str) -> String {
+    f.split('/').next().unwrap_or(f).to_string()
+}
+
+fn parse_switch(body: &str) -> Result<EventKind, String> {
+    let (l, r) = body
+        .split_once(" ==> ")
+        .ok_or("sched_switch without ' ==> '")?;
+    if l.starts_with("prev_comm=") {
+        let (pc, lrest) = comm_between(l, "prev_comm=", " prev_pid=")?;
+        let (nc, rrest) = comm_between(r, "next_comm=", " next_pid=")?;
+        Ok(EventKind::SchedSwitch {
+            prev: TaskRef {
+                comm: pc.to_string(),
+                pid: kv_i(lrest, "prev_pid")?,
+                prio: kv_i(lrest, "prev_prio")?,
+            },
+            prev_state: kv(lrest, "prev_state").ok_or("no prev_state")?.to_string(),
+            next: TaskRef {
+                comm: nc.to_string(),
+                pid: kv_i(rrest, "next_pid")?,
+                prio: kv_i(rrest, "next_prio")?,
+            },
+        })
+    } else {
+        // trace-cmd: `rust-lld:15780 [120] R ==> python3:15520 [19]`
+        let l = l.trim_end();
+        let sp = l.rfind(' ').ok_or("bad sched_switch")?;
+        Ok(EventKind::SchedSwitch {
+            prev: compact_task(&l[..sp])?,
+            prev_state: l[sp + 1..].to_string(),
+            next: compact_task(r)?,
+        })
+    }
+}
+
+fn parse_wake(body: &str) -> Result<(TaskRef, Option<u32>), String> {
+    if body.starts_with("comm=") {
+        let (c, rest) = comm_between(body, "comm=", " pid=")?;
+        Ok((
+            TaskRef {
+                comm: c.to_string(),
+                pid: kv_i(rest, "pid")?,
+                prio: kv_i(rest, "prio")?,
+            },
+            kv(rest, "target_cpu").and_then(|v| v.parse().ok()),
+        ))
+    } else {
+        // trace-cmd: `python3:15520 [19] CPU:001`
+        let (t, cpu) = match body.rfind(" CPU:") {
+            Some(p) => (&body[..p], body[p + 5..].trim().parse().ok()),
+            None => (body, None),
+        };
+        Ok((compact_task(t)?, cpu))
+    }
+}
+
+fn parse_body(name: &str, body: &str) -> Result<EventKind, String> {
+    Ok(match name {
+        "sched_switch" => parse_switch(body)?,
+        "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
+            let (task, target_cpu) = parse_wake(body)?;
+            if name == "sched_waking" {
+                EventKind::SchedWaking { task, target_cpu }
+            } else {
+                EventKind::SchedWakeup { task, target_cpu }
+            }
+        }
+        "irq_handler_entry" => EventKind::IrqEntry {
+            irq: kv_i(body, "irq")?,
+            name: kv(body, "name").unwrap_or("?").to_string(),
+        },
+        "irq_handler_exit" => EventKind::IrqExit {
+            irq: kv_i(body, "irq")?,
+        },
+        "softirq_entry" | "softirq_exit" => {
+            let vec = kv_i(body, "vec")?;
+            let action = kv(body, "action").ok_or("no action= field")?.to_string();
+            if name == "softirq_entry" {
+                EventKind::SoftirqEntry { vec, name: action }
+            } else {
+                EventKind::SoftirqExit { vec, name: action }
+            }
+        }
+        "hrtimer_start" => EventKind::HrtimerStart {
+            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
+            function: strip_fn(kv(body, "function").unwrap_or("?")),
+            expires: kv_u(body, "expires")?,
+        },
+        "hrtimer_expire_entry" => EventKind::HrtimerExpireEntry {
+            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
+            function: strip_fn(kv(body, "function").unwrap_or("?")),
+            now: kv_u(body, "now")?,
+        },
+        "hrtimer_expire_exit" => EventKind::HrtimerExpireExit {
+            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
+        },
+        "nmi_handler" => EventKind::Nmi {
+            handler: kv(body, "handler").unwrap_or("nmi").to_string(),
+            delta_ns: kv_u(body, "delta_ns")?,
+        },
+        "tracing_mark_write" => EventKind::Marker {
+            text: body.to_string(),
+        },
+        "print" => match body.trim_start().strip_prefix("tracing_mark_write:") {
+            Some(t) => EventKind::Marker {
+                text: t.trim_start().to_string(),
+            },
+            None => EventKind::Other { name: name.into() },
+        },
+        n if n.ends_with("_entry") && body.starts_with("vector=") => EventKind::VectorEntry {
+            name: n.trim_end_matches("_entry").to_string(),
+            vector: kv_i(body, "vector")?,
+        },
+        n if n.ends_with("_exit") && body.starts_with("vector=") => EventKind::VectorExit {
+            name: n.trim_end_matches("_exit").to_string(),
+            vector: kv_i(body, "vector")?,
+        },
+        n => EventKind::Other { name: n.into() },
+    })
+}
+
+/// Build an event from one (possibly joined) anchored text.
+fn event_from(line: usize, text: &str) -> Result<Event, String> {
+    let a = find_anchor(text).ok_or("no ' [CPU] FLAGS TIMESTAMP: ' anchor")?;
+    let (task_comm, pid) = split_task(&text[..a.task_end]);
+    let rest = &text[a.rest..];
+    let (name, body) = match rest.find(':') {
+        Some(p) => (rest[..p].trim(), rest[p + 1..].trim_start()),
+        None => (rest.trim(), ""),
+    };
+    if name.is_empty() || name.contains(' ') {
+        return Err(format!("bad event name {name:?}"));
+    }
+    let kind = parse_body(name, body.trim_end_matches(['\r', '\n']))
+        .map_err(|e| format!("{name}: {e}"))?;
+    Ok(Event {
+        line,
+        cpu: a.cpu,
+        ts: a.ts,
+        task_comm,
+        pid,
+        flags: a.flags,
+        kind,
+    })
+}
+
+fn lost_marker(l: &str) -> Option<(u32, u64)> {
+    // `CPU:0 [LOST 6045 EVENTS]`
+    let rest = l.strip_prefix("CPU:")?;
+    let (cpu, rest) = rest.split_once(' ')?;
+    let n = rest.strip_prefix("[LOST ")?.strip_suffix(" EVENTS]")?;
+    Some((cpu.parse().ok()?, n.parse().ok()?))
+}
+
+/// Streaming parser: one [`Record`] at a time, so a 200 MB trace needs no 200 MB of events.
+pub struct Parser<'a> {
+    lines: std::iter::Enumerate<std::str::Split<'a, char>>,
+    /// The last anchored event text, not emitted yet (a following line may be its tail).
+    prev: Option<(usize, String)>,
+    /// Lines without an anchor, waiting to be joined.
+    pending: Option<(usize, String, usize)>,
+    out: std::collections::VecDeque<Result<Record, ParseError>>,
+    done: bool,
+}
+
+impl<'a> Parser<'a> {
+    pub fn new(text: &'a str) -> Parser<'a> {
+        Parser {
+            lines: text.split('\n').enumerate(),
+            prev: None,
+            pending: None,
+            out: Default::default(),
+            done: false,
+        }
+    }
+
+    fn emit(&mut self, line: usize, text: &str) {
+        let r = event_from(line, text)
+            .map(Record::Event)
+            .map_err(|msg| ParseError { line, msg });
+        self.out.push_back(r);
+    }
+
+    /// Settle the pending unanchored text against `prev`; returns a head prefix for the next
+    /// anchored line, if the pending text belongs there.
+    fn settle(&mut self, at_eof: bool) -> Option<(usize, String)> {
+        let prev = self.prev.take();
+        let pending = self.pending.take();
+        match (prev, pending) {
+            (Some((pl, pt)), Some((ql, qt, _))) => {
+                if event_from(pl, &pt).is_err() {
+                    let joined = format!("{pt}\n{qt}");
+                    if event_from(pl, &joined).is_ok() {
+                        self.emit(pl, &joined);
+                        return None;
+                    }
+                }
+                self.emit(pl, &pt);
+                if at_eof {
+                    self.out.push_back(Err(ParseError {
+                        line: ql,
+                        msg: "incomplete event line (truncated file?)".into(),
+                    }));
+                    return None;
+                }
+                Some((ql, qt))
+            }
+            (Some((pl, pt)), None) => {
+                self.emit(pl, &pt);
+                None
+            }
+            (None, Some((ql, qt, _))) => {
+                if at_eof {
+                    self.out.push_back(Err(ParseError {
+                        line: ql,
+                        msg: format!(
+                            "not a tracefs text line: {:?} (expected 'TASK-PID [CPU] FLAGS TIMESTAMP: event: …')",
+                            truncate(&qt, 60)
+                        ),
+                    }));
+                    return None;
+                }
+                Some((ql, qt))
+            }
+            (None, None) => None,
+        }
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+impl Iterator for Parser<'_> {
+    type Item = Result<Record, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.out.pop_front() {
+                if r.is_err() {
+                    self.done = true;
+                    self.out.clear();
+                }
+                return Some(r);
+            }
+            if self.done {
+                return None;
+            }
+            let Some((i, raw)) = self.lines.next() else {
+                self.settle(true);
+                self.done = true;
+                if self.out.is_empty() {
+                    return None;
+                }
+                continue;
+            };
+            let line = i + 1;
+            let l = raw.strip_suffix('\r').unwrap_or(raw);
+            if find_anchor(l).is_some() {
+                let head = self.settle(false);
+                self.prev = Some(match head {
+                    Some((hl, ht)) => (hl, format!("{ht}\n{l}")),
+                    None => (line, l.to_string()),
+                });
+                continue;
+            }
+            if l.trim().is_empty() || l.starts_with('#') {
+                continue;
+            }
+            // The tail of the previous event (a newline inside one of its comms)?
+            if self.pending.is_none() {
+                if let Some((pl, pt)) = &mut self.prev {
+                    if event_from(*pl, pt).is_err() {
+                        let joined = format!("{pt}\n{l}");
+                        if event_from(*pl, &joined).is_ok() {
+                            *pt = joined;
+                            continue;
+                        }
+                    }
+                }
+            }
+            if let Some((cpu, events)) = lost_marker(l) {
+                self.settle(false);
+                self.out.push_back(Ok(Record::Lost { line, cpu, events }));
+                continue;
+            }
+            match &mut self.pending {
+                // A comm holds at most 15 bytes: an event spans at most 3 lines.
+                Some((ql, _, n)) if *n >= 2 => {
+                    let ql = *ql;
+                    self.out.push_back(Err(ParseError {
+                        line: ql,
+                        msg: "not a tracefs text line (expected 'TASK-PID [CPU] FLAGS TIMESTAMP: event: …')".into(),
+                    }));
+                }
+                Some((_, t, n)) => {
+                    t.push('\n');
+                    t.push_str(l);
+                    *n += 1;
+                }
+                None => self.pending = Some((line, l.to_string(), 1)),
+            }
+        }
+    }
+}
+
+/// Parse a whole trace. Errors name the line; a file without a single event is an error too.
+pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+    let v: Vec<Record> = Parser::new(text).collect::<Result<_, _>>()?;
+    if !v.iter().any(|r| matches!(r, Record::Event(_))) {
+        return Err(ParseError {
+            line: text.split('\n').count(),
+            msg: "no trace events found (is this a tracefs text trace?)".into(),
+        });
+    }
+    Ok(v)
+}
+
+impl fmt::Display for TaskRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{} [{}]", self.comm, self.pid, self.prio)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVENTS: &str = include_str!("../../tests/fixtures/trace/trace-events.txt");
+    const ODD: &str = include_str!("../../tests/fixtures/trace/trace-oddcomm.txt");
+    const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
+    const LOST: &str = include_str!("../../tests/fixtures/trace/trace-lost-events.txt");
+
+    /// The oddcomm fixture shows raw bytes through `cat -A` on the lines ending in `$`.
+    pub(crate) fn un_cat_a(t: &str) -> String {
+        t.split('\n')
+            .map(|l| match l.strip_suffix('$') {
+                Some(l) => l.replace("^I", "\t").replace("^[", "\x1b"),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn events(t: &str) -> Vec<Event> {
+        parse(t)
+            .unwrap()
+            .into_iter()
+            .filter_map(|r| match r {
+                Record::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn flags() {
+        let f = Flags::parse("dNh3.").unwrap();
+        assert!(f.irqs_off && f.need_resched && f.hardirq && !f.softirq);
+        assert_eq!(f.preempt_depth, 3);
+        let f = Flags::parse("dNH1.").unwrap();
+        assert!(f.hardirq && f.softirq);
+        assert!(Flags::parse("hello").is_none());
+    }
+
+    #[test]
+    fn every_event_of_the_kernel_sample() {
+        let ev = events(EVENTS);
+        assert_eq!(ev.len(), 48);
+        let e = &ev[0];
+        assert_eq!((e.cpu, e.ts, e.pid), (1, 1_471_553_785_000, 6861));
+        assert_eq!(e.task_comm, "record.sh");
+        match &e.kind {
+            EventKind::SchedSwitch {
+                prev,
+                prev_state,
+                next,
+            } => {
+                assert_eq!((prev.pid, prev.prio, prev_state.as_str()), (6861, 120, "S"));
+                assert_eq!((next.comm.as_str(), next.pid), ("record.sh", 6876));
+            }
+            k => panic!("{k:?}"),
+        }
+        let count = |f: fn(&EventKind) -> bool| ev.iter().filter(|e| f(&e.kind)).count();
+        assert_eq!(count(|k| matches!(k, EventKind::SchedWaking { .. })), 3);
+        assert_eq!(
+            count(|k| matches!(k, EventKind::IrqEntry { name, .. } if name == "virtio1-req.0")),
+            3
+        );
+        assert_eq!(
+            count(|k| matches!(k, EventKind::SoftirqEntry { name, vec: 4 } if name == "BLOCK")),
+            3
+        );
+        assert_eq!(count(|k| matches!(k, EventKind::SoftirqExit { .. })), 3);
+        assert_eq!(
+            count(
+                |k| matches!(k, EventKind::VectorEntry { name, vector: 236 } if name == "local_timer")
+            ),
+            3
+        );
+        assert_eq!(
+            count(
+                |k| matches!(k, EventKind::VectorEntry { name, .. } if name == "call_function_single")
+            ),
+            4
+        );
+        assert_eq!(count(|k| matches!(k, EventKind::Marker { .. })), 2);
+        assert!(ev.iter().any(|e| matches!(&e.kind,
+            EventKind::HrtimerStart { function, expires: 2071658647506, .. } if function == "hrtimer_wakeup")));
+        assert!(ev.iter().any(|e| matches!(
+            &e.kind,
+            EventKind::HrtimerExpireEntry {
+                now: 1471556035534,
+                ..
+            }
+        )));
+        // The comm with spaces and brackets in the TASK column.
+        assert!(ev
+            .iter()
+            .any(|e| e.task_comm == "evil name-9 [x]" && e.pid == 6880));
+    }
+
+    #[test]
+    fn odd_comms_and_events_spanning_two_lines() {
+        let ev = events(&un_cat_a(ODD));
+        assert_eq!(ev.len(), 11);
+        assert_eq!(ev[0].task_comm, "evil name-9 [x]");
+        // Head joined: the TASK column held the newline.
+        assert_eq!(ev[8].task_comm, "nl\nx\ttab\x1b[1m");
+        assert_eq!(ev[8].pid, 12332);
+        assert_eq!(ev[8].line, 12);
+        // Tail joined: the prev_comm held the newline.
+        match &ev[9].kind {
+            EventKind::SchedSwitch { prev, next, .. } => {
+                assert_eq!(prev.comm, "nl\nx\ttab\x1b[1m");
+                assert_eq!(prev.pid, 12332);
+                assert_eq!(next.comm, "rustc");
+            }
+            k => panic!("{k:?}"),
+        }
+        match &ev[10].kind {
+            EventKind::SchedSwitch { prev, next, .. } => {
+                assert_eq!(prev.comm, "opt cgu.3");
+                assert_eq!(next.comm, "memfd:sealed-91");
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn trace_cmd_report_format() {
+        let ev = events(WORST);
+        assert_eq!(ev.len(), 59);
+        let e = &ev[0];
+        assert_eq!((e.cpu, e.ts, e.pid), (1, 1_549_929_745_568, 15780));
+        assert_eq!(e.task_comm, "rust-lld");
+        assert!(
+            matches!(&ev[3].kind, EventKind::SchedWakeup { task, target_cpu: Some(1) }
+            if task.comm == "python3" && task.pid == 15520 && task.prio == 19)
+        );
+        assert!(
+            matches!(&ev[6].kind, EventKind::SchedSwitch { prev, prev_state, next }
+            if prev.pid == 15780 && prev.prio == 120 && prev_state == "R" && next.pid == 15520 && next.prio == 19)
+        );
+        assert!(
+            matches!(&ev[7].kind, EventKind::Marker { text } if text.starts_with("latlab seq=296"))
+        );
+        assert!(
+            matches!(&ev[1].kind, EventKind::HrtimerExpireEntry { function, now: 1549929746009, .. }
+            if function == "hrtimer_wakeup")
+        );
+        assert!(ev[1].flags.hardirq && ev[1].flags.irqs_off);
+    }
+
+    #[test]
+    fn lost_events_and_header() {
+        // The fixture is a composite: stats, header, then trace_pipe lines.
+        let pipe = &LOST[LOST.find("CPU:0 [LOST").unwrap()..];
+        let r = parse(&pipe.replace("\n--\n", "\n")).unwrap();
+        let lost: Vec<_> = r
+            .iter()
+            .filter_map(|r| match r {
+                Record::Lost { cpu, events, .. } => Some((*cpu, *events)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lost, vec![(0, 6045), (1, 7533)]);
+        assert_eq!(header_entries(LOST), Some((592, 14170)));
+    }
+
+    #[test]
+    fn garbage_and_truncation_are_errors_with_lines() {
+        let e = parse("hello world\nthis is not a trace\n").unwrap_err();
+        assert_eq!(e.line, 1, "{e}");
+        let e = parse("").unwrap_err();
+        assert!(e.msg.contains("no trace events"), "{e}");
+        // Cut in the middle of a sched_switch body.
+        let cut = "  bash-1 [000] d..2.  1.000001: sched_switch: prev_comm=bash prev_pid=1 prev_pr";
+        let e = parse(cut).unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.msg.contains("sched_switch"), "{e}");
+        let ok =
+            "  bash-1 [000] d..2.  1.000001: sched_waking: comm=x pid=2 prio=120 target_cpu=000\n";
+        let e = parse(&format!("{ok}{ok}garbage line\nmore garbage\neven more\n")).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(parse_ts("1471.553785"), Some(1_471_553_785_000));
+        assert_eq!(parse_ts("1549.929745568"), Some(1_549_929_745_568));
+        assert_eq!(parse_ts("1.5"), Some(1_500_000_000));
+        assert_eq!(parse_ts("1.1234567890"), None);
+        assert_eq!(parse_ts(".5"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_bytes(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let s = String::from_utf8_lossy(&b);
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn never_panics_on_mangled_real_lines(cut in 0usize..7569, junk in "[ -~\\n\\t]{0,40}") {
+            let mut s: String = WORST.chars().take(cut).collect();
+            s.push_str(&junk);
+            s.push_str(&WORST.chars().skip(cut).collect::<String>());
+            let _ = parse(&s);
+        }
+    }
+}
