@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! # Histogram
-//! 000000 000000	000000          <- bucket (µs, %06d), one count per thread [, all threads with -H]
+//! 000000 000000 000000          <- bucket (µs, %06d), one count per thread [, all threads with -H]
 //! …
 //! # Total: 000002946 000002956     <- absent before some versions; rt-tests ≥ 2.7 also omits empty buckets
 //! # Min Latencies: 00016 00015

@@ -241,12 +241,17 @@ pub(crate) fn build_hist(
         sq += mid * mid * c as f64;
     }
     let limit = layout.limit_ns() as f64;
-    sq += limit * limit * unknown_above as f64;
     let n_f = n as f64;
     let sum = match avg_ns {
         Some(a) if a.is_finite() && a >= 0.0 => (a * n_f).round() as u128,
         _ => (mid_sum + limit * unknown_above as f64).round() as u128,
     };
+    if unknown_above > 0 {
+        // The overflows' mean is what the average leaves after the buckets (at least the
+        // limit); Σx² ≥ n·mean² for them, so this keeps the estimate a lower bound.
+        let over_mean = ((sum as f64 - mid_sum) / unknown_above as f64).max(limit);
+        sq += over_mean * over_mean * unknown_above as f64;
+    }
     // Keep the estimate consistent: Σx² ≥ (Σx)²/n, so the variance is never negative.
     let mut sumsq = sq.round() as u128;
     if n > 0 {
