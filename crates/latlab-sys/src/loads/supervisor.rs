@@ -1,0 +1,795 @@
+//! The load supervisor: starts each part of a load in its own session and process group (and
+//! its own cgroup-v2 child where the v2 hierarchy exists), restarts it when it exits, and stops
+//! it so that nothing is left: SIGTERM to the group, a grace period, then SIGKILL to the group
+//! and `cgroup.kill`, and a check by process group and cgroup that everything is gone.
+//!
+//! All forking happens on one long-lived thread (`latlab-loads`): `PR_SET_PDEATHSIG` fires when
+//! the *thread* that forked exits, so forking from a short-lived caller thread would kill the
+//! loads early. The child is held on a pipe until the parent has written its process group to
+//! the ledger, moved it into its cgroup and set its affinity, so no load code runs unrecorded.
+//! We fork by hand (not `std::process::Command`) for exactly that hold; the child only makes
+//! async-signal-safe calls before `execve`.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::ledger::{Entry, EntryId, Ledger};
+
+/// One command to supervise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartSpec {
+    /// The profile as the user named it (`stress-kernel`, `cmd:…`).
+    pub profile: String,
+    /// The part of the profile (`compile`, `stress-ng`, …).
+    pub part: String,
+    /// The exact `/bin/sh -c` script.
+    pub command: String,
+    /// stdout and stderr go here (appended across restarts).
+    pub log: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// CPU affinity of the loads (None: inherit).
+    pub cpus: Option<Vec<u32>>,
+    /// Where to create the cgroup-v2 children (None: process groups only).
+    pub cgroup_parent: Option<PathBuf>,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Prefix of the cgroup names (unique per run).
+    pub tag: String,
+    /// Consecutive failures after which a part counts as crashing.
+    pub crash_after: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpus: None,
+            cgroup_parent: cgroup2_root(),
+            grace: Duration::from_secs(3),
+            tag: format!("latlab-{}", std::process::id()),
+            crash_after: 3,
+        }
+    }
+}
+
+/// The cgroup-v2 mount: `/sys/fs/cgroup` on pure-v2 hosts, `/sys/fs/cgroup/unified` on hybrid
+/// ones. Never a v1 hierarchy: a new v1 `cpu` group has `cpu.rt_runtime_us=0`, and SCHED_FIFO
+/// fails inside it.
+pub fn cgroup2_root() -> Option<PathBuf> {
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    for p in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
+        let c = CString::new(p).ok()?;
+        // SAFETY: c is a valid path; st is plain data filled by the kernel.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0
+            && st.f_type as i64 == CGROUP2_SUPER_MAGIC
+        {
+            return Some(PathBuf::from(p));
+        }
+    }
+    None
+}
+
+/// What `poll` sees of a part.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartStatus {
+    pub profile: String,
+    pub part: String,
+    pub restarts: u32,
+    pub failures: u32,
+    pub consecutive_failures: u32,
+    /// `consecutive_failures` reached the limit.
+    pub crashing: bool,
+    pub last_exit: Option<String>,
+}
+
+/// How the stop went for one part.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StopReport {
+    /// From SIGTERM to nothing left (or to the end of the grace period).
+    pub term_s: f64,
+    /// SIGKILL / cgroup.kill were needed.
+    pub killed: bool,
+    /// Processes still present after SIGKILL (should be empty).
+    pub survivors: Vec<i32>,
+    /// Dead processes of the group not yet reaped by their (foreign) parent.
+    pub zombies: usize,
+}
+
+/// Everything recorded about one part over the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartReport {
+    pub spec: PartSpec,
+    pub cgroup: Option<PathBuf>,
+    pub started_unix_s: f64,
+    pub stopped_unix_s: f64,
+    pub starts: u32,
+    pub restarts: u32,
+    pub failures: u32,
+    pub crashing: bool,
+    /// Exit statuses of iterations that ended by themselves, counted (`exit 0`, `signal 11`).
+    pub exits: BTreeMap<String, u32>,
+    /// Last exit code of an iteration that ended by itself.
+    pub last_exit_code: Option<i32>,
+    /// The status of the iteration latlab stopped.
+    pub final_status: Option<String>,
+    /// User+system CPU seconds of waited-for processes (wait4 rusage).
+    pub rusage_cpu_s: f64,
+    /// `usage_usec` of the part's cgroup (includes everything that ran in it).
+    pub cgroup_cpu_s: Option<f64>,
+    pub pgids: Vec<i32>,
+    pub stop: StopReport,
+    pub notes: Vec<String>,
+}
+
+/// Running supervisor; [`Supervisor::stop`] returns the reports.
+pub struct Supervisor {
+    status: Arc<Mutex<Vec<PartStatus>>>,
+    stop: Arc<AtomicBool>,
+    wake: mpsc::Sender<()>,
+    thread: Option<std::thread::JoinHandle<Vec<PartReport>>>,
+}
+
+impl Supervisor {
+    /// Start every part (ledger entries are written before each creation). Returns once all
+    /// are running, or with the first error after undoing what was started.
+    pub fn start(
+        specs: Vec<PartSpec>,
+        opts: Options,
+        ledger: Arc<Mutex<Ledger>>,
+    ) -> io::Result<Supervisor> {
+        let status = Arc::new(Mutex::new(
+            specs
+                .iter()
+                .map(|s| PartStatus {
+                    profile: s.profile.clone(),
+                    part: s.part.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (wake_tx, wake_rx) = mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
+        let (st, sp) = (status.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("latlab-loads".into())
+            .spawn(move || run_thread(specs, opts, ledger, st, sp, wake_rx, ready_tx))?;
+        let mut sup = Supervisor {
+            status,
+            stop,
+            wake: wake_tx,
+            thread: Some(thread),
+        };
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(sup),
+            Ok(Err(e)) => {
+                sup.finish();
+                Err(e)
+            }
+            Err(_) => {
+                sup.finish();
+                Err(io::Error::other("the load supervisor thread died"))
+            }
+        }
+    }
+
+    /// A copy of every part's status.
+    pub fn status(&self) -> Vec<PartStatus> {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn finish(&mut self) -> Vec<PartReport> {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.wake.send(());
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or_default(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Stop every part and wait until nothing of them remains.
+    pub fn stop(mut self) -> Vec<PartReport> {
+        self.finish()
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// A live iteration of a part.
+struct Child {
+    pid: i32,
+    entry: EntryId,
+    started: Instant,
+    /// Wait status once reaped.
+    reaped: Option<i32>,
+    /// SIGKILL sent to the rest of the group after the leader exited.
+    drained: bool,
+}
+
+struct PartState {
+    spec: PartSpec,
+    report: PartReport,
+    cgroup_entry: Option<EntryId>,
+    child: Option<Child>,
+    /// Earliest restart time.
+    restart_at: Option<Instant>,
+    quick_exits: u32,
+    /// Failures since the last clean exit.
+    consec: u32,
+}
+
+fn run_thread(
+    specs: Vec<PartSpec>,
+    opts: Options,
+    ledger: Arc<Mutex<Ledger>>,
+    status: Arc<Mutex<Vec<PartStatus>>>,
+    stop: Arc<AtomicBool>,
+    wake: mpsc::Receiver<()>,
+    ready: mpsc::Sender<io::Result<()>>,
+) -> Vec<PartReport> {
+    // Loads are SCHED_OTHER whatever the caller runs at.
+    let mut parts: Vec<PartState> = Vec::new();
+    let mut first_err = None;
+    for (i, spec) in specs.into_iter().enumerate() {
+        let mut st = PartState {
+            report: PartReport {
+                spec: spec.clone(),
+                cgroup: None,
+                started_unix_s: now_unix(),
+                stopped_unix_s: 0.0,
+                starts: 0,
+                restarts: 0,
+                failures: 0,
+                crashing: false,
+                exits: BTreeMap::new(),
+                last_exit_code: None,
+                final_status: None,
+                rusage_cpu_s: 0.0,
+                cgroup_cpu_s: None,
+                pgids: Vec::new(),
+                stop: StopReport::default(),
+                notes: Vec::new(),
+            },
+            spec,
+            cgroup_entry: None,
+            child: None,
+            restart_at: None,
+            quick_exits: 0,
+            consec: 0,
+        };
+        if let Some(parent) = &opts.cgroup_parent {
+            let name: String = format!("{}-{i}-{}", opts.tag, st.spec.part)
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = parent.join(name);
+            match create_cgroup(&ledger, &path, &st.spec.profile) {
+                Ok(id) => {
+                    st.cgroup_entry = Some(id);
+                    st.report.cgroup = Some(path);
+                }
+                Err(e) => st
+                    .report
+                    .notes
+                    .push(format!("no cgroup ({}): {e}", path.display())),
+            }
+        }
+        if first_err.is_none() {
+            match spawn(&st, &opts, &ledger) {
+                Ok(c) => {
+                    st.report.pgids.push(c.pid);
+                    st.report.starts = 1;
+                    st.child = Some(c);
+                }
+                Err(e) => {
+                    first_err = Some(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "could not start load {} ({}): {e}",
+                            st.spec.profile, st.spec.part
+                        ),
+                    ))
+                }
+            }
+        }
+        parts.push(st);
+    }
+    let failed = first_err.is_some();
+    let _ = ready.send(match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    });
+    if !failed {
+        while !stop.load(Ordering::SeqCst) {
+            for p in parts.iter_mut() {
+                tick(p, &opts, &ledger);
+            }
+            if let Ok(mut s) = status.lock() {
+                for (p, s) in parts.iter().zip(s.iter_mut()) {
+                    s.restarts = p.report.restarts;
+                    s.failures = p.report.failures;
+                    s.crashing = p.report.crashing;
+                    s.consecutive_failures = p.consec;
+                    s.last_exit = last_exit(p);
+                }
+            }
+            let _ = wake.recv_timeout(Duration::from_millis(50));
+        }
+    }
+    stop_all(&mut parts, &opts, &ledger);
+    parts.into_iter().map(|p| p.report).collect()
+}
+
+fn last_exit(p: &PartState) -> Option<String> {
+    p.report
+        .final_status
+        .clone()
+        .or_else(|| p.report.last_exit_code.map(|c| format!("exit {c}")))
+}
+
+fn create_cgroup(ledger: &Arc<Mutex<Ledger>>, path: &Path, name: &str) -> io::Result<EntryId> {
+    let id = ledger
+        .lock()
+        .map_err(|_| io::Error::other("ledger lock poisoned"))?
+        .add(Entry::ProcessGroup {
+            pgid: 0,
+            cgroup: Some(path.to_path_buf()),
+            name: name.to_string(),
+        })?;
+    if let Err(e) = std::fs::create_dir(path) {
+        if let Ok(mut l) = ledger.lock() {
+            let _ = l.forget(id);
+        }
+        return Err(e);
+    }
+    Ok(id)
+}
+
+fn to_cstring(b: &[u8]) -> io::Result<CString> {
+    CString::new(b)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in a load command"))
+}
+
+/// Fork one iteration of a part; see the module docs for the hold on the pipe.
+fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Result<Child> {
+    // Everything the child needs is prepared here: after fork it may not allocate.
+    let sh = to_cstring(b"/bin/sh")?;
+    let argv_c = [
+        to_cstring(b"sh")?,
+        to_cstring(b"-c")?,
+        to_cstring(p.spec.command.as_bytes())?,
+    ];
+    let mut argv: Vec<*const libc::c_char> = argv_c.iter().map(|c| c.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let mut env_c = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        if k == "LATLAB_LOAD" {
+            continue;
+        }
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        if let Ok(c) = CString::new(kv) {
+            env_c.push(c);
+        }
+    }
+    env_c.push(to_cstring(
+        format!("LATLAB_LOAD={}", p.spec.profile).as_bytes(),
+    )?);
+    let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p.spec.log)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.spec.log.display())))?;
+    let devnull = std::fs::File::open("/dev/null")?;
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 returned two fresh fds that we own.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let (log_fd, null_fd, rd_fd, wr_fd) = (
+        log.as_raw_fd(),
+        devnull.as_raw_fd(),
+        rd.as_raw_fd(),
+        wr.as_raw_fd(),
+    );
+    // SAFETY: fork in a multi-threaded process; the child only calls async-signal-safe
+    // functions (setsid, prctl, sigaction, sigprocmask, dup2, close, read, execve, _exit) on
+    // data prepared above.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        unsafe {
+            libc::setsid();
+            libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            );
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            // Dispositions set to "ignore" survive exec (Rust ignores SIGPIPE): reset them.
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            for sig in 1..32 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::sigaction(sig, &sa, std::ptr::null_mut());
+                }
+            }
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+            libc::close(wr_fd);
+            let mut b = 0u8;
+            if libc::read(rd_fd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
+                libc::_exit(1);
+            }
+            libc::dup2(null_fd, 0);
+            libc::dup2(log_fd, 1);
+            libc::dup2(log_fd, 2);
+            libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    drop(rd);
+    // The child is held: record it, place it, then let it go.
+    let entry = ledger
+        .lock()
+        .map_err(|_| io::Error::other("ledger lock poisoned"))
+        .and_then(|mut l| {
+            l.add(Entry::ProcessGroup {
+                pgid: pid,
+                cgroup: None,
+                name: format!("{} ({})", p.spec.profile, p.spec.part),
+            })
+        });
+    let entry = match entry {
+        Ok(e) => e,
+        Err(e) => {
+            // SAFETY: plain syscalls on our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(cg) = &p.report.cgroup {
+        // Failure leaves the part supervised by process group only; stop still works.
+        let _ = std::fs::write(cg.join("cgroup.procs"), pid.to_string());
+    }
+    // SAFETY: plain syscalls on our own child with initialised arguments.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        libc::sched_setscheduler(pid, libc::SCHED_OTHER, &param);
+        if let Some(cpus) = &opts.cpus {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c as usize, &mut set);
+                }
+            }
+            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+        libc::write(wr.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1);
+    }
+    drop(wr);
+    Ok(Child {
+        pid,
+        entry,
+        started: Instant::now(),
+        reaped: None,
+        drained: false,
+    })
+}
+
+/// Reap the leader without blocking; adds its rusage. True once reaped.
+fn reap(c: &mut Child, report: &mut PartReport) -> bool {
+    if c.reaped.is_some() {
+        return true;
+    }
+    let mut status = 0;
+    // SAFETY: rusage is plain data; pid is our child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(c.pid, &mut status, libc::WNOHANG, &mut ru) };
+    if r == c.pid {
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        report.rusage_cpu_s += tv(ru.ru_utime) + tv(ru.ru_stime);
+        c.reaped = Some(status);
+        true
+    } else if r < 0 {
+        // ECHILD: someone else reaped it (should not happen); treat as gone.
+        c.reaped = Some(0);
+        true
+    } else {
+        false
+    }
+}
+
+fn describe(status: i32) -> (String, Option<i32>) {
+    if libc::WIFEXITED(status) {
+        let c = libc::WEXITSTATUS(status);
+        (format!("exit {c}"), Some(c))
+    } else if libc::WIFSIGNALED(status) {
+        (format!("signal {}", libc::WTERMSIG(status)), None)
+    } else {
+        (format!("status {status}"), None)
+    }
+}
+
+/// Processes (pid, is_zombie) whose process group is `pgid`, from /proc.
+pub fn group_members(pgid: i32) -> Vec<(i32, bool)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let mut f = stat[close + 1..].split_whitespace();
+        let state = f.next().unwrap_or("");
+        let _ppid = f.next();
+        if f.next().and_then(|s| s.parse::<i32>().ok()) == Some(pgid) {
+            out.push((pid, state == "Z" || state == "X"));
+        }
+    }
+    out
+}
+
+/// Pids listed in a cgroup's `cgroup.procs` (empty when the cgroup is gone).
+pub fn cgroup_procs(cg: &Path) -> Vec<i32> {
+    std::fs::read_to_string(cg.join("cgroup.procs"))
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Live (non-zombie) processes left of an iteration, by group and by cgroup.
+fn remaining(c: &Child, cgroup: Option<&Path>) -> (Vec<i32>, usize) {
+    let members = group_members(c.pid);
+    let zombies = members.iter().filter(|m| m.1).count();
+    let mut live: Vec<i32> = members.into_iter().filter(|m| !m.1).map(|m| m.0).collect();
+    if let Some(cg) = cgroup {
+        for p in cgroup_procs(cg) {
+            // A zombie still listed is dead; only count live ones.
+            let zombie = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rfind(')')
+                        .map(|i| s[i + 1..].trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true);
+            if !zombie && !live.contains(&p) {
+                live.push(p);
+            }
+        }
+    }
+    (live, zombies)
+}
+
+fn signal_group(c: &Child, cgroup: Option<&Path>, sig: i32) {
+    // SAFETY: plain syscalls; -pid names the group the child created with setsid.
+    unsafe {
+        libc::kill(-c.pid, sig);
+        if c.reaped.is_none() {
+            libc::kill(c.pid, sig);
+        }
+    }
+    if sig == libc::SIGKILL {
+        if let Some(cg) = cgroup {
+            let _ = std::fs::write(cg.join("cgroup.kill"), "1");
+        }
+    }
+}
+
+/// One supervision step: notice an exit, drain the group, restart when due.
+fn tick(p: &mut PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
+    if let Some(c) = &mut p.child {
+        if c.reaped.is_none() {
+            if !reap(c, &mut p.report) {
+                return;
+            }
+            let status = c.reaped.unwrap_or(0);
+            let (desc, code) = describe(status);
+            *p.report.exits.entry(desc).or_insert(0) += 1;
+            p.report.last_exit_code = code;
+            let ran = c.started.elapsed();
+            if code == Some(0) {
+                p.consec = 0;
+                p.report.crashing = false;
+            } else {
+                p.report.failures += 1;
+                p.consec += 1;
+                p.report.crashing = p.consec >= opts.crash_after;
+            }
+            // Back off from a load that exits at once, so it cannot become a fork storm.
+            let delay = if ran < Duration::from_secs(1) {
+                p.quick_exits += 1;
+                Duration::from_millis(100 << p.quick_exits.min(5).saturating_sub(1))
+            } else {
+                p.quick_exits = 0;
+                Duration::ZERO
+            };
+            p.restart_at = Some(Instant::now() + delay);
+        }
+        // The leader is gone: whatever it left behind in its group goes too.
+        let (live, _) = remaining(c, p.report.cgroup.as_deref());
+        if !live.is_empty() {
+            if !c.drained {
+                signal_group(c, p.report.cgroup.as_deref(), libc::SIGKILL);
+                c.drained = true;
+            }
+            return;
+        }
+        if let Ok(mut l) = ledger.lock() {
+            let _ = l.forget(c.entry);
+        }
+        p.child = None;
+    }
+    if p.restart_at.is_some_and(|t| Instant::now() >= t) {
+        p.restart_at = None;
+        match spawn(p, opts, ledger) {
+            Ok(c) => {
+                p.report.restarts += 1;
+                p.report.starts += 1;
+                if p.report.pgids.len() < 64 {
+                    p.report.pgids.push(c.pid);
+                }
+                p.child = Some(c);
+            }
+            Err(e) => {
+                p.report.failures += 1;
+                p.consec += 1;
+                p.report.crashing = p.consec >= opts.crash_after;
+                p.report.notes.push(format!("restart failed: {e}"));
+                p.restart_at = Some(Instant::now() + Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// SIGTERM every group, wait out the grace period, SIGKILL what is left, verify, remove the
+/// cgroups and forget the ledger entries.
+fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
+    let t0 = Instant::now();
+    for p in parts.iter_mut() {
+        if let Some(c) = &p.child {
+            signal_group(c, p.report.cgroup.as_deref(), libc::SIGTERM);
+        }
+    }
+    let done = |p: &mut PartState| -> bool {
+        match &mut p.child {
+            None => true,
+            Some(c) => {
+                let reaped = reap(c, &mut p.report);
+                reaped && remaining(c, p.report.cgroup.as_deref()).0.is_empty()
+            }
+        }
+    };
+    let mut pending: Vec<usize> = (0..parts.len()).collect();
+    while !pending.is_empty() && t0.elapsed() < opts.grace {
+        pending.retain(|&i| {
+            let d = done(&mut parts[i]);
+            if d {
+                parts[i].report.stop.term_s = t0.elapsed().as_secs_f64();
+            }
+            !d
+        });
+        if !pending.is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    for &i in &pending {
+        let p = &mut parts[i];
+        p.report.stop.term_s = t0.elapsed().as_secs_f64();
+        p.report.stop.killed = true;
+        if let Some(c) = &p.child {
+            signal_group(c, p.report.cgroup.as_deref(), libc::SIGKILL);
+        }
+    }
+    let t1 = Instant::now();
+    while !pending.is_empty() && t1.elapsed() < Duration::from_secs(5) {
+        pending.retain(|&i| !done(&mut parts[i]));
+        if !pending.is_empty() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    for p in parts.iter_mut() {
+        p.report.stopped_unix_s = now_unix();
+        if let Some(c) = p.child.take() {
+            let (live, zombies) = remaining(&c, p.report.cgroup.as_deref());
+            p.report.stop.survivors = live.clone();
+            p.report.stop.zombies = zombies;
+            if let Some(s) = c.reaped {
+                p.report.final_status = Some(describe(s).0);
+            }
+            if live.is_empty() {
+                if let Ok(mut l) = ledger.lock() {
+                    let _ = l.forget(c.entry);
+                }
+            } else {
+                p.report.notes.push(format!(
+                    "processes survived SIGKILL: {live:?} (left in the ledger for latlab cleanup)"
+                ));
+            }
+        }
+        if let Some(cg) = &p.report.cgroup {
+            p.report.cgroup_cpu_s = std::fs::read_to_string(cg.join("cpu.stat"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("usage_usec "))
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                })
+                .map(|us| us / 1e6);
+            let mut removed = false;
+            for _ in 0..100 {
+                match std::fs::remove_dir(cg) {
+                    Ok(()) => {
+                        removed = true;
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        removed = true;
+                        break;
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+            if removed {
+                if let (Some(id), Ok(mut l)) = (p.cgroup_entry, ledger.lock()) {
+                    let _ = l.forget(id);
+                }
+            } else {
+                p.report
+                    .notes
+                    .push(format!("could not remove cgroup {}", cg.display()));
+            }
+        }
+    }
+}
