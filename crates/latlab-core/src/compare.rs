@@ -1,1 +1,559 @@
-//! Comparison of runs (not written yet).
+//! Comparison of N runs (the first is the baseline), honest about uncertainty.
+//!
+//! What the field reads when it compares kernels: Williams' statistics blocks side by side,
+//! Morton's table of counts per log2-millisecond bucket (0-1, 1-2, 2-4 … 128-256 ms) and a
+//! finer 1-2-5 µs variant for modern kernels, and the percentile ladder with each run's ratio
+//! to the baseline. Plus what differs between the runs' configuration, machine and inventory.
+//!
+//! **Uncertainty.** A high percentile of n samples rests on the few samples above it: p99.999
+//! of 10⁵ samples is the maximum, one sample. Each ladder cell says how many samples lie at or
+//! above its rank, and carries a 95 % distribution-free confidence interval from order
+//! statistics: the number of samples above the true p-quantile is Binomial(n, 1−p), so the
+//! interval is [X₍ₗ₎, X₍ᵤ₎] with l, u the 2.5 % and 97.5 % points of that binomial (computed
+//! exactly through its Poisson limit when n(1−p) < 500, through the normal approximation
+//! otherwise — both standard for n ≥ 100). The values X₍ᵣ₎ come from the histogram, so the
+//! interval's ends are bucket bounds (lower bound of the bucket of rank l, upper bound of the
+//! bucket of rank u): the interval only widens. A difference between two runs whose intervals
+//! overlap is flagged "within noise". A run is "too short" for a percentile when fewer than
+//! [`MIN_TAIL`] samples lie above it (p99.999 needs 10⁶ samples).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::hist::{Histogram, Quantile};
+use crate::model::RunModel;
+use crate::stats::{Stats, LADDER};
+use crate::units::Nanos;
+
+/// Fewer samples than this above a percentile's rank make the run too short for it.
+pub const MIN_TAIL: u64 = 10;
+
+/// Morton's buckets, in ms: 0-1, 1-2, 2-4 … 128-256, then ≥ 256.
+pub const MS_EDGES: [Nanos; 10] = [
+    0,
+    1_000_000,
+    2_000_000,
+    4_000_000,
+    8_000_000,
+    16_000_000,
+    32_000_000,
+    64_000_000,
+    128_000_000,
+    256_000_000,
+];
+
+/// The finer variant (1-2-5 µs steps) for kernels whose worst case is below a millisecond.
+pub const US_EDGES: [Nanos; 11] = [
+    0, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000,
+    10_000_000,
+];
+
+/// One table of counts per latency range, one row per run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BucketTable {
+    /// Range edges in ns; the last range is open (≥ the last edge).
+    pub edges_ns: Vec<Nanos>,
+    /// Counts per run and range (`edges.len()` ranges).
+    pub counts: Vec<Vec<u64>>,
+    /// Samples known only to be above the histogram limit, per run (not in `counts`).
+    pub unknown_above: Vec<u64>,
+}
+
+/// A percentile of one run, with what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// Upper bound of the percentile (`None`: among samples above the limit, value unknown).
+    pub value_ns: Option<Nanos>,
+    /// Ratio to the baseline's value (`None` when either is unknown or the baseline is 0).
+    pub ratio: Option<f64>,
+    /// Samples at or above the percentile's rank: how many the value rests on.
+    pub tail_samples: u64,
+    /// 95 % confidence interval (bucket bounds; `None` ends fall above the limit or the data).
+    pub ci_low_ns: Option<Nanos>,
+    pub ci_high_ns: Option<Nanos>,
+    /// Fewer than [`MIN_TAIL`] samples above: the run is too short for this percentile.
+    pub too_short: bool,
+    /// This run's interval overlaps the baseline's: the difference is within noise.
+    pub within_noise: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LadderRow {
+    pub label: String,
+    pub cells: Vec<Cell>,
+}
+
+/// A configuration, machine or inventory key whose values differ between runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub key: String,
+    /// One value per run, rendered compactly (`None`: absent).
+    pub values: Vec<Option<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub label: String,
+    pub source: String,
+    pub interval_ns: Option<Nanos>,
+    pub loads: Vec<String>,
+    pub stats: Stats,
+}
+
+/// The comparison of N runs. Serializes as the `compare --format json` output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub runs: Vec<RunSummary>,
+    pub ladder: Vec<LadderRow>,
+    pub buckets_ms: BucketTable,
+    pub buckets_us: BucketTable,
+    pub changes: Vec<Change>,
+    /// Warnings a reader must see before trusting a difference.
+    pub flags: Vec<String>,
+    /// How the confidence intervals are computed.
+    pub method: String,
+}
+
+/// At most this many "what changed" rows (inventories can be large).
+const MAX_CHANGES: usize = 200;
+
+/// Compare runs; the first is the baseline.
+pub fn compare(runs: &[RunModel]) -> Comparison {
+    let hists: Vec<Option<&Histogram>> = runs.iter().map(|r| r.total_hist.as_ref()).collect();
+    let mut ladder = Vec::new();
+    let mut qs: Vec<(&str, Quantile)> = LADDER.to_vec();
+    qs.push(("max", Quantile::MAX));
+    for (label, q) in qs {
+        let mut cells: Vec<Cell> = hists.iter().map(|h| cell(*h, q)).collect();
+        let base = cells[0].clone();
+        for c in cells.iter_mut() {
+            c.ratio = match (base.value_ns, c.value_ns) {
+                (Some(b), Some(v)) if b > 0 => Some(v as f64 / b as f64),
+                _ => None,
+            };
+            c.within_noise = overlaps(&base, c);
+        }
+        ladder.push(LadderRow {
+            label: label.to_string(),
+            cells,
+        });
+    }
+    let buckets_ms = table(&hists, &MS_EDGES);
+    let buckets_us = table(&hists, &US_EDGES);
+    let changes = changes(runs);
+    let mut flags = Vec::new();
+    for r in runs {
+        if r.total.samples == 0 {
+            flags.push(format!("run '{}' has no samples", r.record.label));
+        }
+    }
+    for row in &ladder {
+        let short: Vec<&str> = row
+            .cells
+            .iter()
+            .zip(runs)
+            .filter(|(c, r)| c.too_short && r.total.samples > 0)
+            .map(|(_, r)| r.record.label.as_str())
+            .collect();
+        if !short.is_empty() && row.label != "max" {
+            let need = needed_samples(&row.label);
+            flags.push(format!(
+                "too short for {}: {} (fewer than {MIN_TAIL} samples above it; needs ≥ {need} samples)",
+                row.label,
+                short.join(", ")
+            ));
+        }
+    }
+    for row in &ladder {
+        let noisy: Vec<&str> = row
+            .cells
+            .iter()
+            .zip(runs)
+            .skip(1)
+            .filter(|(c, _)| c.within_noise && c.ratio.is_some_and(|r| r != 1.0))
+            .map(|(_, r)| r.record.label.as_str())
+            .collect();
+        if !noisy.is_empty() && row.label != "max" {
+            flags.push(format!(
+                "{}: the difference to the baseline is within noise for {} (95 % intervals overlap)",
+                row.label,
+                noisy.join(", ")
+            ));
+        }
+    }
+    let intervals: Vec<Option<Nanos>> = runs.iter().map(|r| r.record.config.interval_ns).collect();
+    if intervals.iter().any(|i| *i != intervals[0]) {
+        flags.push(format!(
+            "the runs have different intervals ({}): sample counts and tails are not like for like",
+            intervals
+                .iter()
+                .map(|i| i.map_or("unknown".into(), |v| crate::units::Human(v).to_string()))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ));
+    }
+    let loads: Vec<&Vec<String>> = runs.iter().map(|r| &r.record.config.loads).collect();
+    if loads.iter().any(|l| *l != loads[0]) {
+        flags.push(format!(
+            "the runs had different loads ({}): compare kernels under the same load",
+            loads
+                .iter()
+                .map(|l| if l.is_empty() {
+                    "none".into()
+                } else {
+                    l.join("+")
+                })
+                .collect::<Vec<_>>()
+                .join(" / ")
+        ));
+    }
+    if runs.iter().any(|r| r.total.unknown_above > 0) {
+        flags.push("some runs have samples above their histogram limit whose values are unknown: percentiles among them show as \"> limit\"".into());
+    }
+    Comparison {
+        runs: runs
+            .iter()
+            .map(|r| RunSummary {
+                label: r.record.label.clone(),
+                source: r.record.source.as_str().into(),
+                interval_ns: r.record.config.interval_ns,
+                loads: r.record.config.loads.clone(),
+                stats: r.total.clone(),
+            })
+            .collect(),
+        ladder,
+        buckets_ms,
+        buckets_us,
+        changes,
+        flags,
+        method: "95% distribution-free order-statistic interval: ranks from Binomial(n, 1-p) (Poisson limit when n(1-p) < 500, normal approximation otherwise); ends are histogram bucket bounds".into(),
+    }
+}
+
+/// Samples a percentile needs to have [`MIN_TAIL`] above it.
+fn needed_samples(label: &str) -> u64 {
+    LADDER
+        .iter()
+        .find(|(l, _)| *l == label)
+        .map(|(_, q)| MIN_TAIL * q.den / (q.den - q.num).max(1))
+        .unwrap_or(0)
+}
+
+fn cell(h: Option<&Histogram>, q: Quantile) -> Cell {
+    let Some(h) = h.filter(|h| h.count() > 0) else {
+        return Cell {
+            value_ns: None,
+            ratio: None,
+            tail_samples: 0,
+            ci_low_ns: None,
+            ci_high_ns: None,
+            too_short: true,
+            within_noise: false,
+        };
+    };
+    let n = h.count();
+    let rank = q.rank(n);
+    let tail = n - rank + 1;
+    let (lo_rank, hi_rank) = rank_interval(n, q);
+    Cell {
+        value_ns: h.quantile(q),
+        ratio: None,
+        tail_samples: tail,
+        ci_low_ns: bucket_at_rank(h, lo_rank).map(|b| b.0),
+        ci_high_ns: bucket_at_rank(h, hi_rank).map(|b| b.1),
+        too_short: tail <= MIN_TAIL,
+        within_noise: false,
+    }
+}
+
+/// Two cells' intervals overlap (unknown ends are open: above the limit, they may overlap).
+fn overlaps(a: &Cell, b: &Cell) -> bool {
+    let lo = |c: &Cell| c.ci_low_ns.unwrap_or(u64::MAX);
+    let hi = |c: &Cell| c.ci_high_ns.unwrap_or(u64::MAX);
+    if a.tail_samples == 0 || b.tail_samples == 0 {
+        return false;
+    }
+    lo(a) <= hi(b) && lo(b) <= hi(a)
+}
+
+/// The histogram bucket holding the sample of rank `r` (1-based): `(lower, upper)` with the
+/// upper bound clamped to the maximum; `None` among unknown overflows.
+pub fn bucket_at_rank(h: &Histogram, r: u64) -> Option<(Nanos, Nanos)> {
+    let max = h.max()?;
+    if r >= h.count() {
+        return Some((max, max));
+    }
+    let l = h.layout();
+    let mut cum = 0;
+    for (i, &c) in h.counts().iter().enumerate() {
+        cum += c;
+        if cum >= r {
+            return Some((l.lower(i), l.upper(i).min(max)));
+        }
+    }
+    None
+}
+
+/// 95 % ranks (1-based, inclusive) around the p-quantile of n samples.
+pub fn rank_interval(n: u64, q: Quantile) -> (u64, u64) {
+    if q.num >= q.den {
+        return (n, n);
+    }
+    let p = q.num as f64 / q.den as f64;
+    let lambda = n as f64 * (1.0 - p);
+    // k = number of samples above the true quantile; rank = n − k.
+    let (k_lo, k_hi) = if lambda < 500.0 {
+        (
+            poisson_quantile(lambda, 0.025),
+            poisson_quantile(lambda, 0.975),
+        )
+    } else {
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        (
+            (lambda - 1.96 * sd).floor().max(0.0) as u64,
+            (lambda + 1.96 * sd).ceil() as u64,
+        )
+    };
+    let lo = n.saturating_sub(k_hi + 1).max(1);
+    let hi = n.saturating_sub(k_lo).clamp(1, n);
+    (lo.min(hi), hi)
+}
+
+/// Smallest k with P(Poisson(λ) ≤ k) ≥ c.
+fn poisson_quantile(lambda: f64, c: f64) -> u64 {
+    let mut term = (-lambda).exp();
+    let mut cdf = term;
+    let mut k = 0u64;
+    while cdf < c && k < 10_000 {
+        k += 1;
+        term *= lambda / k as f64;
+        cdf += term;
+    }
+    k
+}
+
+fn table(hists: &[Option<&Histogram>], edges: &[Nanos]) -> BucketTable {
+    let mut counts = Vec::new();
+    let mut unknown = Vec::new();
+    for h in hists {
+        let mut row = vec![0u64; edges.len()];
+        if let Some(h) = h {
+            // A bucket goes to the range of its lower bound (exact for 1 µs buckets and
+            // edges that are whole µs below the limit).
+            for (lo, _, c) in h.buckets() {
+                let i = edges.partition_point(|&e| e <= lo).saturating_sub(1);
+                row[i] += c;
+            }
+            unknown.push(h.unknown_above());
+        } else {
+            unknown.push(0);
+        }
+        counts.push(row);
+    }
+    BucketTable {
+        edges_ns: edges.to_vec(),
+        counts,
+        unknown_above: unknown,
+    }
+}
+
+/// Flatten a JSON value to `path → compact value`.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, x, out);
+            }
+        }
+        serde_json::Value::Null => {}
+        serde_json::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            let mut s = other.to_string();
+            if s.len() > 200 {
+                let mut cut = 200;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                s.truncate(cut);
+                s.push('…');
+            }
+            out.insert(prefix.to_string(), s);
+        }
+    }
+}
+
+/// Keys of config, machine, inventory and the run's provenance that differ between runs.
+fn changes(runs: &[RunModel]) -> Vec<Change> {
+    let maps: Vec<BTreeMap<String, String>> = runs
+        .iter()
+        .map(|r| {
+            let mut m = BTreeMap::new();
+            let rec = &r.record;
+            m.insert("source".into(), rec.source.as_str().into());
+            if let Some(c) = &rec.command_line {
+                m.insert("command_line".into(), c.clone());
+            }
+            if let Ok(v) = serde_json::to_value(&rec.config) {
+                flatten("config", &v, &mut m);
+            }
+            if let Ok(v) = serde_json::to_value(&rec.machine) {
+                flatten("machine", &v, &mut m);
+            }
+            if let Some(inv) = &rec.inventory {
+                flatten("inventory", inv, &mut m);
+            }
+            m
+        })
+        .collect();
+    let keys: std::collections::BTreeSet<&String> = maps.iter().flat_map(|m| m.keys()).collect();
+    let mut out = Vec::new();
+    for k in keys {
+        let vals: Vec<Option<String>> = maps.iter().map(|m| m.get(k).cloned()).collect();
+        if vals.iter().any(|v| *v != vals[0]) {
+            out.push(Change {
+                key: k.clone(),
+                values: vals,
+            });
+            if out.len() >= MAX_CHANGES {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hist::Layout;
+    use crate::record::*;
+
+    fn run(label: &str, vals: impl Iterator<Item = u64>, interval: u64) -> RunModel {
+        let mut h = Histogram::new(Layout::default());
+        for v in vals {
+            h.record(v);
+        }
+        let r = RunRecord {
+            schema_version: SCHEMA_VERSION,
+            label: label.into(),
+            source: Source::Latlab,
+            complete: true,
+            tool_version: None,
+            command_line: None,
+            started_at: None,
+            ended_at: None,
+            config: RunConfig {
+                backend: "sim".into(),
+                interval_ns: Some(interval),
+                ..RunConfig::default()
+            },
+            machine: Machine {
+                kernel_release: Some(format!("6.1-{label}")),
+                ..Machine::default()
+            },
+            inventory: None,
+            total: Stats::default(),
+            cpus: vec![CpuRecord {
+                cpu: 0,
+                stats: Stats::default(),
+                histogram: h.to_record(),
+                per_second_max_ns: vec![],
+                top_spikes: vec![],
+                thread: ThreadInfo::default(),
+            }],
+            spikes: vec![],
+            trace: None,
+            loads: vec![],
+            activity: None,
+            warnings: vec![],
+            notes: vec![],
+        };
+        RunModel::new(r).unwrap()
+    }
+
+    #[test]
+    fn morton_table_counts() {
+        let a = run(
+            "a",
+            [500_000u64, 1_500_000, 3_000_000, 3_500_000, 300_000_000].into_iter(),
+            1_000_000,
+        );
+        let c = compare(&[a.clone(), a]);
+        assert_eq!(c.buckets_ms.counts[0], vec![1, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(c.buckets_us.counts[0][5], 0);
+        assert_eq!(c.buckets_us.counts[0].iter().sum::<u64>(), 5);
+        assert!(c.changes.is_empty());
+    }
+
+    #[test]
+    fn ratio_noise_and_short_runs() {
+        // 1000 samples, 1..=1000 µs vs 2..=2000 µs step 2: p50 doubles, far outside noise.
+        let a = run("a", (1..=1000u64).map(|v| v * 1000), 1_000_000);
+        let b = run("b", (1..=1000u64).map(|v| v * 2000), 500_000);
+        let c = compare(&[a, b]);
+        let p50 = &c.ladder[0];
+        assert_eq!(p50.label, "p50");
+        assert_eq!(p50.cells[0].value_ns, Some(500_000 + 1000));
+        let r = p50.cells[1].ratio.unwrap();
+        assert!((r - 2.0).abs() < 0.01, "{r}");
+        assert!(!p50.cells[1].within_noise);
+        assert_eq!(p50.cells[0].tail_samples, 501);
+        // p99.9 of 1000 samples rests on 2 samples: too short, and flagged.
+        let p999 = &c.ladder[3];
+        assert!(p999.cells[0].too_short);
+        assert!(c
+            .flags
+            .iter()
+            .any(|f| f.starts_with("too short for p99.9:")));
+        assert!(c.flags.iter().any(|f| f.contains("different intervals")));
+        assert!(c
+            .changes
+            .iter()
+            .any(|ch| ch.key == "machine.kernel_release"));
+        assert!(c.changes.iter().any(|ch| ch.key == "config.interval_ns"));
+    }
+
+    #[test]
+    fn same_distribution_is_within_noise() {
+        let a = run(
+            "a",
+            (0..20_000u64).map(|i| 10_000 + (i * 7919) % 50_000),
+            1_000_000,
+        );
+        let b = run(
+            "b",
+            (0..20_000u64).map(|i| 10_000 + (i * 104_729) % 50_000),
+            1_000_000,
+        );
+        let c = compare(&[a, b]);
+        for row in &c.ladder[..3] {
+            assert!(row.cells[1].within_noise, "{}", row.label);
+        }
+    }
+
+    #[test]
+    fn rank_interval_brackets_the_rank() {
+        for n in [10u64, 100, 1_000, 100_000, 10_000_000] {
+            for (_, q) in LADDER {
+                let (lo, hi) = rank_interval(n, q);
+                let r = q.rank(n);
+                assert!(lo <= r && r <= hi, "n={n} q={q:?}: {lo}..{hi} vs {r}");
+                assert!(hi <= n && lo >= 1);
+            }
+        }
+        // p99 of 10⁶: λ = 10⁴, sd ≈ 99.5 → about ±195 ranks.
+        let (lo, hi) = rank_interval(1_000_000, Quantile::P99);
+        assert!((hi - lo) > 350 && (hi - lo) < 420, "{lo}..{hi}");
+        // Poisson: λ = 10 → 2.5 % at 4, 97.5 % at 17.
+        assert_eq!(poisson_quantile(10.0, 0.025), 4);
+        assert_eq!(poisson_quantile(10.0, 0.975), 17);
+    }
+}
