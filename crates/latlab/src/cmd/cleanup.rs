@@ -1,9 +1,122 @@
-//! `latlab cleanup`.
+//! `latlab cleanup`: undo what killed latlab runs left behind, and say what was done, one line
+//! each ("nothing to clean up" when there was nothing).
+//!
+//! 1. Ledgers of dead latlab processes in the runtime directory (`/run/latlab`, or
+//!    `LATLAB_RUNTIME_DIR`): every entry is undone newest first (knobs restored, tracefs
+//!    instances removed, load process groups killed, cgroups and scratch directories removed),
+//!    then the ledger file is deleted.
+//! 2. tracefs instances named `latlab-<pid>` (under `/sys/kernel/tracing` and
+//!    `/sys/kernel/debug/tracing`) whose pid no longer exists: a run killed before its ledger
+//!    recorded the instance still leaves nothing behind.
+//!
+//! What a live process owns is never touched: its ledger is not orphaned, and an instance whose
+//! pid exists is skipped (even if the pid was recycled: better a leftover than a broken run).
 
+use std::fs;
+use std::path::Path;
 use std::process::ExitCode;
+
+use latlab_sys::ledger::{orphaned, runtime_dir, undo, Entry};
 
 use crate::cli::CleanupArgs;
 
+/// Where tracefs may be mounted.
+const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
 pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("'latlab cleanup' is not implemented yet")
+    let mut lines = Vec::new();
+    let dir = runtime_dir();
+    match orphaned(&dir) {
+        Ok(list) => {
+            for (path, file) in list {
+                lines.push(format!(
+                    "ledger {} of dead latlab pid {}: {} entries",
+                    path.display(),
+                    file.pid,
+                    file.entries.len()
+                ));
+                for (_, e) in file.entries.iter().rev() {
+                    lines.push(format!("  {}", undo(e)));
+                }
+                match fs::remove_file(&path) {
+                    Ok(()) => lines.push(format!("  removed ledger {}", path.display())),
+                    Err(e) => {
+                        lines.push(format!("  could not remove ledger {}: {e}", path.display()))
+                    }
+                }
+            }
+        }
+        Err(e) => lines.push(format!(
+            "could not read ledgers in {}: {e} (run as root, or set LATLAB_RUNTIME_DIR)",
+            dir.display()
+        )),
+    }
+    for base in TRACEFS {
+        lines.extend(stale_instances(Path::new(base)));
+    }
+    if lines.is_empty() {
+        println!("nothing to clean up");
+    }
+    for l in &lines {
+        println!("{l}");
+    }
+    let failed = lines
+        .iter()
+        .any(|l| l.trim_start().starts_with("could not"));
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Remove `instances/latlab-<pid>[-…]` below one tracefs mount whose pid is dead.
+fn stale_instances(tracefs: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(tracefs.join("instances")) else {
+        return out;
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        let Some(pid) = instance_pid(&name) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue; // a live process owns it (or a recycled pid: leave it)
+        }
+        let path = tracefs.join("instances").join(&name);
+        out.push(format!(
+            "{} (pid {pid} is dead)",
+            undo(&Entry::TracefsInstance { path })
+        ));
+    }
+    out
+}
+
+/// The pid in `latlab-<pid>` or `latlab-<pid>-<suffix>`.
+fn instance_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("latlab-")?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let after = &rest[digits.len()..];
+    if !(after.is_empty() || after.starts_with('-')) {
+        return None;
+    }
+    digits.parse().ok().filter(|p| *p > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instance_names() {
+        assert_eq!(instance_pid("latlab-123"), Some(123));
+        assert_eq!(instance_pid("latlab-123-spike"), Some(123));
+        assert_eq!(instance_pid("latlab-"), None);
+        assert_eq!(instance_pid("latlab-12x"), None);
+        assert_eq!(instance_pid("other-123"), None);
+    }
 }
