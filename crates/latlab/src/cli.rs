@@ -124,6 +124,18 @@ pub struct RunExtArgs {
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s")]
     pub warmup: String,
+    /// Scratch space for the loads' files (default: a temp dir on the root filesystem)
+    #[arg(long, value_name = "DIR")]
+    pub load_dir: Option<PathBuf>,
+    /// CPUs the loads may run on, e.g. 0-3,6 (default: all)
+    #[arg(long, value_name = "LIST")]
+    pub load_cpus: Option<String>,
+    /// End the run with an error when a load keeps crashing
+    #[arg(long)]
+    pub load_required: bool,
+    /// Compile this source tree in the compile loads instead of a generated C tree
+    #[arg(long, value_name = "DIR")]
+    pub load_src: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -222,6 +234,11 @@ pub enum LoadsCommand {
         profile: String,
         #[arg(long, default_value = "60s")]
         duration: String,
+        /// Print the load records as JSON on stdout at the end
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        ext: RunExtArgs,
     },
 }
 

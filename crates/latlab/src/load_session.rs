@@ -1,1 +1,494 @@
-//! Glue between `latlab run` and the load supervisor (not written yet).
+//! Glue between `latlab run` / `latlab loads run` and the load supervisor.
+//!
+//! Life cycle: [`LoadSession::prepare`] resolves every `--load` and checks tools, scratch space
+//! and CPUs before anything starts (bad input fails here, with one line naming the fix);
+//! [`LoadSession::start`] creates the per-run scratch directory (ledger first), generates the
+//! compile tree and starts the supervisor; [`LoadSession::measurement_started`] marks where the
+//! activity deltas begin; [`LoadSession::poll`] reports a required load that keeps crashing;
+//! [`LoadSession::stop`] stops everything, removes the scratch directory and returns the
+//! records. Dropping a session that was not stopped stops it too (panic path).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context};
+use latlab_core::record::LoadRecord;
+use latlab_sys::ledger::{Entry, EntryId, Ledger};
+use latlab_sys::loads::profiles::{self, Resolved, Scale};
+use latlab_sys::loads::supervisor::{self, PartSpec, Supervisor};
+use latlab_sys::loads::{gentree, metrics};
+use latlab_sys::procstat::Snapshot;
+use serde_json::{json, Map, Value};
+
+/// How loads run (from the `--load-*` flags).
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Parent of the per-run scratch directory (default: /var/tmp, on the root filesystem).
+    pub dir: Option<PathBuf>,
+    /// CPU affinity of the loads.
+    pub cpus: Option<Vec<u32>>,
+    /// A load that keeps crashing ends the run with an error.
+    pub required: bool,
+    /// A real source tree for the compile parts.
+    pub src: Option<PathBuf>,
+    /// Length of the measurement (0: unknown); bounds stress-ng's `--timeout` so loads stop
+    /// by themselves even if latlab dies.
+    pub duration_ns: u64,
+}
+
+/// Build [`LoadOptions`] from the `run` flags.
+pub fn options_from(ext: &crate::cli::RunExtArgs, duration_ns: u64) -> anyhow::Result<LoadOptions> {
+    let cpus = match &ext.load_cpus {
+        None => None,
+        Some(s) => {
+            let v =
+                latlab_core::cpulist::parse_cpu_list(s).map_err(|e| anyhow!("--load-cpus: {e}"))?;
+            if v.is_empty() {
+                bail!("--load-cpus: the list is empty; give CPUs such as 0-1");
+            }
+            Some(v)
+        }
+    };
+    Ok(LoadOptions {
+        dir: ext.load_dir.clone(),
+        cpus,
+        required: ext.load_required,
+        src: ext.load_src.clone(),
+        duration_ns,
+    })
+}
+
+fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| latlab_core::cpulist::parse_cpu_list(&s).ok())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1);
+            (0..n as u32).collect()
+        })
+}
+
+/// One part as started: which profile it belongs to and where its log is.
+#[derive(Debug, Clone)]
+struct Planned {
+    spec: PartSpec,
+    scratch: Option<PathBuf>,
+}
+
+pub struct LoadSession {
+    resolved: Vec<Resolved>,
+    opts: LoadOptions,
+    scratch_parent: PathBuf,
+    free_mb: u64,
+    need_scratch: bool,
+    n: u32,
+    ledger: Option<Arc<Mutex<Ledger>>>,
+    scratch: Option<(PathBuf, EntryId)>,
+    planned: Vec<Planned>,
+    sup: Option<Supervisor>,
+    at_start: Option<Snapshot>,
+    at_measure: Option<Snapshot>,
+}
+
+impl LoadSession {
+    /// Resolve profiles before anything starts: unknown profile → error listing the known ones;
+    /// missing tool → "stress-ng not found: apt-get install stress-ng"; load dir not writable
+    /// or too small → error.
+    pub fn prepare(profiles: &[String], opts: &LoadOptions) -> anyhow::Result<LoadSession> {
+        let mut resolved = Vec::new();
+        for p in profiles {
+            let r = profiles::resolve(p)?;
+            profiles::check_tools(&r)?;
+            resolved.push(r);
+        }
+        let online = online_cpus();
+        if let Some(cpus) = &opts.cpus {
+            if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+                bail!(
+                    "--load-cpus: CPU {c} is not online (online: {})",
+                    latlab_core::cpulist::format_cpu_list(&online)
+                );
+            }
+        }
+        let n = opts.cpus.as_ref().map_or(online.len(), |c| c.len()).max(1) as u32;
+        let builtins = || {
+            resolved.iter().filter_map(|r| match r {
+                Resolved::Builtin(p) => Some(*p),
+                Resolved::Command(_) => None,
+            })
+        };
+        let need_mb: u64 = builtins().map(|p| p.scratch_mb).sum();
+        let compiles = builtins().any(|p| p.compiles);
+        let need_scratch = need_mb > 0 || compiles;
+        let scratch_parent = match &opts.dir {
+            Some(d) => d.clone(),
+            None if Path::new("/var/tmp").is_dir() => PathBuf::from("/var/tmp"),
+            None => std::env::temp_dir(),
+        };
+        let mut free_mb = 0;
+        if need_scratch {
+            if !scratch_parent.is_dir() {
+                bail!(
+                    "--load-dir {}: not a directory; create it or choose another",
+                    scratch_parent.display()
+                );
+            }
+            let (free, writable) = latlab_sys::loads::dir_space(&scratch_parent)
+                .with_context(|| format!("--load-dir {}", scratch_parent.display()))?;
+            if !writable {
+                bail!(
+                    "--load-dir {}: not writable; choose a writable directory",
+                    scratch_parent.display()
+                );
+            }
+            free_mb = free / (1 << 20);
+            if free_mb < need_mb {
+                bail!(
+                    "not enough space for the loads in {}: they need {need_mb} MiB, {free_mb} MiB free; use --load-dir on a larger filesystem",
+                    scratch_parent.display()
+                );
+            }
+        }
+        if let Some(src) = &opts.src {
+            if !src.join("Makefile").is_file() {
+                bail!(
+                    "--load-src {}: no Makefile there; give a source tree that builds with make",
+                    src.display()
+                );
+            }
+            if src.join("Kbuild").exists() && !src.join(".config").exists() {
+                bail!(
+                    "--load-src {}: a kernel tree without .config; run 'make -C {} tinyconfig' first",
+                    src.display(),
+                    src.display()
+                );
+            }
+        }
+        Ok(LoadSession {
+            resolved,
+            opts: opts.clone(),
+            scratch_parent,
+            free_mb,
+            need_scratch,
+            n,
+            ledger: None,
+            scratch: None,
+            planned: Vec::new(),
+            sup: None,
+            at_start: None,
+            at_measure: None,
+        })
+    }
+
+    /// Profile names as resolved (for the record's config).
+    pub fn names(&self) -> Vec<String> {
+        self.resolved.iter().map(|r| r.name()).collect()
+    }
+
+    /// Start every load (ledger entries written first). `log_dir` = `<run dir>/loads/`.
+    pub fn start(&mut self, ledger: Arc<Mutex<Ledger>>, log_dir: &Path) -> anyhow::Result<()> {
+        self.ledger = Some(ledger.clone());
+        self.at_start = Snapshot::read(Path::new("/")).ok();
+        std::fs::create_dir_all(log_dir).with_context(|| {
+            format!("cannot create the load log directory {}", log_dir.display())
+        })?;
+        let pid = std::process::id();
+        if self.need_scratch {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() % 1_000_000_000)
+                .unwrap_or(0);
+            let dir = self
+                .scratch_parent
+                .join(format!("latlab-loads-{pid}-{stamp}"));
+            let id = ledger
+                .lock()
+                .map_err(|_| anyhow!("ledger lock poisoned"))?
+                .add(Entry::ScratchDir { path: dir.clone() })
+                .context("cannot write the ledger")?;
+            self.scratch = Some((dir.clone(), id));
+            std::fs::create_dir(&dir).with_context(|| {
+                format!("cannot create the scratch directory {}", dir.display())
+            })?;
+        }
+        // Ports per run, so parallel runs do not collide.
+        let port = 20_000 + (pid % 1_000) as u16 * 32;
+        let timeout_s = if self.opts.duration_ns == 0 {
+            0
+        } else {
+            self.opts.duration_ns.div_ceil(1_000_000_000) + 30
+        };
+        let mut specs = Vec::new();
+        let mut used_logs = std::collections::HashSet::new();
+        for (i, r) in self.resolved.iter().enumerate() {
+            let (profile, parts): (String, Vec<(String, String)>) = match r {
+                Resolved::Command(c) => (r.name(), vec![("cmd".into(), c.clone())]),
+                Resolved::Builtin(p) => {
+                    let dir = self
+                        .scratch
+                        .as_ref()
+                        .map(|(d, _)| d.join(format!("{i}-{}", p.name)));
+                    if let Some(d) = &dir {
+                        std::fs::create_dir_all(d)?;
+                    }
+                    let (src, target) = match (&self.opts.src, &dir) {
+                        (Some(s), _) => (
+                            s.clone(),
+                            if s.join("Kbuild").exists() {
+                                "bzImage".to_string()
+                            } else {
+                                String::new()
+                            },
+                        ),
+                        (None, Some(d)) if p.compiles => {
+                            let s = d.join("src");
+                            std::fs::create_dir_all(&s)?;
+                            gentree::generate(&s).context("cannot generate the compile tree")?;
+                            (s, String::new())
+                        }
+                        _ => (PathBuf::new(), String::new()),
+                    };
+                    let scale = Scale {
+                        n: self.n,
+                        timeout_s,
+                        dir: dir
+                            .as_ref()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default(),
+                        src: src.display().to_string(),
+                        target,
+                        port: port + (i as u16 % 16) * 2 * 64,
+                        free_mb: self.free_mb / self.resolved.len().max(1) as u64,
+                    };
+                    (
+                        p.name.to_string(),
+                        p.parts
+                            .iter()
+                            .map(|part| (part.name.to_string(), scale.expand(part.script)))
+                            .collect(),
+                    )
+                }
+            };
+            let scratch = self
+                .scratch
+                .as_ref()
+                .map(|(d, _)| d.join(format!("{i}-{profile}")));
+            for (part, command) in parts {
+                let base: String = if part == "cmd" {
+                    "cmd".to_string()
+                } else {
+                    format!("{profile}-{part}")
+                }
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+                let mut name = format!("{base}.log");
+                let mut k = 2;
+                while !used_logs.insert(name.clone()) {
+                    name = format!("{base}-{k}.log");
+                    k += 1;
+                }
+                let spec = PartSpec {
+                    profile: profile.clone(),
+                    part,
+                    command,
+                    log: log_dir.join(name),
+                };
+                self.planned.push(Planned {
+                    spec: spec.clone(),
+                    scratch: scratch.clone(),
+                });
+                specs.push(spec);
+            }
+        }
+        if !specs.is_empty() {
+            let opts = supervisor::Options {
+                cpus: self.opts.cpus.clone(),
+                tag: format!("latlab-{pid}"),
+                ..Default::default()
+            };
+            self.sup =
+                Some(Supervisor::start(specs, opts, ledger).context("cannot start the loads")?);
+        }
+        Ok(())
+    }
+
+    /// Mark the start of measurement (after warm-up): activity deltas are taken from here.
+    pub fn measurement_started(&mut self) {
+        self.at_measure = Snapshot::read(Path::new("/")).ok();
+    }
+
+    /// Called about every 100 ms by the (non-RT) collector. Restarts happen on the supervisor's
+    /// own thread; this reports a required load that keeps crashing.
+    pub fn poll(&mut self) -> anyhow::Result<()> {
+        let Some(sup) = &self.sup else { return Ok(()) };
+        if !self.opts.required {
+            return Ok(());
+        }
+        if let Some(s) = sup.status().into_iter().find(|s| s.crashing) {
+            let log = self
+                .planned
+                .iter()
+                .find(|p| p.spec.profile == s.profile && p.spec.part == s.part)
+                .map(|p| p.spec.log.display().to_string())
+                .unwrap_or_default();
+            bail!(
+                "load {} ({}) keeps crashing: {} failures in a row, last {}; see {log}",
+                s.profile,
+                s.part,
+                s.consecutive_failures,
+                s.last_exit.unwrap_or_else(|| "unknown".into())
+            );
+        }
+        Ok(())
+    }
+
+    /// Current status of every part (restarts, failures) for live displays.
+    pub fn status(&self) -> Vec<supervisor::PartStatus> {
+        self.sup.as_ref().map(|s| s.status()).unwrap_or_default()
+    }
+
+    fn remove_scratch(&mut self) -> Option<String> {
+        let (dir, id) = self.scratch.take()?;
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Some(format!(
+                    "could not remove scratch directory {}: {e}",
+                    dir.display()
+                ))
+            }
+        }
+        if let Some(l) = &self.ledger {
+            if let Ok(mut l) = l.lock() {
+                let _ = l.forget(id);
+            }
+        }
+        None
+    }
+
+    /// Stop everything, verify nothing remains, remove scratch, forget ledger entries.
+    pub fn stop(mut self) -> (Vec<LoadRecord>, Value) {
+        let end = Snapshot::read(Path::new("/")).ok();
+        let reports = self.sup.take().map(|s| s.stop()).unwrap_or_default();
+        let scratch_dir = self.scratch.as_ref().map(|(d, _)| d.clone());
+        let scratch_note = self.remove_scratch();
+        let mut records = Vec::new();
+        for r in self.resolved.iter() {
+            if let Resolved::Builtin(p) = r {
+                if p.parts.is_empty() {
+                    let mut d = Map::new();
+                    d.insert("models".into(), json!(p.models));
+                    records.push(LoadRecord {
+                        profile: p.name.into(),
+                        command: String::new(),
+                        exit: None,
+                        ops: None,
+                        details: d,
+                    });
+                }
+            }
+        }
+        for rep in reports {
+            let log = std::fs::read_to_string(&rep.spec.log).unwrap_or_default();
+            let tp = metrics::parse(&rep.spec.command, &log);
+            let planned = self.planned.iter().find(|p| p.spec == rep.spec);
+            let mut d = Map::new();
+            d.insert("part".into(), json!(rep.spec.part));
+            if let Some(Resolved::Builtin(p)) =
+                self.resolved.iter().find(|r| r.name() == rep.spec.profile)
+            {
+                d.insert("models".into(), json!(p.models));
+            }
+            d.insert("log".into(), json!(rep.spec.log));
+            d.insert("started_unix_s".into(), json!(rep.started_unix_s));
+            d.insert("stopped_unix_s".into(), json!(rep.stopped_unix_s));
+            d.insert("starts".into(), json!(rep.starts));
+            d.insert("restarts".into(), json!(rep.restarts));
+            d.insert("failures".into(), json!(rep.failures));
+            d.insert("crashing".into(), json!(rep.crashing));
+            d.insert("exits".into(), json!(rep.exits));
+            d.insert("final_status".into(), json!(rep.final_status));
+            d.insert(
+                "cpu_s".into(),
+                json!(rep.cgroup_cpu_s.unwrap_or(rep.rusage_cpu_s)),
+            );
+            d.insert("rusage_cpu_s".into(), json!(rep.rusage_cpu_s));
+            d.insert("cgroup_cpu_s".into(), json!(rep.cgroup_cpu_s));
+            d.insert("cgroup".into(), json!(rep.cgroup));
+            d.insert("pgids".into(), json!(rep.pgids));
+            d.insert("cpus".into(), json!(self.opts.cpus));
+            d.insert(
+                "scratch".into(),
+                json!(planned.and_then(|p| p.scratch.clone())),
+            );
+            d.insert(
+                "stop".into(),
+                json!({
+                    "term_s": rep.stop.term_s,
+                    "killed": rep.stop.killed,
+                    "survivors": rep.stop.survivors,
+                    "zombies": rep.stop.zombies,
+                }),
+            );
+            if let Some(t) = &tp {
+                d.insert("ops_unit".into(), json!(t.unit));
+                d.insert("ops_iterations".into(), json!(t.iterations));
+                for (k, v) in &t.details {
+                    d.insert(k.clone(), v.clone());
+                }
+            }
+            let mut notes = rep.notes.clone();
+            notes.extend(scratch_note.clone());
+            if !notes.is_empty() {
+                d.insert("notes".into(), json!(notes));
+            }
+            records.push(LoadRecord {
+                profile: rep.spec.profile.clone(),
+                command: rep.spec.command.clone(),
+                exit: rep.last_exit_code,
+                ops: tp.map(|t| t.value),
+                details: d,
+            });
+        }
+        let activity = match (self.at_measure.as_ref().or(self.at_start.as_ref()), &end) {
+            (Some(a), Some(b)) => {
+                let mut v = a.delta(b);
+                if let Value::Object(m) = &mut v {
+                    m.insert(
+                        "from".into(),
+                        json!(if self.at_measure.is_some() {
+                            "measurement start"
+                        } else {
+                            "load start"
+                        }),
+                    );
+                    m.insert("scratch_dir".into(), json!(scratch_dir));
+                }
+                v
+            }
+            _ => Value::Null,
+        };
+        (records, activity)
+    }
+}
+
+impl Drop for LoadSession {
+    /// Stops everything if `stop()` was not called (panic or early-error path).
+    fn drop(&mut self) {
+        if let Some(s) = self.sup.take() {
+            let _ = s.stop();
+        }
+        let _ = self.remove_scratch();
+    }
+}
