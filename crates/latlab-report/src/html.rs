@@ -1,7 +1,387 @@
-//! The html report (not written yet).
+//! The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that
+//! opens offline and prints. Sections: summary, the log-log histogram of every CPU overlaid
+//! (Williams' figure), the per-second maximum over time, the percentile ladder, Williams'
+//! statistics block per CPU, spikes and their causes, loads, notes and the machine inventory.
+//!
+//! Every string that came from the system or a file (labels, task names, command lines,
+//! inventory values) goes through [`esc`], which also makes control characters visible.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
 
 use latlab_core::model::RunModel;
+use latlab_core::stats::{Stats, BELOW};
+use latlab_core::units::{format_duration, Human};
 
-pub fn render(_model: &RunModel) -> Vec<u8> {
-    b"html report: not implemented yet\n".to_vec()
+use crate::svg::{self, esc};
+use crate::text::bound;
+
+const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:62em;color:#111;padding:0 1em}\
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}\
+th{background:#f4f4f4}td.k,th.k{text-align:left}.meta{color:#444}.warn{color:#a00}code,pre{font-family:ui-monospace,monospace;font-size:12px}\
+pre{white-space:pre-wrap;word-break:break-all}svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}\
+details{margin:.5em 0}@media print{body{max-width:none;margin:0}h2{break-after:avoid}svg.plot,table{break-inside:avoid}}";
+
+/// Wrap a body into a complete page.
+pub fn page(title: &str, body: &str) -> Vec<u8> {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{}</title><style>{CSS}</style></head><body>\n{body}</body></html>\n",
+        esc(title)
+    )
+    .into_bytes()
+}
+
+pub(crate) fn opt(v: Option<u64>) -> String {
+    v.map(|v| Human(v).to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Williams' statistics as rows `(name, value)`, for tables with one column per CPU or run.
+pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
+    let est = if s.exact_moments { "" } else { " (est.)" };
+    let mut v = vec![
+        ("samples".into(), s.samples.to_string()),
+        ("missed periods".into(), s.missed_periods.to_string()),
+        (
+            "buckets used".into(),
+            format!("{} × {}", s.buckets_used, Human(s.bucket_ns)),
+        ),
+        ("minimum".into(), opt(s.min_ns)),
+        ("maximum".into(), opt(s.max_ns)),
+        ("mean".into(), format!("{}{est}", opt(s.mean_ns))),
+        ("median".into(), bound(s.median_ns, s)),
+        (
+            "mode".into(),
+            s.mode_ns
+                .map(|m| format!("{} ({} samples)", Human(m), s.mode_count))
+                .unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "std. deviation".into(),
+            format!("{}{est}", opt(s.stddev_ns)),
+        ),
+    ];
+    for (k, t) in BELOW {
+        let f = s.below.get(k).copied().unwrap_or(0.0);
+        v.push((format!("% < {}", Human(t)), format!("{:.4}", f * 100.0)));
+    }
+    if let Some(max) = s.max_ns {
+        v.push((
+            "100 % <".into(),
+            Human(max.saturating_add(s.bucket_ns)).to_string(),
+        ));
+    }
+    v.push(("99.999 % (five nines) <".into(), bound(s.p99999_ns, s)));
+    if s.unknown_above > 0 {
+        v.push((
+            "above the limit".into(),
+            format!(
+                "{} (value unknown, > {})",
+                s.unknown_above,
+                Human(s.limit_ns)
+            ),
+        ));
+    }
+    v
+}
+
+/// A table with one column per `(heading, rows)` set; rows are matched by position.
+pub fn columns_table(out: &mut String, first: &str, cols: &[(String, Vec<(String, String)>)]) {
+    let _ = write!(out, "<table><tr><th class=\"k\">{}</th>", esc(first));
+    for (h, _) in cols {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr>\n");
+    let n = cols.iter().map(|c| c.1.len()).max().unwrap_or(0);
+    for i in 0..n {
+        let name = cols
+            .iter()
+            .find_map(|c| c.1.get(i).map(|r| r.0.clone()))
+            .unwrap_or_default();
+        let _ = write!(out, "<tr><td class=\"k\">{}</td>", esc(&name));
+        for (_, rows) in cols {
+            let v = rows.get(i).map(|r| r.1.as_str()).unwrap_or("");
+            let _ = write!(out, "<td>{}</td>", esc(v));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+}
+
+/// Flatten a JSON value to `path → value` for the inventory table.
+pub(crate) fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, x, out);
+            }
+        }
+        serde_json::Value::String(s) => {
+            out.insert(prefix.into(), s.clone());
+        }
+        other => {
+            out.insert(prefix.into(), other.to_string());
+        }
+    }
+}
+
+fn heading(m: &RunModel) -> String {
+    let r = &m.record;
+    let c = &r.config;
+    let mut parts = vec![format!("source {}", r.source.as_str())];
+    parts.push(format!("{} backend", c.backend));
+    if let Some(k) = &r.machine.kernel_release {
+        parts.push(format!("kernel {k}"));
+    }
+    if let Some(p) = &r.machine.preemption {
+        parts.push(format!("preemption {p}"));
+    }
+    if let Some(i) = c.interval_ns {
+        parts.push(format!("interval {}", Human(i)));
+    }
+    if let Some(d) = c.measured_ns.or(c.duration_ns) {
+        parts.push(format!("measured {}", format_duration(d)));
+    }
+    if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
+        parts.push(format!("{p} {pr}"));
+    }
+    if let Some(t) = &r.started_at {
+        parts.push(format!("started {t}"));
+    }
+    let mut s = format!("<p class=\"meta\">{}</p>\n", esc(&parts.join(" · ")));
+    if let Some(cl) = &r.command_line {
+        let _ = writeln!(s, "<p class=\"meta\">command: <code>{}</code></p>", esc(cl));
+    }
+    if !r.complete {
+        s.push_str(
+            "<p class=\"warn\">INCOMPLETE: the last checkpoint of a run that did not finish.</p>\n",
+        );
+    }
+    s
+}
+
+/// The body of the report (without the page around it), reused by nothing else but kept
+/// separate so tests can look at it.
+pub fn body(m: &RunModel) -> String {
+    let r = &m.record;
+    let mut o = String::new();
+    let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
+    o.push_str(&heading(m));
+    if !r.warnings.is_empty() || !r.notes.is_empty() {
+        o.push_str("<ul>");
+        for w in &r.warnings {
+            let _ = write!(o, "<li class=\"warn\">{}</li>", esc(w));
+        }
+        for n in &r.notes {
+            let _ = write!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul>\n");
+    }
+
+    o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.999</th><th>max</th></tr>\n");
+    let mut rows: Vec<(String, &Stats)> = m
+        .cpus
+        .iter()
+        .map(|c| (c.cpu.to_string(), &c.stats))
+        .collect();
+    if m.cpus.len() > 1 {
+        rows.push(("all".into(), &m.total));
+    }
+    for (name, s) in &rows {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(name),
+            s.samples,
+            s.missed_periods,
+            opt(s.min_ns),
+            opt(s.mean_ns),
+            esc(&bound(s.p99_ns, s)),
+            esc(&bound(s.p99999_ns, s)),
+            opt(s.max_ns)
+        );
+    }
+    o.push_str("</table>\n");
+
+    o.push_str("<h2>Latency histogram</h2>\n");
+    let series: Vec<(String, &latlab_core::hist::Histogram)> = m
+        .cpus
+        .iter()
+        .map(|c| (format!("CPU {}", c.cpu), &c.hist))
+        .collect();
+    o.push_str(&svg::loglog_histogram(
+        &format!("{}: samples per bucket against latency", r.label),
+        &series,
+    ));
+    if m.total.unknown_above > 0 {
+        let _ = writeln!(
+            o,
+            "<p class=\"meta\">{} samples above {} are counted but not plotted: their values are unknown.</p>",
+            m.total.unknown_above,
+            Human(m.total.limit_ns)
+        );
+    }
+
+    if r.cpus.iter().any(|c| !c.per_second_max_ns.is_empty()) {
+        o.push_str("<h2>Largest latency per second</h2>\n");
+        let ts: Vec<(String, &[Option<u64>])> = r
+            .cpus
+            .iter()
+            .map(|c| (format!("CPU {}", c.cpu), c.per_second_max_ns.as_slice()))
+            .collect();
+        o.push_str(&svg::per_second_max(
+            &format!("{}: largest latency in each second", r.label),
+            &ts,
+        ));
+    }
+
+    o.push_str("<h2>Percentile ladder</h2>\n");
+    let ladder_cols: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(name, s)| {
+            let mut v: Vec<(String, String)> = s
+                .ladder()
+                .iter()
+                .map(|(l, x)| (l.to_string(), bound(*x, s)))
+                .collect();
+            v.push(("max".into(), opt(s.max_ns)));
+            (format!("CPU {name}"), v)
+        })
+        .collect();
+    columns_table(&mut o, "percentile", &ladder_cols);
+    o.push_str("<p class=\"meta\">Each percentile is the upper bound of its histogram bucket (\"≤\"); \"&gt;\" marks one that falls among samples above the histogram limit.</p>\n");
+
+    o.push_str("<h2>Statistics (Williams)</h2>\n");
+    let wcols: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(name, s)| (format!("CPU {name}"), williams_rows(s)))
+        .collect();
+    columns_table(&mut o, "", &wcols);
+
+    if !r.spikes.is_empty() {
+        o.push_str("<h2>Spikes</h2>\n<table><tr><th>CPU</th><th>at (s)</th><th>latency</th><th class=\"k\">causes (largest first)</th></tr>\n");
+        let mut by_kind: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+        for s in r.spikes.iter().take(500) {
+            let causes: Vec<String> = s
+                .causes
+                .iter()
+                .take(5)
+                .map(|c| format!("{:?} {} ({})", c.kind, c.name, Human(c.ns)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}.{:06}</td><td>{}</td><td class=\"k\">{}</td></tr>",
+                s.cpu,
+                s.at_ns / 1_000_000_000,
+                s.at_ns % 1_000_000_000 / 1_000,
+                Human(s.latency_ns),
+                esc(&causes.join("; "))
+            );
+        }
+        for s in &r.spikes {
+            for c in &s.causes {
+                let e = by_kind
+                    .entry((format!("{:?}", c.kind).to_lowercase(), c.name.clone()))
+                    .or_default();
+                e.0 += c.ns;
+                e.1 += 1;
+            }
+        }
+        o.push_str("</table>\n");
+        if r.spikes.len() > 500 {
+            let _ = writeln!(
+                o,
+                "<p class=\"meta\">{} more spikes not listed.</p>",
+                r.spikes.len() - 500
+            );
+        }
+        if !by_kind.is_empty() {
+            let total: u64 = r.spikes.iter().map(|s| s.latency_ns).sum();
+            let mut v: Vec<_> = by_kind.into_iter().collect();
+            v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
+            o.push_str("<h2>Causes</h2>\n<table><tr><th class=\"k\">kind</th><th class=\"k\">name</th><th>spikes</th><th>time</th><th>share of spike latency</th></tr>\n");
+            for ((k, n), (ns, cnt)) in v.iter().take(50) {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{cnt}</td><td>{}</td><td>{:.1} %</td></tr>",
+                    esc(k),
+                    esc(n),
+                    Human(*ns),
+                    if total > 0 { *ns as f64 * 100.0 / total as f64 } else { 0.0 }
+                );
+            }
+            o.push_str("</table>\n");
+        }
+    }
+
+    if !r.loads.is_empty() || !r.config.loads.is_empty() {
+        o.push_str("<h2>Loads</h2>\n<table><tr><th class=\"k\">profile</th><th class=\"k\">command</th><th>exit</th><th>ops</th></tr>\n");
+        for l in &r.loads {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"k\">{}</td><td class=\"k\"><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                esc(&l.profile),
+                esc(&l.command),
+                l.exit.map_or("-".into(), |e| e.to_string()),
+                l.ops.map_or("-".into(), |x| format!("{x:.1}"))
+            );
+        }
+        if r.loads.is_empty() {
+            for p in &r.config.loads {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"k\">{}</td><td></td><td>-</td><td>-</td></tr>",
+                    esc(p)
+                );
+            }
+        }
+        o.push_str("</table>\n");
+    }
+
+    let mut mach = BTreeMap::new();
+    if let Ok(v) = serde_json::to_value(&r.machine) {
+        flatten("", &v, &mut mach);
+    }
+    mach.retain(|_, v| v != "null" && v != "[]");
+    if !mach.is_empty() || r.inventory.is_some() {
+        o.push_str("<h2>Machine</h2>\n<table>");
+        for (k, v) in &mach {
+            let _ = write!(
+                o,
+                "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td></tr>",
+                esc(k),
+                esc(v)
+            );
+        }
+        o.push_str("</table>\n");
+        if let Some(inv) = &r.inventory {
+            let mut f = BTreeMap::new();
+            flatten("", inv, &mut f);
+            let _ = write!(
+                o,
+                "<details open><summary>Inventory ({} entries)</summary><table>",
+                f.len()
+            );
+            for (k, v) in &f {
+                let _ = write!(
+                    o,
+                    "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td></tr>",
+                    esc(k),
+                    esc(v)
+                );
+            }
+            o.push_str("</table></details>\n");
+        }
+    }
+    o
+}
+
+pub fn render(model: &RunModel) -> Vec<u8> {
+    page(&format!("latlab: {}", model.record.label), &body(model))
 }

@@ -1,7 +1,216 @@
-//! The markdown report (not written yet).
+//! The markdown report, for a mailing list or a pull request: the summary table, the
+//! percentile ladder and Williams' block as tables, spikes, loads and notes. No plots (a
+//! mailing list has none); `report --format html` has them.
+
+use std::fmt::Write;
 
 use latlab_core::model::RunModel;
+use latlab_core::stats::Stats;
+use latlab_core::units::Human;
 
-pub fn render(_model: &RunModel) -> Vec<u8> {
-    b"markdown report: not implemented yet\n".to_vec()
+use crate::html::{opt, williams_rows};
+use crate::text::bound;
+
+/// Untrusted text in a markdown table cell: control characters visible, pipes and markup
+/// characters escaped so a task name cannot break the table or inject HTML.
+pub fn cell(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' => {
+                o.push('\\');
+                o.push(c)
+            }
+            '&' => o.push_str("&amp;"),
+            c if c.is_control() => {
+                let _ = write!(o, "\\u{{{:x}}}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A markdown table: header then rows (cells already escaped).
+pub fn table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}",
+        header
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+            .collect::<String>()
+    );
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out.push('\n');
+}
+
+/// Columns of `(heading, rows)` as one table, rows matched by position.
+pub fn columns(out: &mut String, first: &str, cols: &[(String, Vec<(String, String)>)]) {
+    let mut header = vec![cell(first)];
+    header.extend(cols.iter().map(|c| cell(&c.0)));
+    let n = cols.iter().map(|c| c.1.len()).max().unwrap_or(0);
+    let rows: Vec<Vec<String>> = (0..n)
+        .map(|i| {
+            let mut r = vec![cell(
+                &cols
+                    .iter()
+                    .find_map(|c| c.1.get(i).map(|x| x.0.clone()))
+                    .unwrap_or_default(),
+            )];
+            r.extend(
+                cols.iter()
+                    .map(|c| cell(c.1.get(i).map(|x| x.1.as_str()).unwrap_or(""))),
+            );
+            r
+        })
+        .collect();
+    table(out, &header, &rows);
+}
+
+pub fn render(m: &RunModel) -> Vec<u8> {
+    let r = &m.record;
+    let mut o = String::new();
+    let _ = writeln!(o, "## latlab report: {}\n", cell(&r.label));
+    let mut meta = vec![format!("source {}", r.source.as_str())];
+    if let Some(k) = &r.machine.kernel_release {
+        meta.push(format!("kernel {}", cell(k)));
+    }
+    if let Some(i) = r.config.interval_ns {
+        meta.push(format!("interval {}", Human(i)));
+    }
+    if !r.config.loads.is_empty() {
+        meta.push(format!("loads {}", cell(&r.config.loads.join(", "))));
+    }
+    let _ = writeln!(o, "{}\n", meta.join(" · "));
+    if let Some(c) = &r.command_line {
+        let _ = writeln!(o, "command: {}\n", cell(c));
+    }
+    let mut rows: Vec<(String, &Stats)> = m
+        .cpus
+        .iter()
+        .map(|c| (format!("CPU {}", c.cpu), &c.stats))
+        .collect();
+    if m.cpus.len() > 1 {
+        rows.push(("all".into(), &m.total));
+    }
+    let header: Vec<String> = [
+        "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(n, s)| {
+            vec![
+                n.clone(),
+                s.samples.to_string(),
+                s.missed_periods.to_string(),
+                opt(s.min_ns),
+                opt(s.mean_ns),
+                cell(&bound(s.p99_ns, s)),
+                cell(&bound(s.p99999_ns, s)),
+                opt(s.max_ns),
+            ]
+        })
+        .collect();
+    table(&mut o, &header, &body);
+    o.push_str("### Percentile ladder\n\n");
+    let ladder: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(n, s)| {
+            let mut v: Vec<(String, String)> = s
+                .ladder()
+                .iter()
+                .map(|(l, x)| (l.to_string(), bound(*x, s)))
+                .collect();
+            v.push(("max".into(), opt(s.max_ns)));
+            (n.clone(), v)
+        })
+        .collect();
+    columns(&mut o, "percentile", &ladder);
+    o.push_str("### Statistics (Williams)\n\n");
+    let w: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(n, s)| (n.clone(), williams_rows(s)))
+        .collect();
+    columns(&mut o, "", &w);
+    if !r.spikes.is_empty() {
+        o.push_str("### Spikes\n\n");
+        let rows: Vec<Vec<String>> = r
+            .spikes
+            .iter()
+            .take(50)
+            .map(|s| {
+                vec![
+                    s.cpu.to_string(),
+                    format!(
+                        "{}.{:06}",
+                        s.at_ns / 1_000_000_000,
+                        s.at_ns % 1_000_000_000 / 1000
+                    ),
+                    Human(s.latency_ns).to_string(),
+                    cell(
+                        &s.causes
+                            .iter()
+                            .take(3)
+                            .map(|c| format!("{:?} {} ({})", c.kind, c.name, Human(c.ns)))
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    ),
+                ]
+            })
+            .collect();
+        table(
+            &mut o,
+            &[
+                "CPU".into(),
+                "at (s)".into(),
+                "latency".into(),
+                "causes".into(),
+            ],
+            &rows,
+        );
+    }
+    if !r.loads.is_empty() {
+        o.push_str("### Loads\n\n");
+        let rows: Vec<Vec<String>> = r
+            .loads
+            .iter()
+            .map(|l| {
+                vec![
+                    cell(&l.profile),
+                    cell(&l.command),
+                    l.exit.map_or("-".into(), |e| e.to_string()),
+                    l.ops.map_or("-".into(), |x| format!("{x:.1}")),
+                ]
+            })
+            .collect();
+        table(
+            &mut o,
+            &[
+                "profile".into(),
+                "command".into(),
+                "exit".into(),
+                "ops".into(),
+            ],
+            &rows,
+        );
+    }
+    if !r.warnings.is_empty() || !r.notes.is_empty() {
+        o.push_str("### Notes\n\n");
+        for w in &r.warnings {
+            let _ = writeln!(o, "- **warning:** {}", cell(w));
+        }
+        for n in &r.notes {
+            let _ = writeln!(o, "- {}", cell(n));
+        }
+        o.push('\n');
+    }
+    o.into_bytes()
 }

@@ -1,0 +1,361 @@
+//! Hand-written SVG plots: small, exact, no script. Williams' log-log histogram (count per
+//! bucket against latency, several series overlaid) and the per-second maximum over time.
+//!
+//! Every plot has axis labels with units and a legend; labels are escaped with [`esc`]. Long
+//! time series are reduced to one point per pixel column keeping the *maximum* of the seconds
+//! it covers, so no spike disappears from the picture.
+
+use std::fmt::Write;
+
+use latlab_core::hist::Histogram;
+
+/// Series colours (colour-blind-safe Okabe–Ito order), cycled.
+pub const COLORS: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
+
+const W: f64 = 760.0;
+const H: f64 = 360.0;
+const L: f64 = 70.0; // left margin
+const R: f64 = 150.0; // right margin (legend)
+const T: f64 = 20.0;
+const B: f64 = 50.0;
+
+/// Untrusted text for HTML/SVG: markup characters become entities, control characters
+/// (ANSI escapes, newlines in task names…) are shown as visible `\u{..}` escapes.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c.is_control() => {
+                let _ = write!(o, "\\u{{{:x}}}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Latency for an axis tick: ns → "1 µs", "10 ms".
+fn tick_label(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{} µs", ns / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+fn count_label(c: f64) -> String {
+    if c >= 1e3 {
+        format!("1e{}", c.log10().round())
+    } else {
+        format!("{c}")
+    }
+}
+
+/// A log scale from decade `lo` to decade `hi` (powers of ten) onto `[a, b]` pixels.
+struct LogScale {
+    lo: f64,
+    hi: f64,
+    a: f64,
+    b: f64,
+}
+
+impl LogScale {
+    fn new(min: f64, max: f64, a: f64, b: f64) -> LogScale {
+        let lo = min.max(1e-9).log10().floor();
+        let mut hi = max.max(min).log10().ceil();
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        LogScale { lo, hi, a, b }
+    }
+    fn at(&self, v: f64) -> f64 {
+        let t = (v.max(10f64.powf(self.lo)).log10() - self.lo) / (self.hi - self.lo);
+        self.a + t * (self.b - self.a)
+    }
+    fn decades(&self) -> impl Iterator<Item = f64> {
+        (self.lo as i32..=self.hi as i32).map(|d| 10f64.powi(d))
+    }
+}
+
+fn frame(out: &mut String, title: &str, xlabel: &str, ylabel: &str) {
+    let _ = write!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><title>{t}</title><rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/><text x="{cx}" y="{xl}" text-anchor="middle" font-size="13">{x}</text><text transform="translate(16 {cy}) rotate(-90)" text-anchor="middle" font-size="13">{y}</text>"##,
+        t = esc(title),
+        pw = W - L - R,
+        ph = H - T - B,
+        cx = L + (W - L - R) / 2.0,
+        xl = H - 8.0,
+        cy = T + (H - T - B) / 2.0,
+        x = esc(xlabel),
+        y = esc(ylabel),
+    );
+}
+
+fn legend(out: &mut String, names: &[String]) {
+    for (i, n) in names.iter().enumerate().take(24) {
+        let y = T + 10.0 + i as f64 * 16.0;
+        let _ = write!(
+            out,
+            r#"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{c}" stroke-width="3"/><text x="{tx}" y="{ty}" font-size="12">{n}</text>"#,
+            x1 = W - R + 10.0,
+            x2 = W - R + 30.0,
+            c = COLORS[i % COLORS.len()],
+            tx = W - R + 35.0,
+            ty = y + 4.0,
+            n = esc(n),
+        );
+    }
+}
+
+/// Williams' figure: count per histogram bucket against latency, both axes logarithmic, one
+/// series per histogram. Each bucket is plotted at its midpoint. Returns an empty-plot SVG
+/// saying "no samples" when every histogram is empty.
+pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String {
+    let mut out = String::new();
+    frame(
+        &mut out,
+        title,
+        "latency (log scale)",
+        "samples per bucket (log scale)",
+    );
+    let pts: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|(_, h)| {
+            h.buckets()
+                .map(|(lo, hi, c)| {
+                    let hi = hi.min(h.max().unwrap_or(hi).max(lo + 1));
+                    ((lo as f64 + hi as f64) / 2.0, c as f64)
+                })
+                .collect()
+        })
+        .collect();
+    let all = pts.iter().flatten();
+    let (mut xmin, mut xmax, mut ymax) = (f64::MAX, 0f64, 1f64);
+    for &(x, y) in all {
+        xmin = xmin.min(x);
+        xmax = xmax.max(x);
+        ymax = ymax.max(y);
+    }
+    if xmax == 0.0 {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">no samples</text></svg>"#,
+            L + (W - L - R) / 2.0,
+            T + (H - T - B) / 2.0
+        );
+        return out;
+    }
+    let xs = LogScale::new(xmin, xmax, L, W - R);
+    let ys = LogScale::new(1.0, ymax, H - B, T);
+    axes(&mut out, &xs, &ys, tick_label, count_label);
+    for (i, p) in pts.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="1.2" points=""#
+        );
+        for &(x, y) in p {
+            let _ = write!(out, "{:.1},{:.1} ", xs.at(x), ys.at(y));
+        }
+        out.push_str("\"/>");
+    }
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.0.clone()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+fn axes(
+    out: &mut String,
+    xs: &LogScale,
+    ys: &LogScale,
+    xl: fn(f64) -> String,
+    yl: fn(f64) -> String,
+) {
+    for d in xs.decades() {
+        let x = xs.at(d);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{l}</text>"##,
+            yb = H - B,
+            ty = H - B + 15.0,
+            l = esc(&xl(d)),
+        );
+    }
+    for d in ys.decades() {
+        let y = ys.at(d);
+        let _ = write!(
+            out,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{xr}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="11">{l}</text>"##,
+            xr = W - R,
+            tx = L - 4.0,
+            ty = y + 4.0,
+            l = esc(&yl(d)),
+        );
+    }
+}
+
+/// The largest latency of each second, per series, over the run (x linear in seconds, y
+/// logarithmic). Reduced to at most one point per pixel column, keeping maxima.
+pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> String {
+    let mut out = String::new();
+    frame(
+        &mut out,
+        title,
+        "time since start (s)",
+        "largest latency in the second (log scale)",
+    );
+    let len = series.iter().map(|s| s.1.len()).max().unwrap_or(0);
+    let vals = series.iter().flat_map(|s| s.1.iter().flatten().copied());
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for v in vals {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if len == 0 || hi == 0 {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">no per-second data</text></svg>"#,
+            L + (W - L - R) / 2.0,
+            T + (H - T - B) / 2.0
+        );
+        return out;
+    }
+    let ys = LogScale::new(lo.max(1) as f64, hi as f64, H - B, T);
+    let pw = W - L - R;
+    let cols = (pw as usize).min(len).max(1);
+    let x_at = |sec: f64| L + sec / (len.max(2) - 1) as f64 * pw;
+    // x ticks: about 6 round numbers of seconds.
+    let step = nice_step(len as f64 / 6.0);
+    let mut s = 0.0;
+    while s < len as f64 {
+        let x = x_at(s);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{s}</text>"##,
+            yb = H - B,
+            ty = H - B + 15.0
+        );
+        s += step;
+    }
+    for d in ys.decades() {
+        let y = ys.at(d);
+        let _ = write!(
+            out,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{xr}" y2="{y:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="11">{l}</text>"##,
+            xr = W - R,
+            tx = L - 4.0,
+            ty = y + 4.0,
+            l = esc(&tick_label(d)),
+        );
+    }
+    for (i, (_, v)) in series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="1" points=""#
+        );
+        for col in 0..cols {
+            let a = col * len / cols;
+            let b = ((col + 1) * len / cols).min(v.len());
+            if a >= b {
+                continue;
+            }
+            if let Some(m) = v[a..b].iter().flatten().max() {
+                let sec = if b - a == 1 {
+                    a as f64
+                } else {
+                    (a + b - 1) as f64 / 2.0
+                };
+                let _ = write!(out, "{:.1},{:.1} ", x_at(sec), ys.at(*m as f64));
+            }
+        }
+        out.push_str("\"/>");
+    }
+    legend(
+        &mut out,
+        &series.iter().map(|s| s.0.clone()).collect::<Vec<_>>(),
+    );
+    out.push_str("</svg>");
+    out
+}
+
+fn nice_step(raw: f64) -> f64 {
+    let raw = raw.max(1.0);
+    let p = 10f64.powf(raw.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * p >= raw {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::hist::Layout;
+
+    #[test]
+    fn escapes_markup_quotes_and_controls() {
+        assert_eq!(
+            esc("<script>\"x\"&'\u{1b}[31m\n"),
+            "&lt;script&gt;&quot;x&quot;&amp;&#39;\\u{1b}[31m\\u{a}"
+        );
+    }
+
+    #[test]
+    fn histogram_plot_has_one_polyline_per_series() {
+        let mut h = Histogram::new(Layout::default());
+        for v in [1_000u64, 2_500, 2_600, 40_000, 9_000_000] {
+            h.record(v);
+        }
+        let s = loglog_histogram("t <x>", &[("a".into(), &h), ("b<".into(), &h)]);
+        assert_eq!(s.matches("<polyline").count(), 2);
+        assert!(s.contains("b&lt;") && s.contains("t &lt;x&gt;"));
+        // 4 non-empty buckets → 4 points per line.
+        let pts = s
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert_eq!(pts.split_whitespace().count(), 4);
+        let e = loglog_histogram("t", &[("a".into(), &Histogram::new(Layout::default()))]);
+        assert!(e.contains("no samples"));
+    }
+
+    #[test]
+    fn time_series_keeps_the_maxima() {
+        let mut v = vec![Some(10_000u64); 100_000];
+        v[54_321] = Some(7_000_000);
+        let s = per_second_max("t", &[("cpu0".into(), &v)]);
+        let pts = s
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(pts.split_whitespace().count() <= 540);
+        // The spike's y is the top of the plot area region for 7 ms (not averaged away).
+        let ys = LogScale::new(10_000.0, 7_000_000.0, H - B, T);
+        let y = format!("{:.1}", ys.at(7_000_000.0));
+        assert!(pts.contains(&format!(",{y}")), "spike lost");
+    }
+}
