@@ -76,6 +76,12 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     }
     let distance_ns = flag("distance", parse_latency(&a.distance))?;
     let limit = flag("hist-limit", parse_latency(&a.hist_limit))?;
+    if limit < 100_000 || limit % 1_000 != 0 || limit > 10_000_000_000 {
+        bail!(
+            "--hist-limit {}: must be whole microseconds from 100us to 10s (the log-scaled tail covers everything above)",
+            a.hist_limit
+        );
+    }
     let layout = flag("hist-limit", Layout::new(1_000, limit))?;
     let policy = match a.policy {
         CliPolicy::Fifo => Policy::Fifo,

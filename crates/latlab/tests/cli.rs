@@ -1,0 +1,259 @@
+//! CLI tests of `latlab run` (sim backend) and `latlab report`: every bad-input error with its
+//! exit code and message, and the run directory a run leaves.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn only_run_dir(results: &Path) -> PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn sim_run(results: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    latlab()
+        .args(["run", "--backend", "sim", "--duration", "5s", "--cpus", "0", "--results"])
+        .arg(results)
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn sim_run_writes_a_complete_run_directory() {
+    let t = tempfile::tempdir().unwrap();
+    sim_run(t.path(), &["--label", "simple"])
+        .success()
+        .stdout(predicate::str::contains("99.999% (five nines) below"))
+        .stdout(predicate::str::contains("results: "));
+    let dir = only_run_dir(t.path());
+    assert!(dir.file_name().unwrap().to_str().unwrap().ends_with("-simple"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["source"], "latlab");
+    let samples = v["total"]["samples"].as_u64().unwrap();
+    let missed = v["total"]["missed_periods"].as_u64().unwrap();
+    assert_eq!(samples + missed, 5000, "every period is a sample or a counted miss");
+    assert_eq!(v["cpus"][0]["per_second_max_ns"].as_array().unwrap().len(), 5);
+    let hist = std::fs::read_to_string(dir.join("histogram.txt")).unwrap();
+    assert!(hist.contains("# Max Latencies:"));
+    assert_eq!(hist.lines().filter(|l| !l.starts_with('#')).count(), 10_000);
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(summary.contains("standard deviation"));
+}
+
+#[test]
+fn sim_runs_are_deterministic_per_seed() {
+    let stats = |seed: &str| {
+        let t = tempfile::tempdir().unwrap();
+        let out = latlab()
+            .args(["run", "--backend", "sim", "--duration", "3s", "--format", "json", "--sim-seed", seed, "--results"])
+            .arg(t.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["total"].clone()
+    };
+    assert_eq!(stats("7"), stats("7"));
+    assert_ne!(stats("7"), stats("8"));
+}
+
+#[test]
+fn json_output_has_the_contract_keys() {
+    let t = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args(["run", "--backend", "sim", "--duration", "2s", "--format", "json", "--results"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in ["schema_version", "label", "source", "total", "cpus", "spikes", "loads"] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    for k in [
+        "samples", "min_ns", "max_ns", "mean_ns", "median_ns", "stddev_ns", "p99_ns", "p999_ns",
+        "p9999_ns", "p99999_ns", "missed_periods", "below",
+    ] {
+        assert!(v["total"].get(k).is_some(), "total.{k}");
+        assert!(v["cpus"][0].get(k).is_some(), "cpus[0].{k}");
+    }
+    for k in ["100us", "200us", "500us", "700us", "1ms", "5ms", "10ms", "50ms", "100ms"] {
+        assert!(v["total"]["below"][k].is_f64(), "below.{k}");
+    }
+    assert!(v["cpus"][0]["cpu"].is_u64());
+    // report --format json of the same directory agrees.
+    let dir = only_run_dir(t.path());
+    let out2 = latlab().args(["report", "--format", "json"]).arg(&dir).output().unwrap();
+    let v2: serde_json::Value = serde_json::from_slice(&out2.stdout).unwrap();
+    assert_eq!(v["total"], v2["total"]);
+}
+
+#[test]
+fn max_latency_exceeded_exits_2() {
+    let t = tempfile::tempdir().unwrap();
+    sim_run(t.path(), &["--max-latency", "1ns", "--quiet"])
+        .code(2)
+        .stderr(predicate::str::contains("exceeds --max-latency"));
+    let t = tempfile::tempdir().unwrap();
+    sim_run(t.path(), &["--max-latency", "10s", "--quiet"]).code(0);
+}
+
+#[test]
+fn report_formats() {
+    let t = tempfile::tempdir().unwrap();
+    sim_run(t.path(), &[]).success();
+    let dir = only_run_dir(t.path());
+    latlab()
+        .arg("report")
+        .arg(&dir)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("minimum"));
+    latlab()
+        .args(["report", "--format", "cyclictest"])
+        .arg(dir.join("run.json"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("# Histogram Overflows:"));
+    let out = t.path().join("r.json");
+    latlab()
+        .args(["report", "--format", "json", "-o"])
+        .arg(&out)
+        .arg(&dir)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(out).unwrap().contains("\"p99999_ns\""));
+}
+
+fn fails_with(args: &[&str], msg: &str) {
+    let t = tempfile::tempdir().unwrap();
+    latlab()
+        .args(args)
+        .arg("--results")
+        .arg(t.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::starts_with("latlab: error: "))
+        .stderr(predicate::str::contains(msg));
+    // Nothing was written for a run that never started.
+    assert!(std::fs::read_dir(t.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn bad_run_flags_are_one_line_errors() {
+    let sim = ["run", "--backend", "sim"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { sim.iter().chain(extra).copied().collect() };
+    fails_with(&with(&["--interval", "5us"]), "--interval 5us: below the 10us minimum");
+    fails_with(&with(&["--interval", "soon"]), "--interval: 'soon' is not a latency");
+    fails_with(&with(&["--duration", "forever"]), "--duration: 'forever' is not a duration");
+    fails_with(&with(&["--priority", "0"]), "--priority 0: must be 1..99");
+    fails_with(&with(&["--priority", "150", "--policy", "rr"]), "--priority 150: must be 1..99 for --policy rr");
+    fails_with(&with(&["--cpus", "4095"]), "CPU 4095 is not online");
+    fails_with(&with(&["--cpus", "x"]), "--cpus: 'x' is not a CPU list");
+    fails_with(&with(&["--max-latency", "big"]), "--max-latency: 'big' is not a latency");
+    fails_with(&with(&["--hist-limit", "10ns"]), "--hist-limit");
+}
+
+#[test]
+fn unwritable_results_directory_is_refused_before_measuring() {
+    let t = tempfile::tempdir().unwrap();
+    let file = t.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    latlab()
+        .args(["run", "--backend", "sim", "--duration", "1s", "--results"])
+        .arg(file.join("sub"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--results"))
+        .stderr(predicate::str::contains("choose a writable one"));
+}
+
+#[test]
+fn real_backend_without_root_says_what_to_do() {
+    if latlab_sys::rt::can_use_rt() {
+        eprintln!("skipping real_backend_without_root_says_what_to_do: running as root");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    latlab()
+        .args(["run", "--duration", "1s", "--results"])
+        .arg(t.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("run as root, or use --backend sim"));
+}
+
+#[test]
+fn report_of_something_else_is_a_clear_error() {
+    let t = tempfile::tempdir().unwrap();
+    latlab()
+        .arg("report")
+        .arg(t.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a run directory"));
+    let f = t.path().join("run.json");
+    std::fs::write(&f, r#"{"schema_version": 42}"#).unwrap();
+    latlab()
+        .arg("report")
+        .arg(&f)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("schema_version 42 is not supported"));
+    std::fs::write(&f, "garbage").unwrap();
+    latlab()
+        .arg("report")
+        .arg(&f)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a latlab run record"));
+    latlab()
+        .args(["report", "/nonexistent/run"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no such run directory"));
+}
+
+#[test]
+fn sigterm_of_a_sim_run_still_writes_results() {
+    use std::time::{Duration, Instant};
+    let t = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["run", "--backend", "sim", "--sim-realtime", "--duration", "60s", "--quiet", "--cpus", "0", "--results"])
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the measurement thread exists, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap();
+        if tasks.filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).ok()).any(|c| c.starts_with("latlab-cpu")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "measurement thread never started");
+        std::thread::yield_now();
+    }
+    std::thread::sleep(Duration::from_millis(1500)); // the stimulus: let it measure for a while
+    // SAFETY: plain syscall.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let dir = only_run_dir(t.path());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(v["complete"], true);
+    let samples = v["total"]["samples"].as_u64().unwrap();
+    assert!((500..50_000).contains(&samples), "{samples} samples");
+    assert!(v["warnings"].to_string().contains("interrupted"));
+}
