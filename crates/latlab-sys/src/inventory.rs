@@ -133,6 +133,10 @@ impl Reader {
     }
 
     fn bad(&mut self, rel: &str, value: &str, expected: &str) {
+        // One finding per file: its id is `invalid:<path>`.
+        if self.invalid.iter().any(|i| i.path[1..] == *rel) {
+            return;
+        }
         self.invalid.push(Invalid {
             path: format!("/{rel}"),
             value: value.chars().take(80).collect(),
@@ -495,9 +499,8 @@ impl Reader {
         }
         out.irqs.irqbalance_running = Some(irqbalance);
         if fd_denied > 0 {
-            self.unreadable.insert(format!(
-                "/proc/*/fd of {fd_denied} processes (cpu_dma_latency holders)"
-            ));
+            // One stable entry, not one per pid: the holders of cpu_dma_latency are unknown.
+            self.unreadable.insert("/proc/*/fd".to_string());
         }
     }
 
