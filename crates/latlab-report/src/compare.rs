@@ -1,1 +1,344 @@
-//! Comparison of runs (not written yet).
+//! Rendering of a comparison of N runs ([`latlab_core::compare`]): text, markdown, json, html.
+//!
+//! All four show the same things in the same order: the flags a reader must see first
+//! (noise, short runs, different intervals or loads), the percentile ladder with ratios to the
+//! baseline and the samples each value rests on, Morton's log2-ms bucket table and its µs
+//! variant, Williams' blocks in columns, and what changed between the runs. HTML adds the
+//! overlaid log-log histograms.
+
+use std::fmt::Write;
+
+use latlab_core::compare::{compare, BucketTable, Cell, Comparison};
+use latlab_core::model::RunModel;
+use latlab_core::units::Human;
+
+use crate::html::{columns_table, page, williams_rows};
+use crate::markdown::{cell as md, columns as md_columns, table as md_table};
+use crate::svg::{self, esc};
+use crate::text::clean;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareFormat {
+    Text,
+    Markdown,
+    Json,
+    Html,
+}
+
+fn value(c: &Cell, limit: u64) -> String {
+    match c.value_ns {
+        Some(v) => format!("≤ {}", Human(v)),
+        None if c.tail_samples > 0 => format!("> {}", Human(limit)),
+        None => "-".into(),
+    }
+}
+
+fn ratio(c: &Cell, base: bool) -> String {
+    if base {
+        return "1.00×".into();
+    }
+    match c.ratio {
+        Some(r) => format!("{r:.2}×{}", if c.within_noise { " ~" } else { "" }),
+        None => "-".into(),
+    }
+}
+
+fn ci(c: &Cell) -> String {
+    let e = |v: Option<u64>| v.map_or("?".to_string(), |v| Human(v).to_string());
+    format!("{} – {}", e(c.ci_low_ns), e(c.ci_high_ns))
+}
+
+/// The ladder as `(heading, rows)` columns: per run value, ratio, interval and tail.
+fn ladder_cols(c: &Comparison) -> Vec<(String, Vec<(String, String)>)> {
+    c.runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let rows = c
+                .ladder
+                .iter()
+                .map(|row| {
+                    let cell = &row.cells[i];
+                    let mut v = format!(
+                        "{} ({}; n≥ {} {})",
+                        value(cell, r.stats.limit_ns),
+                        ratio(cell, i == 0),
+                        cell.tail_samples,
+                        if cell.too_short { "TOO FEW" } else { "" }
+                    );
+                    if row.label != "max" {
+                        v = format!(
+                            "{}; 95 % CI {})",
+                            v.trim_end_matches(')').trim_end(),
+                            ci(cell)
+                        );
+                    }
+                    (row.label.clone(), v.replace(" )", ")"))
+                })
+                .collect();
+            (r.label.clone(), rows)
+        })
+        .collect()
+}
+
+fn bucket_cols(t: &BucketTable, c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header = vec!["run".to_string()];
+    // Morton's headings: plain numbers in one unit ("0-1", "1-2" … ms).
+    let (div, unit) = if t.edges_ns.iter().all(|e| e % 1_000_000 == 0) {
+        (1_000_000, "ms")
+    } else {
+        (1_000, "µs")
+    };
+    for (i, e) in t.edges_ns.iter().enumerate() {
+        header.push(match t.edges_ns.get(i + 1) {
+            Some(n) => format!("{}-{} {unit}", e / div, n / div),
+            None => format!("≥ {} {unit}", e / div),
+        });
+    }
+    header.push("> limit".into());
+    let rows = c
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut v = vec![r.label.clone()];
+            v.extend(t.counts[i].iter().map(|n| n.to_string()));
+            v.push(t.unknown_above[i].to_string());
+            v
+        })
+        .collect();
+    (header, rows)
+}
+
+fn williams_cols(c: &Comparison) -> Vec<(String, Vec<(String, String)>)> {
+    c.runs
+        .iter()
+        .map(|r| (r.label.clone(), williams_rows(&r.stats)))
+        .collect()
+}
+
+fn text(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "latlab compare: {} (baseline: {})\n",
+        c.runs
+            .iter()
+            .map(|r| clean(&r.label))
+            .collect::<Vec<_>>()
+            .join(" vs "),
+        clean(&c.runs[0].label)
+    );
+    if !c.flags.is_empty() {
+        o.push_str("Before trusting a difference:\n");
+        for f in &c.flags {
+            let _ = writeln!(o, "  ! {}", clean(f));
+        }
+        o.push('\n');
+    }
+    let cols_text = |o: &mut String, title: &str, cols: &[(String, Vec<(String, String)>)]| {
+        let _ = writeln!(o, "{title}");
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::NOTHING);
+        let mut h = vec![String::new()];
+        h.extend(cols.iter().map(|c| clean(&c.0)));
+        t.set_header(h);
+        let n = cols.iter().map(|c| c.1.len()).max().unwrap_or(0);
+        for i in 0..n {
+            let mut r = vec![cols
+                .iter()
+                .find_map(|c| c.1.get(i).map(|x| x.0.clone()))
+                .unwrap_or_default()];
+            r.extend(
+                cols.iter()
+                    .map(|c| c.1.get(i).map(|x| x.1.clone()).unwrap_or_default()),
+            );
+            t.add_row(r);
+        }
+        let _ = writeln!(o, "{t}\n");
+    };
+    cols_text(&mut o, "Percentile ladder (value, ratio to baseline, samples at or above it, 95 % CI; ~ = within noise)", &ladder_cols(c));
+    for (title, t) in [
+        ("Counts per latency range (Morton)", &c.buckets_ms),
+        ("Counts per latency range, finer", &c.buckets_us),
+    ] {
+        let _ = writeln!(o, "{title}");
+        let (h, rows) = bucket_cols(t, c);
+        let mut tb = comfy_table::Table::new();
+        tb.load_style(comfy_table::presets::NOTHING);
+        tb.set_header(h);
+        for r in rows {
+            tb.add_row(r.into_iter().map(|s| clean(&s)).collect::<Vec<_>>());
+        }
+        let _ = writeln!(o, "{tb}\n");
+    }
+    cols_text(&mut o, "Statistics (Williams)", &williams_cols(c));
+    if !c.changes.is_empty() {
+        o.push_str("What changed\n");
+        for ch in &c.changes {
+            let _ = writeln!(
+                o,
+                "  {}: {}",
+                clean(&ch.key),
+                ch.values
+                    .iter()
+                    .map(|v| v.as_deref().map(clean).unwrap_or_else(|| "(absent)".into()))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            );
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "Method: {}", c.method);
+    o
+}
+
+fn markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "## latlab compare: {}\n",
+        c.runs
+            .iter()
+            .map(|r| md(&r.label))
+            .collect::<Vec<_>>()
+            .join(" vs ")
+    );
+    for f in &c.flags {
+        let _ = writeln!(o, "- **{}**", md(f));
+    }
+    if !c.flags.is_empty() {
+        o.push('\n');
+    }
+    o.push_str("### Percentile ladder\n\nValue, ratio to the baseline (~: within noise), samples at or above it, 95 % confidence interval.\n\n");
+    md_columns(&mut o, "percentile", &ladder_cols(c));
+    for (title, t) in [
+        ("Counts per latency range (Morton)", &c.buckets_ms),
+        ("Counts per latency range, finer", &c.buckets_us),
+    ] {
+        let _ = writeln!(o, "### {title}\n");
+        let (h, rows) = bucket_cols(t, c);
+        let rows: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(|s| md(&s)).collect())
+            .collect();
+        md_table(&mut o, &h.iter().map(|s| md(s)).collect::<Vec<_>>(), &rows);
+    }
+    o.push_str("### Statistics (Williams)\n\n");
+    md_columns(&mut o, "", &williams_cols(c));
+    if !c.changes.is_empty() {
+        o.push_str("### What changed\n\n");
+        let mut h = vec!["key".to_string()];
+        h.extend(c.runs.iter().map(|r| md(&r.label)));
+        let rows: Vec<Vec<String>> = c
+            .changes
+            .iter()
+            .map(|ch| {
+                let mut r = vec![md(&ch.key)];
+                r.extend(
+                    ch.values
+                        .iter()
+                        .map(|v| v.as_deref().map(md).unwrap_or_default()),
+                );
+                r
+            })
+            .collect();
+        md_table(&mut o, &h, &rows);
+    }
+    let _ = writeln!(o, "_Method: {}_", md(&c.method));
+    o
+}
+
+fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<h1>latlab compare</h1><p class=\"meta\">{} (baseline: {})</p>",
+        esc(&c
+            .runs
+            .iter()
+            .map(|r| r.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs ")),
+        esc(&c.runs[0].label)
+    );
+    if !c.flags.is_empty() {
+        o.push_str("<ul>");
+        for f in &c.flags {
+            let _ = write!(o, "<li class=\"warn\">{}</li>", esc(f));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("<h2>Latency histograms</h2>\n");
+    let series: Vec<(String, &latlab_core::hist::Histogram)> = runs
+        .iter()
+        .filter_map(|r| r.total_hist.as_ref().map(|h| (r.record.label.clone(), h)))
+        .collect();
+    o.push_str(&svg::loglog_histogram(
+        "samples per bucket against latency, all CPUs of each run",
+        &series,
+    ));
+    o.push_str("<h2>Percentile ladder</h2>\n<p class=\"meta\">Value, ratio to the baseline (~: within noise), samples at or above it, 95 % confidence interval.</p>\n");
+    columns_table(&mut o, "percentile", &ladder_cols(c));
+    for (title, t) in [
+        ("Counts per latency range (Morton)", &c.buckets_ms),
+        ("Counts per latency range, finer", &c.buckets_us),
+    ] {
+        let _ = writeln!(o, "<h2>{}</h2><table><tr>", esc(title));
+        let (h, rows) = bucket_cols(t, c);
+        for x in h {
+            let _ = write!(o, "<th>{}</th>", esc(&x));
+        }
+        o.push_str("</tr>\n");
+        for r in rows {
+            o.push_str("<tr>");
+            for (i, x) in r.iter().enumerate() {
+                let cls = if i == 0 { " class=\"k\"" } else { "" };
+                let _ = write!(o, "<td{cls}>{}</td>", esc(x));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+    }
+    o.push_str("<h2>Statistics (Williams)</h2>\n");
+    columns_table(&mut o, "", &williams_cols(c));
+    if !c.changes.is_empty() {
+        o.push_str("<h2>What changed</h2>\n<table><tr><th class=\"k\">key</th>");
+        for r in &c.runs {
+            let _ = write!(o, "<th class=\"k\">{}</th>", esc(&r.label));
+        }
+        o.push_str("</tr>\n");
+        for ch in &c.changes {
+            let _ = write!(o, "<tr><td class=\"k\">{}</td>", esc(&ch.key));
+            for v in &ch.values {
+                let _ = write!(
+                    o,
+                    "<td class=\"k\">{}</td>",
+                    esc(v.as_deref().unwrap_or(""))
+                );
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+    }
+    let _ = writeln!(o, "<p class=\"meta\">Method: {}</p>", esc(&c.method));
+    page("latlab compare", &o)
+}
+
+/// Render the comparison of `runs` (the first is the baseline). Empty input renders nothing.
+pub fn render(runs: &[RunModel], format: CompareFormat) -> Vec<u8> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let c = compare(runs);
+    match format {
+        CompareFormat::Text => text(&c).into_bytes(),
+        CompareFormat::Markdown => markdown(&c).into_bytes(),
+        CompareFormat::Json => {
+            let mut v = serde_json::to_vec_pretty(&c).expect("a comparison serializes");
+            v.push(b'\n');
+            v
+        }
+        CompareFormat::Html => html(&c, runs),
+    }
+}
