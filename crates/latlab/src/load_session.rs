@@ -184,6 +184,7 @@ impl LoadSession {
     }
 
     /// Profile names as resolved (for the record's config).
+    #[allow(dead_code)] // for `latlab run`
     pub fn names(&self) -> Vec<String> {
         self.resolved.iter().map(|r| r.name()).collect()
     }
@@ -353,6 +354,7 @@ impl LoadSession {
     }
 
     /// Current status of every part (restarts, failures) for live displays.
+    #[allow(dead_code)] // for `latlab run`
     pub fn status(&self) -> Vec<supervisor::PartStatus> {
         self.sup.as_ref().map(|s| s.status()).unwrap_or_default()
     }

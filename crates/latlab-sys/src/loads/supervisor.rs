@@ -225,6 +225,8 @@ struct Child {
     reaped: Option<i32>,
     /// SIGKILL sent to the rest of the group after the leader exited.
     drained: bool,
+    /// Write end of the watchdog's pipe: closed when latlab dies, however it dies.
+    _alive: OwnedFd,
 }
 
 struct PartState {
@@ -420,6 +422,13 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
+    let kill_file = p.report.cgroup.as_ref().and_then(|cg| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(cg.join("cgroup.kill"))
+            .ok()
+    });
+    let kill_fd = kill_file.as_ref().map_or(-1, |f| f.as_raw_fd());
     let (log_fd, null_fd, rd_fd, wr_fd) = (
         log.as_raw_fd(),
         devnull.as_raw_fd(),
@@ -462,11 +471,29 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             if libc::read(rd_fd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
                 libc::_exit(1);
             }
-            libc::dup2(null_fd, 0);
-            libc::dup2(log_fd, 1);
-            libc::dup2(log_fd, 2);
-            libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
-            libc::_exit(127);
+            // This process stays as the group's watchdog; the load runs in a grandchild.
+            // PR_SET_PDEATHSIG covers only the process that set it (a fork clears it), so the
+            // load's own children would outlive a SIGKILLed latlab. The watchdog notices
+            // latlab's death as EOF on the pipe and kills the whole group and cgroup.
+            let gc = libc::fork();
+            if gc < 0 {
+                libc::_exit(126);
+            }
+            if gc == 0 {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                libc::dup2(null_fd, 0);
+                libc::dup2(log_fd, 1);
+                libc::dup2(log_fd, 2);
+                libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
+                libc::_exit(127);
+            }
+            watchdog(gc, rd_fd, kill_fd);
         }
     }
     drop(rd);
@@ -511,14 +538,65 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         }
         libc::write(wr.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1);
     }
-    drop(wr);
     Ok(Child {
         pid,
         entry,
+        _alive: wr,
         started: Instant::now(),
         reaped: None,
         drained: false,
     })
+}
+
+/// The group leader after fork: waits for the load (grandchild `gc`) and passes its status
+/// on, or kills the whole group when the pipe to latlab reports EOF. Only async-signal-safe
+/// calls: it runs in the child of a multi-threaded process and never execs.
+///
+/// # Safety
+/// Call only in a freshly forked child, with `rd` the read end of the hold pipe.
+unsafe fn watchdog(gc: i32, rd: i32, kill_fd: i32) -> ! {
+    // Stop requests go to the load; the watchdog leaves with it (SIGKILL still kills it).
+    let mut sa: libc::sigaction = std::mem::zeroed();
+    sa.sa_sigaction = libc::SIG_IGN;
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+    // Keep only the pipe (as fd 0) and cgroup.kill (fd 1): other inherited fds (other loads'
+    // pipes) would delay their EOF.
+    libc::dup2(rd, 0);
+    if kill_fd >= 0 {
+        libc::dup2(kill_fd, 1);
+    } else {
+        libc::close(1);
+    }
+    libc::syscall(libc::SYS_close_range, 2u32, u32::MAX, 0u32);
+    loop {
+        let mut st = 0;
+        if libc::waitpid(gc, &mut st, libc::WNOHANG) == gc {
+            if libc::WIFEXITED(st) {
+                libc::_exit(libc::WEXITSTATUS(st));
+            }
+            let sig = libc::WTERMSIG(st);
+            let mut dfl: libc::sigaction = std::mem::zeroed();
+            dfl.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &dfl, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        let mut pfd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&mut pfd, 1, 100) > 0 {
+            // latlab is gone (the pipe only ever closes).
+            if kill_fd >= 0 {
+                libc::write(1, b"1".as_ptr() as *const libc::c_void, 1);
+            }
+            libc::kill(0, libc::SIGKILL);
+            libc::_exit(137);
+        }
+    }
 }
 
 /// Reap the leader without blocking; adds its rusage. True once reaped.
