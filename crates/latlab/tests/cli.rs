@@ -21,7 +21,16 @@ fn only_run_dir(results: &Path) -> PathBuf {
 
 fn sim_run(results: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
     latlab()
-        .args(["run", "--backend", "sim", "--duration", "5s", "--cpus", "0", "--results"])
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "5s",
+            "--cpus",
+            "0",
+            "--results",
+        ])
         .arg(results)
         .args(extra)
         .assert()
@@ -35,15 +44,27 @@ fn sim_run_writes_a_complete_run_directory() {
         .stdout(predicate::str::contains("99.999% (five nines) below"))
         .stdout(predicate::str::contains("results: "));
     let dir = only_run_dir(t.path());
-    assert!(dir.file_name().unwrap().to_str().unwrap().ends_with("-simple"));
+    assert!(dir
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .ends_with("-simple"));
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(v["complete"], true);
     assert_eq!(v["source"], "latlab");
     let samples = v["total"]["samples"].as_u64().unwrap();
     let missed = v["total"]["missed_periods"].as_u64().unwrap();
-    assert_eq!(samples + missed, 5000, "every period is a sample or a counted miss");
-    assert_eq!(v["cpus"][0]["per_second_max_ns"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        samples + missed,
+        5000,
+        "every period is a sample or a counted miss"
+    );
+    assert_eq!(
+        v["cpus"][0]["per_second_max_ns"].as_array().unwrap().len(),
+        5
+    );
     let hist = std::fs::read_to_string(dir.join("histogram.txt")).unwrap();
     assert!(hist.contains("# Max Latencies:"));
     assert_eq!(hist.lines().filter(|l| !l.starts_with('#')).count(), 10_000);
@@ -56,7 +77,18 @@ fn sim_runs_are_deterministic_per_seed() {
     let stats = |seed: &str| {
         let t = tempfile::tempdir().unwrap();
         let out = latlab()
-            .args(["run", "--backend", "sim", "--duration", "3s", "--format", "json", "--sim-seed", seed, "--results"])
+            .args([
+                "run",
+                "--backend",
+                "sim",
+                "--duration",
+                "3s",
+                "--format",
+                "json",
+                "--sim-seed",
+                seed,
+                "--results",
+            ])
             .arg(t.path())
             .output()
             .unwrap();
@@ -72,29 +104,62 @@ fn sim_runs_are_deterministic_per_seed() {
 fn json_output_has_the_contract_keys() {
     let t = tempfile::tempdir().unwrap();
     let out = latlab()
-        .args(["run", "--backend", "sim", "--duration", "2s", "--format", "json", "--results"])
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "2s",
+            "--format",
+            "json",
+            "--results",
+        ])
         .arg(t.path())
         .output()
         .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for k in ["schema_version", "label", "source", "total", "cpus", "spikes", "loads"] {
+    for k in [
+        "schema_version",
+        "label",
+        "source",
+        "total",
+        "cpus",
+        "spikes",
+        "loads",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     for k in [
-        "samples", "min_ns", "max_ns", "mean_ns", "median_ns", "stddev_ns", "p99_ns", "p999_ns",
-        "p9999_ns", "p99999_ns", "missed_periods", "below",
+        "samples",
+        "min_ns",
+        "max_ns",
+        "mean_ns",
+        "median_ns",
+        "stddev_ns",
+        "p99_ns",
+        "p999_ns",
+        "p9999_ns",
+        "p99999_ns",
+        "missed_periods",
+        "below",
     ] {
         assert!(v["total"].get(k).is_some(), "total.{k}");
         assert!(v["cpus"][0].get(k).is_some(), "cpus[0].{k}");
     }
-    for k in ["100us", "200us", "500us", "700us", "1ms", "5ms", "10ms", "50ms", "100ms"] {
+    for k in [
+        "100us", "200us", "500us", "700us", "1ms", "5ms", "10ms", "50ms", "100ms",
+    ] {
         assert!(v["total"]["below"][k].is_f64(), "below.{k}");
     }
     assert!(v["cpus"][0]["cpu"].is_u64());
     // report --format json of the same directory agrees.
     let dir = only_run_dir(t.path());
-    let out2 = latlab().args(["report", "--format", "json"]).arg(&dir).output().unwrap();
+    let out2 = latlab()
+        .args(["report", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     let v2: serde_json::Value = serde_json::from_slice(&out2.stdout).unwrap();
     assert_eq!(v["total"], v2["total"]);
 }
@@ -133,7 +198,9 @@ fn report_formats() {
         .arg(&dir)
         .assert()
         .success();
-    assert!(std::fs::read_to_string(out).unwrap().contains("\"p99999_ns\""));
+    assert!(std::fs::read_to_string(out)
+        .unwrap()
+        .contains("\"p99999_ns\""));
 }
 
 fn fails_with(args: &[&str], msg: &str) {
@@ -153,15 +220,32 @@ fn fails_with(args: &[&str], msg: &str) {
 #[test]
 fn bad_run_flags_are_one_line_errors() {
     let sim = ["run", "--backend", "sim"];
-    let with = |extra: &[&'static str]| -> Vec<&'static str> { sim.iter().chain(extra).copied().collect() };
-    fails_with(&with(&["--interval", "5us"]), "--interval 5us: below the 10us minimum");
-    fails_with(&with(&["--interval", "soon"]), "--interval: 'soon' is not a latency");
-    fails_with(&with(&["--duration", "forever"]), "--duration: 'forever' is not a duration");
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        sim.iter().chain(extra).copied().collect()
+    };
+    fails_with(
+        &with(&["--interval", "5us"]),
+        "--interval 5us: below the 10us minimum",
+    );
+    fails_with(
+        &with(&["--interval", "soon"]),
+        "--interval: 'soon' is not a latency",
+    );
+    fails_with(
+        &with(&["--duration", "forever"]),
+        "--duration: 'forever' is not a duration",
+    );
     fails_with(&with(&["--priority", "0"]), "--priority 0: must be 1..99");
-    fails_with(&with(&["--priority", "150", "--policy", "rr"]), "--priority 150: must be 1..99 for --policy rr");
+    fails_with(
+        &with(&["--priority", "150", "--policy", "rr"]),
+        "--priority 150: must be 1..99 for --policy rr",
+    );
     fails_with(&with(&["--cpus", "4095"]), "CPU 4095 is not online");
     fails_with(&with(&["--cpus", "x"]), "--cpus: 'x' is not a CPU list");
-    fails_with(&with(&["--max-latency", "big"]), "--max-latency: 'big' is not a latency");
+    fails_with(
+        &with(&["--max-latency", "big"]),
+        "--max-latency: 'big' is not a latency",
+    );
     fails_with(&with(&["--hist-limit", "10ns"]), "--hist-limit");
 }
 
@@ -191,7 +275,9 @@ fn real_backend_without_root_says_what_to_do() {
         .arg(t.path())
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("run as root, or use --backend sim"));
+        .stderr(predicate::str::contains(
+            "run as root, or use --backend sim",
+        ));
 }
 
 #[test]
@@ -210,7 +296,9 @@ fn report_of_something_else_is_a_clear_error() {
         .arg(&f)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("schema_version 42 is not supported"));
+        .stderr(predicate::str::contains(
+            "schema_version 42 is not supported",
+        ));
     std::fs::write(&f, "garbage").unwrap();
     latlab()
         .arg("report")
@@ -230,7 +318,18 @@ fn sigterm_of_a_sim_run_still_writes_results() {
     use std::time::{Duration, Instant};
     let t = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
-        .args(["run", "--backend", "sim", "--sim-realtime", "--duration", "60s", "--quiet", "--cpus", "0", "--results"])
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--sim-realtime",
+            "--duration",
+            "60s",
+            "--quiet",
+            "--cpus",
+            "0",
+            "--results",
+        ])
         .arg(t.path())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -239,19 +338,26 @@ fn sigterm_of_a_sim_run_still_writes_results() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap();
-        if tasks.filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).ok()).any(|c| c.starts_with("latlab-cpu")) {
+        if tasks
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("comm")).ok())
+            .any(|c| c.starts_with("latlab-cpu"))
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "measurement thread never started");
+        assert!(
+            Instant::now() < deadline,
+            "measurement thread never started"
+        );
         std::thread::yield_now();
     }
     std::thread::sleep(Duration::from_millis(1500)); // the stimulus: let it measure for a while
-    // SAFETY: plain syscall.
+                                                     // SAFETY: plain syscall.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let dir = only_run_dir(t.path());
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(v["complete"], true);
     let samples = v["total"]["samples"].as_u64().unwrap();
     assert!((500..50_000).contains(&samples), "{samples} samples");

@@ -12,7 +12,10 @@ fn bin() -> PathBuf {
 }
 
 fn only_run_dir(results: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(results).unwrap().map(|e| e.unwrap().path()).collect();
+    let dirs: Vec<_> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
 }
@@ -25,8 +28,12 @@ fn read_json(p: &Path) -> serde_json::Value {
 fn dma_holders() -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(fds) = std::fs::read_dir(e.path().join("fd")) else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(e.path().join("fd")) else {
+            continue;
+        };
         if fds.flatten().any(|f| {
             std::fs::read_link(f.path()).is_ok_and(|l| l == Path::new("/dev/cpu_dma_latency"))
         }) {
@@ -37,7 +44,9 @@ fn dma_holders() -> Vec<u32> {
 }
 
 fn measurement_threads(pid: u32) -> Vec<(String, i32)> {
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return vec![] };
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return vec![];
+    };
     rd.flatten()
         .filter_map(|e| {
             let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
@@ -71,14 +80,19 @@ fn wait_for_threads(child: &mut Child, n: usize) -> Vec<(String, i32)> {
             return t;
         }
         assert!(child.try_wait().unwrap().is_none(), "latlab exited early");
-        assert!(Instant::now() < deadline, "measurement threads never appeared");
+        assert!(
+            Instant::now() < deadline,
+            "measurement threads never appeared"
+        );
         std::thread::yield_now();
     }
 }
 
 #[test]
 fn two_second_run_on_every_cpu() {
-    let Some(_g) = privileged::guard("two_second_run_on_every_cpu") else { return };
+    let Some(_g) = privileged::guard("two_second_run_on_every_cpu") else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let st = Command::new(bin())
         .args(["run", "--duration", "2s", "--quiet", "--results"])
@@ -94,7 +108,11 @@ fn two_second_run_on_every_cpu() {
     for c in v["cpus"].as_array().unwrap() {
         let samples = c["samples"].as_u64().unwrap() as f64;
         let missed = c["missed_periods"].as_u64().unwrap();
-        assert!((samples - 2000.0).abs() <= 40.0, "cpu {}: {samples} samples, {missed} missed", c["cpu"]);
+        assert!(
+            (samples - 2000.0).abs() <= 40.0,
+            "cpu {}: {samples} samples, {missed} missed",
+            c["cpu"]
+        );
         let min = c["min_ns"].as_u64().unwrap();
         let max = c["max_ns"].as_u64().unwrap();
         assert!(min > 0, "a wake-up cannot take 0 ns");
@@ -104,7 +122,9 @@ fn two_second_run_on_every_cpu() {
 }
 
 fn interrupted_run(sig: i32, name: &str) {
-    let Some(_g) = privileged::guard(name) else { return };
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let mut reap = Reap(
         Command::new(bin())
@@ -121,20 +141,32 @@ fn interrupted_run(sig: i32, name: &str) {
     .unwrap()
     .len();
     let threads = wait_for_threads(child, n);
-    assert!(threads.iter().all(|(_, p)| *p == libc::SCHED_FIFO), "{threads:?}");
+    assert!(
+        threads.iter().all(|(_, p)| *p == libc::SCHED_FIFO),
+        "{threads:?}"
+    );
     // While it runs, latlab holds /dev/cpu_dma_latency.
-    assert!(dma_holders().contains(&child.id()), "cpu_dma_latency not held during the run");
+    assert!(
+        dma_holders().contains(&child.id()),
+        "cpu_dma_latency not held during the run"
+    );
     std::thread::sleep(Duration::from_secs(1)); // the stimulus: signal after 1 s
-    // SAFETY: plain syscall.
+                                                // SAFETY: plain syscall.
     unsafe { libc::kill(child.id() as i32, sig) };
     let st = child.wait().unwrap();
     assert!(st.success(), "{st:?}");
-    assert!(!Path::new(&format!("/proc/{}", child.id())).exists(), "process left behind");
+    assert!(
+        !Path::new(&format!("/proc/{}", child.id())).exists(),
+        "process left behind"
+    );
     assert!(!dma_holders().contains(&child.id()));
     let v = read_json(&only_run_dir(t.path()).join("run.json"));
     assert_eq!(v["complete"], true);
     let samples = v["total"]["samples"].as_u64().unwrap();
-    assert!(samples >= 500 * n as u64 && samples < 30_000 * n as u64, "{samples}");
+    assert!(
+        samples >= 500 * n as u64 && samples < 30_000 * n as u64,
+        "{samples}"
+    );
     assert!(v["warnings"].to_string().contains("interrupted"));
     assert!(only_run_dir(t.path()).join("histogram.txt").exists());
 }
@@ -151,10 +183,22 @@ fn sigterm_ends_the_run_and_restores() {
 
 #[test]
 fn max_latency_1ns_exits_2() {
-    let Some(_g) = privileged::guard("max_latency_1ns_exits_2") else { return };
+    let Some(_g) = privileged::guard("max_latency_1ns_exits_2") else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let st = Command::new(bin())
-        .args(["run", "--duration", "1s", "--cpus", "0", "--max-latency", "1ns", "--quiet", "--results"])
+        .args([
+            "run",
+            "--duration",
+            "1s",
+            "--cpus",
+            "0",
+            "--max-latency",
+            "1ns",
+            "--quiet",
+            "--results",
+        ])
         .arg(t.path())
         .stdout(Stdio::null())
         .status()
@@ -164,11 +208,21 @@ fn max_latency_1ns_exits_2() {
 
 #[test]
 fn sigkill_leaves_a_readable_checkpoint() {
-    let Some(_g) = privileged::guard("sigkill_leaves_a_readable_checkpoint") else { return };
+    let Some(_g) = privileged::guard("sigkill_leaves_a_readable_checkpoint") else {
+        return;
+    };
     let t = tempfile::tempdir().unwrap();
     let mut reap = Reap(
         Command::new(bin())
-            .args(["run", "--duration", "60s", "--cpus", "0", "--quiet", "--results"])
+            .args([
+                "run",
+                "--duration",
+                "60s",
+                "--cpus",
+                "0",
+                "--quiet",
+                "--results",
+            ])
             .arg(t.path())
             .stdout(Stdio::null())
             .spawn()
@@ -189,7 +243,11 @@ fn sigkill_leaves_a_readable_checkpoint() {
     assert_eq!(v["complete"], false);
     assert!(v["total"]["samples"].as_u64().unwrap() >= 5_000);
     // `latlab report` reads it and says it is incomplete.
-    let out = Command::new(bin()).arg("report").arg(&dir).output().unwrap();
+    let out = Command::new(bin())
+        .arg("report")
+        .arg(&dir)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("INCOMPLETE"));
     // The dead run's ledger is left for `latlab cleanup`; remove it here so no state leaks.

@@ -53,8 +53,23 @@ fn latlab_run(cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
     let exe = std::env::current_exe()?;
     let (out, rss) = run_measured(
         Command::new(exe)
-            .args(["run", "--quiet", "--format", "json", "--priority", "95", "--interval", "1ms"])
-            .args(["--cpus", &cpu.to_string(), "--duration", duration, "--results"])
+            .args([
+                "run",
+                "--quiet",
+                "--format",
+                "json",
+                "--priority",
+                "95",
+                "--interval",
+                "1ms",
+            ])
+            .args([
+                "--cpus",
+                &cpu.to_string(),
+                "--duration",
+                duration,
+                "--results",
+            ])
             .arg(&results),
     )?;
     let _ = std::fs::remove_dir_all(&results);
@@ -66,7 +81,11 @@ fn latlab_run(cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
     Ok((
         Figures {
             min: g("min_ns"),
-            mean: if samples > 0 { sum / samples as f64 } else { 0.0 },
+            mean: if samples > 0 {
+                sum / samples as f64
+            } else {
+                0.0
+            },
             p99: g("p99_ns"),
             max: g("max_ns"),
             samples,
@@ -84,11 +103,21 @@ fn parse_cyclictest(text: &str) -> anyhow::Result<Figures> {
     let mut sum = 0.0f64;
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("# Min Latencies:") {
-            min = v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok());
+            min = v
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<u64>().ok());
         } else if let Some(v) = line.strip_prefix("# Max Latencies:") {
-            max = v.split_whitespace().next().and_then(|x| x.parse::<u64>().ok());
+            max = v
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse::<u64>().ok());
         } else if let Some(v) = line.strip_prefix("# Histogram Overflows:") {
-            overflow = v.split_whitespace().next().and_then(|x| x.parse().ok()).unwrap_or(0);
+            overflow = v
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
         } else if !line.starts_with('#') {
             let mut it = line.split_whitespace();
             if let (Some(i), Some(c)) = (it.next(), it.next()) {
@@ -104,11 +133,24 @@ fn parse_cyclictest(text: &str) -> anyhow::Result<Figures> {
     let (Some(min), Some(max)) = (min, max) else {
         bail!("cyclictest printed no Min/Max Latencies lines");
     };
-    let h = Histogram::from_parts(layout, counts, min * 1000, max * 1000 + 999, 0, 0, overflow, false)?;
+    let h = Histogram::from_parts(
+        layout,
+        counts,
+        min * 1000,
+        max * 1000 + 999,
+        0,
+        0,
+        overflow,
+        false,
+    )?;
     let samples = h.count();
     Ok(Figures {
         min: min * 1000,
-        mean: if samples > overflow { sum / (samples - overflow) as f64 } else { 0.0 },
+        mean: if samples > overflow {
+            sum / (samples - overflow) as f64
+        } else {
+            0.0
+        },
         p99: h.quantile(Quantile::P99).unwrap_or(u64::MAX),
         max: max * 1000,
         samples,
@@ -117,8 +159,20 @@ fn parse_cyclictest(text: &str) -> anyhow::Result<Figures> {
 
 fn cyclictest_run(cpu: u32, duration_s: u64) -> anyhow::Result<Figures> {
     let (out, _) = run_measured(Command::new("cyclictest").args([
-        "-m", "-p", "95", "-i", "1000", "-a", &cpu.to_string(), "-t", "1", "-q", "-h", "10000",
-        "-D", &format!("{duration_s}s"),
+        "-m",
+        "-p",
+        "95",
+        "-i",
+        "1000",
+        "-a",
+        &cpu.to_string(),
+        "-t",
+        "1",
+        "-q",
+        "-h",
+        "10000",
+        "-D",
+        &format!("{duration_s}s"),
     ]))
     .context("cyclictest (apt-get install rt-tests)")?;
     parse_cyclictest(&String::from_utf8_lossy(&out))
@@ -130,11 +184,17 @@ fn us(ns: f64) -> String {
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        BenchCommand::Measure { cpu, duration, pairs } => {
+        BenchCommand::Measure {
+            cpu,
+            duration,
+            pairs,
+        } => {
             let d = parse_duration(&duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))?;
             let secs = (d / 1_000_000_000).max(1);
             let dur = format_duration(secs * 1_000_000_000);
-            println!("latlab vs cyclictest on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, alternated");
+            println!(
+                "latlab vs cyclictest on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, alternated"
+            );
             println!(
                 "{:<5} {:<10} {:>8} {:>9} {:>9} {:>9} {:>9}",
                 "pair", "tool", "samples", "min µs", "mean µs", "p99 µs", "max µs"
@@ -154,7 +214,10 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                     );
                 }
                 let (m, p) = (l.mean / c.mean, l.p99 as f64 / c.p99 as f64);
-                println!("{i:<5} {:<10} mean ratio {m:.3}, p99 ratio {p:.3} (goal ≤ 1.05)", "ratio");
+                println!(
+                    "{i:<5} {:<10} mean ratio {m:.3}, p99 ratio {p:.3} (goal ≤ 1.05)",
+                    "ratio"
+                );
                 rm.push(m);
                 rp.push(p);
             }

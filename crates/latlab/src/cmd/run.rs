@@ -371,6 +371,14 @@ fn build_record(
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let p = plan(&a)?;
+    // Loads are resolved before anything starts: a missing tool or no scratch space is an
+    // error now, not after the machine was changed.
+    let mut loads = if a.loads.is_empty() {
+        None
+    } else {
+        let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
+        Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
+    };
     let mut warnings: Vec<String> = Vec::new();
     let warn = |w: &mut Vec<String>, msg: String| {
         eprintln!("latlab: warning: {msg}");
@@ -436,6 +444,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ledger: ledger.clone(),
     };
 
+    // Loads start first; measurement starts after the warm-up, so the histogram holds the
+    // loaded state only.
+    if let Some(l) = loads.as_mut() {
+        l.start(ledger.clone(), &dir.join("loads"))?;
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_nanos(p.warmup_ns) && !stop.load(Ordering::Relaxed) {
+            l.poll()?;
+            std::thread::sleep(TICK);
+        }
+        l.measurement_started();
+    }
+
     let trace: Option<TraceHook> = None;
 
     let engine = Engine::start(measure::Config {
@@ -477,6 +497,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut events: Vec<SpikeEvent> = Vec::new();
     let spikes: Vec<SpikeRecord> = Vec::new();
     let mut interrupted = false;
+    let mut load_error: Option<anyhow::Error> = None;
 
     // The collector loop (this thread is not real-time).
     while !engine.all_done() {
@@ -493,6 +514,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             t.drain_spikes(&mut events);
         }
         events.clear();
+        if let Some(l) = loads.as_mut() {
+            if let Err(e) = l.poll() {
+                if load_error.is_none() {
+                    warnings.push(format!("the run was ended early: {e:#}"));
+                    engine.stop.store(true, Ordering::Release);
+                    load_error = Some(e);
+                }
+            }
+        }
         if last_second.elapsed() >= Duration::from_secs(1) {
             last_second = Instant::now();
             for (t, s) in threads.iter().zip(seconds.iter_mut()) {
@@ -546,7 +576,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     live.show(&threads);
-    let record = build_record(
+    let mut record = build_record(
         &a,
         &p,
         &threads,
@@ -559,7 +589,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         &warnings,
         true,
     );
+    if let Some(l) = loads.take() {
+        let (recs, activity) = l.stop();
+        record.loads = recs;
+        record.activity = Some(activity);
+    }
     rundir::write_run(&dir, &record, true)?;
+    if let Some(e) = load_error {
+        drop(_restore);
+        return Err(e.context(format!("results so far: {}", dir.display())));
+    }
     drop(_restore);
 
     let model = RunModel::new(record)?;
