@@ -1,0 +1,186 @@
+//! The inventory readers on fixture trees (`tests/fixtures/inventory/<tree>`): a tuned
+//! PREEMPT_RT box, a default desktop kernel, this VM as captured by `capture.sh`, and a tree of
+//! garbage. Each test checks what the reader must have understood, and that what it could not
+//! understand is reported with its path rather than guessed.
+
+use std::path::PathBuf;
+
+use latlab_core::findings::{findings, Severity};
+use latlab_core::inventory::Inventory;
+use latlab_sys::inventory::{collect, collect_with, machine, Options};
+
+fn tree(name: &str) -> Inventory {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/inventory")
+        .join(name);
+    assert!(root.is_dir(), "fixture {} missing", root.display());
+    collect(&root)
+}
+
+fn ids(inv: &Inventory) -> Vec<(String, Severity)> {
+    findings(inv)
+        .into_iter()
+        .map(|f| (f.id, f.severity))
+        .collect()
+}
+
+#[test]
+fn rt_tuned_box_reads_as_tuned() {
+    let inv = tree("rt-tuned");
+    assert_eq!(inv.preemption.model.as_deref(), Some("rt"));
+    assert_eq!(inv.cpus.isolated, vec![2, 3]);
+    assert_eq!(inv.sched.rt_runtime_us, Some(-1));
+    assert_eq!(inv.memory.thp_enabled.as_deref(), Some("never"));
+    assert_eq!(
+        inv.boost,
+        Some(false),
+        "intel_pstate no_turbo=1 means boost off"
+    );
+    assert_eq!(inv.dma_latency_holders.len(), 1);
+    assert_eq!(inv.dma_latency_holders[0].comm, "tuned");
+    let c6 = &inv.cpuidle.states[&0][2];
+    assert_eq!(
+        (c6.name.as_str(), c6.latency_us, c6.enabled),
+        ("C6", Some(170), false)
+    );
+    assert_eq!(inv.tracing.timerlat, Some(true));
+    assert!(inv.tracing.events.values().all(|p| *p));
+    assert!(
+        inv.unreadable.is_empty() && inv.invalid.is_empty(),
+        "{:?} {:?}",
+        inv.unreadable,
+        inv.invalid
+    );
+    let f = ids(&inv);
+    assert!(f.iter().all(|(_, s)| *s == Severity::Info), "{f:?}");
+    let m = machine(&inv);
+    assert_eq!(m.preemption.as_deref(), Some("rt"));
+    assert_eq!(m.cpus_online, vec![0, 1, 2, 3]);
+    assert_eq!(m.virtualized, Some(false));
+}
+
+#[test]
+fn desktop_kernel_has_the_usual_problems() {
+    let inv = tree("desktop");
+    assert_eq!(inv.preemption.model.as_deref(), Some("voluntary"));
+    assert!(inv.preemption.dynamic);
+    assert_eq!(inv.memory.swaps, vec!["/swap.img".to_string()]);
+    assert_eq!(inv.irqs.irqbalance_running, Some(true));
+    let top: Vec<(&str, u64)> = inv
+        .irqs
+        .busiest
+        .iter()
+        .map(|i| (i.name.as_str(), i.count))
+        .collect();
+    assert_eq!(
+        top,
+        vec![
+            ("i915", 7000),
+            ("iwlwifi:default_queue", 2196),
+            ("i801_smbus", 30)
+        ]
+    );
+    assert_eq!(inv.irqs.busiest[0].effective_affinity.as_deref(), Some("2"));
+    assert_eq!(inv.cgroup.len(), 1, "{:?}", inv.cgroup);
+    let f = ids(&inv);
+    for (id, sev) in [
+        ("preempt.model", Severity::Bad),
+        ("cpuidle.deep-states", Severity::Bad),
+        ("cpufreq.governor", Severity::Warn),
+        ("sched.rt-throttling", Severity::Warn),
+        ("mm.thp-always", Severity::Warn),
+        ("mm.swap", Severity::Warn),
+        ("cpus.no-isolation", Severity::Warn),
+        ("trace.events-missing", Severity::Warn),
+        ("cpus.smt", Severity::Info),
+    ] {
+        assert!(
+            f.contains(&(id.to_string(), sev)),
+            "{id} {sev:?} not in {f:?}"
+        );
+    }
+    assert_eq!(f[0].1, Severity::Bad);
+}
+
+#[test]
+fn this_vm_as_captured() {
+    let inv = tree("this-vm");
+    assert_eq!(inv.kernel.release.as_deref(), Some("6.18.44-fc-v769"));
+    // PREEMPT_DYNAMIC with no preempt= and no debugfs: the default of the config (through
+    // gzip -dc of the captured /proc/config.gz).
+    assert_eq!(inv.preemption.model.as_deref(), Some("none"));
+    assert_eq!(
+        inv.kernel.config.get("CONFIG_HZ").map(String::as_str),
+        Some("250")
+    );
+    assert_eq!(inv.virt.hypervisor, Some(true));
+    assert!(inv.virt.steal_since_boot.is_some());
+    assert!(
+        inv.virt.steal_sampled.is_none(),
+        "fixture roots are not sampled"
+    );
+    assert_eq!(inv.clocksource.current.as_deref(), Some("tsc"));
+    assert!(inv.cpufreq.is_empty() && inv.cpuidle.states.is_empty());
+    assert_eq!(inv.sched.rt_runtime_us, Some(950000));
+    let f = ids(&inv);
+    assert!(
+        f.contains(&("preempt.model".into(), Severity::Bad)),
+        "{f:?}"
+    );
+    assert!(f.contains(&("virt.guest".into(), Severity::Warn)), "{f:?}");
+}
+
+#[test]
+fn garbage_gives_findings_not_guesses() {
+    let inv = tree("garbage");
+    assert_eq!(inv.preemption.model, None);
+    assert_eq!(inv.sched.rt_runtime_us, None);
+    assert_eq!(inv.memory.thp_enabled, None);
+    let bad: Vec<&str> = inv.invalid.iter().map(|i| i.path.as_str()).collect();
+    for p in [
+        "/proc/sys/kernel/sched_rt_runtime_us",
+        "/proc/sys/kernel/timer_migration",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "/sys/kernel/debug/sched/preempt",
+        "/proc/stat",
+        "/proc/self/cgroup",
+        "/sys/devices/system/cpu/cpu0/cpuidle/state0/latency",
+    ] {
+        assert!(bad.contains(&p), "{p} not in {bad:?}");
+    }
+    // A directory where a file should be: not readable.
+    assert!(inv
+        .unreadable
+        .contains(&"/proc/sys/kernel/sched_rt_period_us".to_string()));
+    let f = findings(&inv);
+    assert!(f
+        .iter()
+        .any(|f| f.id == "invalid:/proc/stat" && f.evidence.contains("cpu  x y z")));
+    assert!(f
+        .iter()
+        .any(|f| f.id == "preempt.model" && f.title.contains("unknown")));
+    let mut seen = std::collections::BTreeSet::new();
+    assert!(
+        f.iter().all(|f| seen.insert(f.id.clone())),
+        "finding ids are unique"
+    );
+}
+
+#[test]
+fn a_missing_root_is_all_unknown() {
+    let d = tempfile::tempdir().unwrap();
+    let inv = collect_with(d.path(), &Options { steal_sample: None });
+    let f = findings(&inv);
+    assert!(f.iter().any(|f| f.id == "unknown:/proc/cmdline"));
+    assert!(f.iter().any(|f| f.id == "unknown:/proc/stat"));
+}
+
+#[test]
+fn live_machine_is_read_without_changes() {
+    // Reads the real / (without the one-second steal sample): whatever this machine is, the
+    // kernel release and online CPUs are always readable.
+    let inv = collect_with(std::path::Path::new("/"), &Options { steal_sample: None });
+    assert!(inv.kernel.release.is_some());
+    assert!(!inv.cpus.online.is_empty());
+    assert!(inv.kernel.arch.is_some());
+}
