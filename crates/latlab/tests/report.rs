@@ -59,7 +59,7 @@ fn imports_every_fixture_format() {
         let name = d.file_name().unwrap().to_str().unwrap();
         // <UTC YYYYmmddTHHMMSSZ>-<label>, a -N suffix when two land in the same second.
         assert_eq!(&name[8..9], "T", "{name}");
-        assert!(name[16..].starts_with("Z-x"), "{name}");
+        assert!(name[15..].starts_with("Z-x"), "{name}");
     }
 }
 
