@@ -1,0 +1,11 @@
+//! Fuzz the realfeel importer: any bytes give a record or an ImportError, never a panic.
+#![no_main]
+use latlab_core::import::{import, From};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(r) = import(data, From::Realfeel, "fuzz") {
+        // What an import returns must survive the run.json round trip.
+        let _ = latlab_core::record::RunRecord::from_json(&r.to_json()).expect("valid record");
+    }
+});
