@@ -76,7 +76,6 @@ fn latlab_run(cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
     let v: serde_json::Value = serde_json::from_slice(&out).context("latlab's JSON output")?;
     let t = &v["total"];
     let g = |k: &str| t[k].as_u64().unwrap_or(0);
-    let sum = v["cpus"][0]["histogram"]["sum_ns"].as_f64().unwrap_or(0.0);
     let samples = g("samples");
     Ok((
         Figures {

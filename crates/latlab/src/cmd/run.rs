@@ -380,8 +380,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
     };
     let mut warnings: Vec<String> = Vec::new();
+    let quiet = a.quiet;
     let warn = |w: &mut Vec<String>, msg: String| {
-        eprintln!("latlab: warning: {msg}");
+        if !quiet {
+            eprintln!("latlab: warning: {msg}");
+        }
         w.push(msg);
     };
 
@@ -612,7 +615,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     rundir::emit(&out, None)?;
     if a.format == RunFormat::Json {
-        eprintln!("results: {}", dir.display());
+        if !a.quiet {
+            eprintln!("results: {}", dir.display());
+        }
     }
     if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
         if max > limit {
