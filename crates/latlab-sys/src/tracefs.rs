@@ -1,1 +1,619 @@
-//! The tracefs flight recorder (not written yet).
+//! The tracefs flight recorder: latlab's own instance (`instances/latlab-<pid>`), recording the
+//! scheduler, IRQ and timer events in overwrite mode until a spike stops it.
+//!
+//! Why an instance: events, options, triggers and buffers are per instance, so latlab never
+//! touches the top-level buffer other tools may be using. Lifecycle (measured facts in
+//! `shared/notes/tracefs.md`):
+//!
+//! 1. the ledger entry is written *before* the `mkdir` (and before a `mount`), so
+//!    `latlab cleanup` can remove what a SIGKILL left behind;
+//! 2. a new instance starts with tracing ON: write `0` first, then `trace_clock=mono` (it clears
+//!    the buffer, so before anything else), buffer size, overwrite, the events;
+//! 3. a `traceoff if buf ~ "*LATLAB_STOP*"` trigger on `ftrace/print` lets one marker write
+//!    (~1.6 µs, on a pre-opened fd) stop recording in the kernel with the marker as the last
+//!    event; without triggers the collector writes `0` to `tracing_on` after the marker;
+//! 4. removal: tracing off, events and trigger off, every fd into the instance closed (rmdir
+//!    fails with EBUSY otherwise), `rmdir`.
+//!
+//! The tracefs root is a parameter, so unit tests run against a fake directory tree.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use crate::ledger::{Entry, EntryId, Ledger};
+
+pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
+
+/// The trigger that turns a latlab marker into an in-kernel stop.
+pub const STOP_TRIGGER: &str = "traceoff if buf ~ \"*LATLAB_STOP*\"";
+
+/// Events the attribution needs: `(system/event, required)`. `irq_vectors` are added from
+/// what the kernel has (they differ between architectures).
+pub const EVENTS: &[(&str, bool)] = &[
+    ("sched/sched_switch", true),
+    ("sched/sched_waking", true),
+    ("sched/sched_wakeup", false),
+    ("irq/irq_handler_entry", false),
+    ("irq/irq_handler_exit", false),
+    ("irq/softirq_entry", false),
+    ("irq/softirq_exit", false),
+    ("timer/hrtimer_start", true),
+    ("timer/hrtimer_expire_entry", true),
+    ("timer/hrtimer_expire_exit", true),
+    ("nmi/nmi_handler", false),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("tracefs is not available at {path}: {why}")]
+    NoTracefs { path: PathBuf, why: String },
+    #[error("tracefs at {path} is not writable: {source} (run as root)")]
+    ReadOnly { path: PathBuf, source: io::Error },
+    #[error("the kernel lacks trace events latlab needs: {}", .0.join(", "))]
+    MissingEvents(Vec<String>),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TraceError + '_ {
+    move |source| TraceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write(path: &Path, v: &str) -> Result<(), TraceError> {
+    fs::write(path, v).map_err(io_err(path))
+}
+
+/// tracefs, found or mounted.
+#[derive(Debug)]
+pub struct Tracefs {
+    pub root: PathBuf,
+    /// The ledger entry of our own mount, when latlab mounted it.
+    pub mounted: Option<EntryId>,
+}
+
+/// Use tracefs at `root`, mounting it there if it is not mounted (ledger entry first).
+pub fn ensure_mounted(root: &Path, ledger: &mut Ledger) -> Result<Tracefs, TraceError> {
+    if root.join("instances").is_dir() {
+        return Ok(Tracefs {
+            root: root.to_path_buf(),
+            mounted: None,
+        });
+    }
+    if !root.is_dir() {
+        return Err(TraceError::NoTracefs {
+            path: root.into(),
+            why: "no such directory (kernel without CONFIG_TRACING?)".into(),
+        });
+    }
+    let id = ledger
+        .add(Entry::TracefsMount { path: root.into() })
+        .map_err(io_err(ledger.path()))?;
+    let c = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).map_err(|_| {
+        TraceError::NoTracefs {
+            path: root.into(),
+            why: "path holds a NUL byte".into(),
+        }
+    })?;
+    // SAFETY: valid NUL-terminated strings; a null data pointer is allowed.
+    let r = unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            c.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if r != 0 || !root.join("instances").is_dir() {
+        let why = io::Error::last_os_error().to_string();
+        let _ = ledger.forget(id);
+        return Err(TraceError::NoTracefs {
+            path: root.into(),
+            why: format!("not mounted and mounting failed: {why}"),
+        });
+    }
+    Ok(Tracefs {
+        root: root.to_path_buf(),
+        mounted: Some(id),
+    })
+}
+
+/// Instances named `latlab-<pid>` whose process is gone (left by a killed run).
+pub fn leftover_instances(root: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = fs::read_dir(root.join("instances")) else {
+        return vec![];
+    };
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid: u32 = name.strip_prefix("latlab-")?.parse().ok()?;
+            let alive = Path::new(&format!("/proc/{pid}")).exists();
+            (!alive).then(|| e.path())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[derive(Debug, Clone)]
+pub struct RecorderConfig {
+    /// Instance name (`latlab-<pid>`).
+    pub name: String,
+    /// Per-CPU buffer size (the kernel rounds it up).
+    pub buffer_kb: u64,
+}
+
+/// A configured, not yet started instance.
+#[derive(Debug)]
+pub struct Recorder {
+    dir: PathBuf,
+    ledger_id: Option<EntryId>,
+    marker: Option<File>,
+    tracing_on: Option<File>,
+    /// `mono` when available.
+    pub clock: String,
+    pub events: Vec<String>,
+    /// Optional events the kernel lacks.
+    pub missing: Vec<String>,
+    /// In-kernel stop on a marker (else the collector stops it).
+    pub trigger: bool,
+    pub buffer_kb: u64,
+    pub warnings: Vec<String>,
+}
+
+impl Recorder {
+    /// Create and configure the instance (tracing off). On error nothing is left behind.
+    pub fn create(
+        root: &Path,
+        cfg: &RecorderConfig,
+        ledger: &mut Ledger,
+    ) -> Result<Recorder, TraceError> {
+        let instances = root.join("instances");
+        let dir = instances.join(&cfg.name);
+        // Required events first: checked on the top-level `events/` before creating anything.
+        let missing_required: Vec<String> = EVENTS
+            .iter()
+            .filter(|(e, req)| *req && !root.join("events").join(e).is_dir())
+            .map(|(e, _)| e.to_string())
+            .collect();
+        if !missing_required.is_empty() {
+            return Err(TraceError::MissingEvents(missing_required));
+        }
+        let id = ledger
+            .add(Entry::TracefsInstance { path: dir.clone() })
+            .map_err(io_err(ledger.path()))?;
+        if let Err(e) = fs::create_dir(&dir) {
+            let _ = ledger.forget(id);
+            return Err(match e.kind() {
+                io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                    TraceError::ReadOnly {
+                        path: instances,
+                        source: e,
+                    }
+                }
+                _ => TraceError::Io {
+                    path: dir,
+                    source: e,
+                },
+            });
+        }
+        let mut r = Recorder {
+            dir,
+            ledger_id: Some(id),
+            marker: None,
+            tracing_on: None,
+            clock: String::new(),
+            events: vec![],
+            missing: vec![],
+            trigger: false,
+            buffer_kb: cfg.buffer_kb,
+            warnings: vec![],
+        };
+        match r.configure(cfg) {
+            Ok(()) => Ok(r),
+            Err(e) => {
+                r.teardown();
+                let _ = ledger.forget(id);
+                r.ledger_id = None;
+                Err(e)
+            }
+        }
+    }
+
+    fn configure(&mut self, cfg: &RecorderConfig) -> Result<(), TraceError> {
+        let d = self.dir.clone();
+        write(&d.join("tracing_on"), "0")?;
+        // trace_clock clears the buffer: before the events.
+        let clocks = fs::read_to_string(d.join("trace_clock")).map_err(io_err(&d))?;
+        if clocks
+            .split_whitespace()
+            .any(|c| c.trim_matches(['[', ']']) == "mono")
+        {
+            write(&d.join("trace_clock"), "mono")?;
+            self.clock = "mono".into();
+        } else {
+            self.clock = clocks
+                .split_whitespace()
+                .find(|c| c.starts_with('['))
+                .map(|c| c.trim_matches(['[', ']']).to_string())
+                .unwrap_or_else(|| "local".into());
+            self.warnings.push(format!(
+                "trace_clock 'mono' not available (using '{}'): spike times in traces are not on CLOCK_MONOTONIC",
+                self.clock
+            ));
+        }
+        write(&d.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
+        if let Ok(kb) = fs::read_to_string(d.join("buffer_size_kb")) {
+            if let Ok(kb) = kb.trim().parse() {
+                self.buffer_kb = kb;
+            }
+        }
+        if d.join("options/overwrite").exists() {
+            write(&d.join("options/overwrite"), "1")?;
+        }
+        let mut want: Vec<(String, bool)> =
+            EVENTS.iter().map(|(e, r)| (e.to_string(), *r)).collect();
+        if let Ok(rd) = fs::read_dir(d.join("events/irq_vectors")) {
+            let mut v: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with("_entry") || n.ends_with("_exit"))
+                .map(|n| format!("irq_vectors/{n}"))
+                .collect();
+            v.sort();
+            want.extend(v.into_iter().map(|e| (e, false)));
+        } else {
+            self.missing.push("irq_vectors/*".into());
+        }
+        for (e, required) in want {
+            let p = d.join("events").join(&e).join("enable");
+            if p.exists() {
+                write(&p, "1")?;
+                self.events.push(e);
+            } else if required {
+                return Err(TraceError::MissingEvents(vec![e]));
+            } else {
+                self.missing.push(e);
+            }
+        }
+        let trig = d.join("events/ftrace/print/trigger");
+        self.trigger = trig.exists() && fs::write(&trig, STOP_TRIGGER).is_ok();
+        if !self.trigger {
+            self.warnings.push(
+                "no traceoff trigger on ftrace/print: the recorder stops ~30 µs later, from the collector"
+                    .into(),
+            );
+        }
+        let open = |n: &str| {
+            File::options()
+                .write(true)
+                .open(d.join(n))
+                .map_err(io_err(&d.join(n)))
+        };
+        self.marker = Some(open("trace_marker")?);
+        self.tracing_on = Some(open("tracing_on")?);
+        Ok(())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn ledger_id(&self) -> Option<EntryId> {
+        self.ledger_id
+    }
+
+    /// The pre-opened `trace_marker` fd (valid until [`Recorder::remove`]).
+    pub fn marker_fd(&self) -> RawFd {
+        self.marker.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    fn set_on(&self, on: bool) -> io::Result<()> {
+        let f = self
+            .tracing_on
+            .as_ref()
+            .ok_or_else(|| io::Error::other("recorder removed"))?;
+        let v: &[u8] = if on { b"1" } else { b"0" };
+        // SAFETY: valid fd and buffer.
+        let n = unsafe { libc::pwrite(f.as_raw_fd(), v.as_ptr().cast(), 1, 0) };
+        if n == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    pub fn start(&self) -> io::Result<()> {
+        self.set_on(true)
+    }
+
+    pub fn stop(&self) -> io::Result<()> {
+        self.set_on(false)
+    }
+
+    pub fn is_on(&self) -> bool {
+        fs::read_to_string(self.dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1")
+    }
+
+    /// One CPU's buffer as text (non-consuming).
+    pub fn read_cpu(&self, cpu: u32) -> io::Result<Vec<u8>> {
+        fs::read(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
+    }
+
+    /// Empty every CPU's buffer.
+    pub fn clear(&self) -> io::Result<()> {
+        File::options()
+            .write(true)
+            .truncate(true)
+            .open(self.dir.join("trace"))
+            .map(drop)
+    }
+
+    /// Events the ring overwrote on this CPU since the last clear (`per_cpu/cpuN/stats`).
+    pub fn overruns(&self, cpu: u32) -> Option<u64> {
+        let s = fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+        s.lines()
+            .find_map(|l| l.strip_prefix("overrun:"))
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// Best effort: off, events and trigger off, close our fds, rmdir (retrying EBUSY briefly).
+    fn teardown(&mut self) -> Option<io::Error> {
+        if !self.dir.exists() {
+            return None;
+        }
+        let _ = self.stop();
+        let _ = fs::write(self.dir.join("tracing_on"), "0");
+        let _ = fs::write(self.dir.join("events/enable"), "0");
+        if self.trigger {
+            let _ = fs::write(self.dir.join("events/ftrace/print/trigger"), "!traceoff");
+        }
+        self.marker = None;
+        self.tracing_on = None;
+        let mut last = None;
+        for _ in 0..50 {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return None,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        last
+    }
+
+    /// Remove the instance and forget its ledger entry.
+    pub fn remove(mut self, ledger: &mut Ledger) -> Result<(), TraceError> {
+        let err = self.teardown();
+        if let Some(e) = err {
+            return Err(TraceError::Io {
+                path: self.dir.clone(),
+                source: e,
+            });
+        }
+        if let Some(id) = self.ledger_id.take() {
+            let _ = ledger.forget(id);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Recorder {
+    /// The panic path: never leave an instance (and its memory) behind. The ledger entry stays
+    /// until its owner forgets it; undoing an already removed instance is harmless.
+    fn drop(&mut self) {
+        if self.ledger_id.is_some() || self.marker.is_some() {
+            let _ = self.teardown();
+        }
+    }
+}
+
+/// True when the kernel reports running under a hypervisor (silent gaps are then named so).
+pub fn virtualized() -> bool {
+    fs::read_to_string("/proc/cpuinfo").is_ok_and(|s| {
+        s.lines()
+            .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake tracefs tree: the files the recorder writes, as plain files.
+    fn fake(root: &Path) {
+        for e in EVENTS.iter().map(|(e, _)| e).chain(
+            [
+                "irq_vectors/local_timer_entry",
+                "irq_vectors/local_timer_exit",
+            ]
+            .iter(),
+        ) {
+            fs::create_dir_all(root.join("events").join(e)).unwrap();
+        }
+        fs::create_dir_all(root.join("instances")).unwrap();
+    }
+
+    /// A fake instance as the kernel would populate it on mkdir (we pre-create it).
+    fn fake_instance(dir: &Path, with_trigger: bool, with_mono: bool) {
+        for e in EVENTS.iter().map(|(e, _)| e).chain(
+            [
+                "irq_vectors/local_timer_entry",
+                "irq_vectors/local_timer_exit",
+            ]
+            .iter(),
+        ) {
+            if *e == "nmi/nmi_handler" {
+                continue; // pretend this kernel lacks it
+            }
+            fs::create_dir_all(dir.join("events").join(e)).unwrap();
+            fs::write(dir.join("events").join(e).join("enable"), "0").unwrap();
+        }
+        if with_trigger {
+            fs::create_dir_all(dir.join("events/ftrace/print")).unwrap();
+            fs::write(dir.join("events/ftrace/print/trigger"), "").unwrap();
+        }
+        fs::write(dir.join("tracing_on"), "1").unwrap();
+        fs::write(
+            dir.join("trace_clock"),
+            if with_mono {
+                "[local] global counter uptime perf mono mono_raw boot\n"
+            } else {
+                "[local] global\n"
+            },
+        )
+        .unwrap();
+        fs::write(dir.join("buffer_size_kb"), "1408").unwrap();
+        fs::write(dir.join("trace_marker"), "").unwrap();
+        fs::create_dir_all(dir.join("options")).unwrap();
+        fs::write(dir.join("options/overwrite"), "0").unwrap();
+        fs::create_dir_all(dir.join("per_cpu/cpu1")).unwrap();
+        fs::write(
+            dir.join("per_cpu/cpu1/stats"),
+            "entries: 3\noverrun: 42\ncommit overrun: 0\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn configures_the_instance_and_records_it_in_the_ledger_first() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("tracing");
+        fake(&root);
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        // mkdir on a plain fs creates an empty dir; populate it as the kernel would, via a
+        // pre-existing directory is impossible (create_dir must succeed), so check the failure
+        // path first: the instance dir exists already → error, nothing recorded.
+        let dir = root.join("instances/latlab-test");
+        fs::create_dir_all(&dir).unwrap();
+        let cfg = RecorderConfig {
+            name: "latlab-test".into(),
+            buffer_kb: 4096,
+        };
+        let e = Recorder::create(&root, &cfg, &mut ledger).unwrap_err();
+        assert!(matches!(e, TraceError::Io { .. }), "{e}");
+        assert_eq!(ledger.entries().count(), 0);
+        fs::remove_dir(&dir).unwrap();
+
+        // Configure a populated fake instance directly.
+        fake_instance(&dir, true, true);
+        let mut r = Recorder {
+            dir: dir.clone(),
+            ledger_id: None,
+            marker: None,
+            tracing_on: None,
+            clock: String::new(),
+            events: vec![],
+            missing: vec![],
+            trigger: false,
+            buffer_kb: 0,
+            warnings: vec![],
+        };
+        r.configure(&cfg).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
+        assert_eq!(fs::read_to_string(dir.join("trace_clock")).unwrap(), "mono");
+        assert_eq!(r.clock, "mono");
+        assert_eq!(
+            fs::read_to_string(dir.join("buffer_size_kb")).unwrap(),
+            "4096"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("options/overwrite")).unwrap(),
+            "1"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("events/sched/sched_switch/enable")).unwrap(),
+            "1"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("events/irq_vectors/local_timer_entry/enable")).unwrap(),
+            "1"
+        );
+        assert!(r
+            .events
+            .contains(&"irq_vectors/local_timer_exit".to_string()));
+        assert_eq!(r.missing, vec!["nmi/nmi_handler".to_string()]);
+        assert!(r.trigger);
+        assert_eq!(
+            fs::read_to_string(dir.join("events/ftrace/print/trigger")).unwrap(),
+            STOP_TRIGGER
+        );
+        assert!(r.marker_fd() >= 0);
+        assert_eq!(r.overruns(1), Some(42));
+        assert_eq!(r.overruns(0), None);
+        r.start().unwrap();
+        assert!(r.is_on());
+        r.stop().unwrap();
+        assert!(!r.is_on());
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn falls_back_without_mono_or_trigger_and_refuses_missing_required_events() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("inst");
+        fake_instance(&dir, false, false);
+        let cfg = RecorderConfig {
+            name: "x".into(),
+            buffer_kb: 64,
+        };
+        let mut r = Recorder {
+            dir: dir.clone(),
+            ledger_id: None,
+            marker: None,
+            tracing_on: None,
+            clock: String::new(),
+            events: vec![],
+            missing: vec![],
+            trigger: false,
+            buffer_kb: 0,
+            warnings: vec![],
+        };
+        r.configure(&cfg).unwrap();
+        assert_eq!(r.clock, "local");
+        assert!(!r.trigger);
+        assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);
+        drop(r);
+
+        let root = t.path().join("tracing");
+        fs::create_dir_all(root.join("instances")).unwrap();
+        fs::create_dir_all(root.join("events/sched/sched_switch")).unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        match Recorder::create(&root, &cfg, &mut ledger) {
+            Err(TraceError::MissingEvents(v)) => {
+                assert!(v.contains(&"sched/sched_waking".to_string()), "{v:?}");
+                assert!(!v.contains(&"sched/sched_switch".to_string()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(fs::read_dir(root.join("instances"))
+            .unwrap()
+            .next()
+            .is_none());
+    }
+
+    #[test]
+    fn no_tracefs_is_a_clear_error() {
+        let t = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        let e = ensure_mounted(&t.path().join("nope"), &mut ledger).unwrap_err();
+        assert!(e.to_string().contains("not available"), "{e}");
+        assert_eq!(ledger.entries().count(), 0);
+    }
+
+    #[test]
+    fn leftovers_are_instances_of_dead_pids() {
+        let t = tempfile::tempdir().unwrap();
+        let i = t.path().join("instances");
+        fs::create_dir_all(i.join(format!("latlab-{}", std::process::id()))).unwrap();
+        fs::create_dir_all(i.join("latlab-4000000")).unwrap();
+        fs::create_dir_all(i.join("other")).unwrap();
+        assert_eq!(leftover_instances(t.path()), vec![i.join("latlab-4000000")]);
+    }
+}
