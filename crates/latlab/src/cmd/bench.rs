@@ -80,11 +80,7 @@ fn latlab_run(cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
     Ok((
         Figures {
             min: g("min_ns"),
-            mean: if samples > 0 {
-                sum / samples as f64
-            } else {
-                0.0
-            },
+            mean: g("mean_ns") as f64,
             p99: g("p99_ns"),
             max: g("max_ns"),
             samples,
