@@ -3,6 +3,9 @@
 //! it so that nothing is left: SIGTERM to the group, a grace period, then SIGKILL to the group
 //! and `cgroup.kill`, and a check by process group and cgroup that everything is gone.
 //!
+//! Each part's group leader is a small watchdog (forked, never exec'd) that runs the load as its
+//! child and kills the whole group and cgroup when the pipe to latlab closes, however latlab
+//! died; the load process itself has `PR_SET_PDEATHSIG` for the watchdog.
 //! All forking happens on one long-lived thread (`latlab-loads`): `PR_SET_PDEATHSIG` fires when
 //! the *thread* that forked exits, so forking from a short-lived caller thread would kill the
 //! loads early. The child is held on a pipe until the parent has written its process group to
@@ -445,13 +448,8 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
     if pid == 0 {
         unsafe {
             libc::setsid();
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
+            // No PR_SET_PDEATHSIG on this process: it becomes the watchdog, which must outlive
+            // latlab long enough to kill the group (see `watchdog`); the load gets it below.
             if libc::getppid() != parent {
                 libc::_exit(1);
             }

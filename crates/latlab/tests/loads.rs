@@ -1,0 +1,354 @@
+//! `latlab loads`: bad input fails before anything starts; every profile starts and stops
+//! leaving no process (checked by process group), cgroup or scratch file; a load that ignores
+//! SIGTERM is killed; a load that exits is restarted and counted; a SIGKILLed latlab takes its
+//! loads with it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use latlab_sys::loads::profiles::{which, PROFILES};
+use latlab_sys::loads::supervisor::group_members;
+use serde_json::Value;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+#[test]
+fn unknown_profile_lists_the_known_ones() {
+    let out = latlab()
+        .args(["loads", "run", "nope"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown load profile 'nope'"), "{err}");
+    assert!(
+        err.contains("hackbench") && err.contains("cmd:<command>"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn missing_tool_names_the_package() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("PATH", empty.path())
+        .args(["loads", "run", "hackbench"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hackbench not found: apt-get install rt-tests"),
+        "{err}"
+    );
+    let out = latlab()
+        .env("PATH", empty.path())
+        .args(["loads", "run", "cmd:frobnicate --all"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("frobnicate") && err.contains("not found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn load_dir_must_exist_and_cpus_must_be_online() {
+    let out = latlab()
+        .args([
+            "loads",
+            "run",
+            "io-write",
+            "--load-dir",
+            "/nonexistent/latlab",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--load-dir /nonexistent/latlab"));
+    let out = latlab()
+        .args(["loads", "run", "idle", "--load-cpus", "4095"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CPU 4095 is not online"));
+}
+
+#[test]
+fn list_shows_every_profile() {
+    let out = latlab()
+        .args(["loads", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let s = String::from_utf8_lossy(&out.stdout);
+    for p in PROFILES {
+        assert!(
+            s.lines().any(|l| l.starts_with(p.name)),
+            "{} missing:\n{s}",
+            p.name
+        );
+    }
+}
+
+/// Live (non-zombie) members of a process group. Zombies are dead: some containers' PID 1
+/// does not reap re-parented children.
+fn live(pgid: i32) -> Vec<i32> {
+    group_members(pgid)
+        .into_iter()
+        .filter(|m| !m.1)
+        .map(|m| m.0)
+        .collect()
+}
+
+struct Env {
+    rt: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+fn env() -> Env {
+    Env {
+        rt: tempfile::tempdir().unwrap(),
+        dir: tempfile::tempdir_in("/var/tmp").unwrap(),
+    }
+}
+
+/// Run `latlab loads run` and return (exit code, records, stderr).
+fn run_load(e: &Env, profile: &str, duration: &str, extra: &[&str]) -> (i32, Vec<Value>, String) {
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args([
+            "loads",
+            "run",
+            profile,
+            "--duration",
+            duration,
+            "--json",
+            "--load-dir",
+        ])
+        .arg(e.dir.path())
+        .args(extra)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let v: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    let recs = v["loads"].as_array().cloned().unwrap_or_default();
+    (
+        out.status.code().unwrap_or(-1),
+        recs,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// Nothing of the load remains: no live process in any of its groups, no cgroup, nothing in
+/// the scratch parent, no ledger left behind.
+fn assert_clean(e: &Env, recs: &[Value]) {
+    for r in recs {
+        for pg in r["pgids"].as_array().into_iter().flatten() {
+            let pg = pg.as_i64().unwrap() as i32;
+            assert!(
+                live(pg).is_empty(),
+                "process group {pg} of {r} still has {:?}",
+                live(pg)
+            );
+        }
+        if let Some(cg) = r["cgroup"].as_str() {
+            assert!(!Path::new(cg).exists(), "cgroup {cg} left behind");
+        }
+        if r["command"] != "" {
+            assert_eq!(r["stop"]["survivors"], serde_json::json!([]), "{r}");
+        }
+    }
+    let left: Vec<PathBuf> = std::fs::read_dir(e.dir.path())
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "scratch left behind: {left:?}");
+    let ledgers: Vec<PathBuf> = std::fs::read_dir(e.rt.path())
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert!(ledgers.is_empty(), "ledger left behind: {ledgers:?}");
+}
+
+#[test]
+fn every_profile_starts_and_stops_cleanly() {
+    let Some(_g) = latlab_sys::privileged::guard("every_profile_starts_and_stops_cleanly") else {
+        return;
+    };
+    for p in PROFILES {
+        if let Some(t) = p.tools.iter().find(|t| which(t.bin).is_none()) {
+            eprintln!("skipping profile {}: {} not installed", p.name, t.bin);
+            continue;
+        }
+        let e = env();
+        let t0 = Instant::now();
+        let (code, recs, err) = run_load(&e, p.name, "1s", &[]);
+        let took = t0.elapsed();
+        assert_eq!(code, 0, "{}: {err}", p.name);
+        assert_eq!(recs.len(), p.parts.len().max(1), "{}: {recs:?}", p.name);
+        assert!(
+            took < Duration::from_secs(15),
+            "{} took {took:?} to start and stop",
+            p.name
+        );
+        for r in &recs {
+            assert_eq!(r["profile"], p.name);
+            if !p.parts.is_empty() {
+                // It really ran: it used CPU, in its own cgroup where v2 exists.
+                assert!(r["cpu_s"].as_f64().unwrap() > 0.0, "{}: {r}", p.name);
+                assert!(r["starts"].as_u64().unwrap() >= 1);
+                if latlab_sys::loads::supervisor::cgroup2_root().is_some() {
+                    assert!(r["cgroup"].is_string(), "{r}");
+                }
+            }
+        }
+        assert_clean(&e, &recs);
+        eprintln!("{}: {took:?}", p.name);
+    }
+}
+
+#[test]
+fn a_load_ignoring_sigterm_is_killed() {
+    let Some(_g) = latlab_sys::privileged::guard("a_load_ignoring_sigterm_is_killed") else {
+        return;
+    };
+    let e = env();
+    let (code, recs, err) = run_load(
+        &e,
+        "cmd:sh -c 'trap \"\" TERM; while :; do sleep 0.1; done'",
+        "1s",
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(recs[0]["stop"]["killed"], true, "{recs:?}");
+    assert!(
+        recs[0]["stop"]["term_s"].as_f64().unwrap() >= 2.9,
+        "{recs:?}"
+    );
+    assert_clean(&e, &recs);
+}
+
+#[test]
+fn a_load_that_exits_is_restarted_and_counted() {
+    let Some(_g) = latlab_sys::privileged::guard("a_load_that_exits_is_restarted_and_counted")
+    else {
+        return;
+    };
+    let e = env();
+    let (code, recs, err) = run_load(&e, "cmd:true", "2s", &[]);
+    assert_eq!(code, 0, "{err}");
+    let r = &recs[0];
+    assert!(r["restarts"].as_u64().unwrap() >= 2, "{r}");
+    assert_eq!(
+        r["exits"]["exit 0"].as_u64().unwrap(),
+        r["restarts"].as_u64().unwrap() + 1 - r["final_status"].is_string() as u64,
+        "{r}"
+    );
+    assert_eq!(r["failures"], 0);
+    assert_eq!(r["exit"], 0);
+    assert_clean(&e, &recs);
+
+    // A required load that keeps failing ends the run with an error naming it.
+    let e = env();
+    let (code, recs, err) = run_load(&e, "cmd:false", "20s", &["--load-required"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("keeps crashing") && err.contains("exit 1"),
+        "{err}"
+    );
+    assert!(recs[0]["failures"].as_u64().unwrap() >= 3, "{recs:?}");
+    assert_clean(&e, &recs);
+}
+
+#[test]
+fn sigkilled_latlab_takes_its_loads_along() {
+    let Some(_g) = latlab_sys::privileged::guard("sigkilled_latlab_takes_its_loads_along") else {
+        return;
+    };
+    let e = env();
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args([
+            "loads",
+            "run",
+            "cmd:sleep 1000",
+            "--duration",
+            "60s",
+            "--load-dir",
+        ])
+        .arg(e.dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the ledger names a process group with a live `sleep` in it.
+    let ledger = e.rt.path().join(format!("{}.json", child.id()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pgid = loop {
+        let pg = std::fs::read(&ledger)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<latlab_sys::ledger::LedgerFile>(&b).ok())
+            .and_then(|f| {
+                f.entries.iter().find_map(|(_, en)| match en {
+                    latlab_sys::ledger::Entry::ProcessGroup { pgid, .. } if *pgid > 1 => {
+                        Some(*pgid)
+                    }
+                    _ => None,
+                })
+            });
+        if let Some(pg) = pg {
+            if live(pg).len() >= 3 {
+                break pg; // watchdog, sh, sleep
+            }
+        }
+        assert!(Instant::now() < deadline, "load never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live(pgid).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "group {pgid} outlived latlab: {:?}",
+            live(pgid)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // What `latlab cleanup` does: undo the dead run's ledger (the cgroup, now empty).
+    let orphans = latlab_sys::ledger::orphaned(e.rt.path()).unwrap();
+    assert_eq!(orphans.len(), 1);
+    for (path, file) in orphans {
+        for (_, en) in file.entries.iter().rev() {
+            latlab_sys::ledger::undo(en);
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+    assert!(live(pgid).is_empty());
+    let cgs: Vec<_> = latlab_sys::loads::supervisor::cgroup2_root()
+        .and_then(|r| std::fs::read_dir(r).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.ok())
+        .filter(|d| {
+            d.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("latlab-{}-", child.id()))
+        })
+        .collect();
+    assert!(cgs.is_empty(), "cgroups left: {cgs:?}");
+}
