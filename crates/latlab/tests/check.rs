@@ -1,0 +1,295 @@
+//! `latlab check` and `latlab cleanup` through the CLI.
+//!
+//! Golden files: `latlab check --root <fixture tree>` must print exactly
+//! `crates/latlab-sys/tests/fixtures/inventory/golden/<tree>.{txt,json}`. After an intended
+//! change of the output, regenerate them and review the diff:
+//! `UPDATE_GOLDEN=1 cargo test -p latlab --test check golden`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use latlab_sys::ledger::{Entry, LedgerFile};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../latlab-sys/tests/fixtures/inventory")
+}
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn golden(tree: &str, format: &str, ext: &str) {
+    let out = latlab()
+        .args(["check", "--format", format, "--root"])
+        .arg(fixtures().join(tree))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = fixtures().join("golden").join(format!("{tree}.{ext}"));
+    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, &out.stdout).unwrap();
+        return;
+    }
+    let want = fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with UPDATE_GOLDEN=1", path.display()));
+    if out.stdout != want {
+        panic!(
+            "latlab check --root {tree} --format {format} differs from {}:\n{}\n(UPDATE_GOLDEN=1 to accept)",
+            path.display(),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn golden_outputs() {
+    for tree in ["rt-tuned", "desktop", "this-vm", "garbage"] {
+        golden(tree, "text", "txt");
+        golden(tree, "json", "json");
+    }
+}
+
+#[test]
+fn garbage_tree_text_has_no_control_characters_and_names_the_files() {
+    let out = latlab()
+        .args(["check", "--root"])
+        .arg(fixtures().join("garbage"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("unknown: /proc/stat holds an unexpected value"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown: /proc/sys/kernel/sched_rt_period_us not readable"),
+        "{text}"
+    );
+    let json = latlab()
+        .args(["check", "--format", "json", "--root"])
+        .arg(fixtures().join("garbage"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"invalid:/proc/sys/kernel/sched_rt_runtime_us"),
+        "{ids:?}"
+    );
+}
+
+#[test]
+fn check_root_that_is_not_a_directory_is_an_error_naming_the_flag() {
+    latlab()
+        .args(["check", "--root", "/nonexistent/latlab-tree"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("--root /nonexistent/latlab-tree"));
+}
+
+#[test]
+fn check_on_this_machine_reports_its_kernel() {
+    let out = latlab()
+        .args(["check", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(v["inventory"]["kernel"]["release"], release.trim());
+    assert_eq!(
+        v["inventory"]["virt"]["steal_sample_ms"], 1000,
+        "live check samples steal"
+    );
+    assert!(!v["findings"].as_array().unwrap().is_empty());
+}
+
+/// A pid that existed and is now gone (the child was reaped).
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+fn write_ledger(dir: &Path, pid: u32, starttime: Option<u64>, entries: Vec<Entry>) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let file = LedgerFile {
+        pid,
+        starttime,
+        entries: entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (i as u64 + 1, e))
+            .collect(),
+    };
+    let p = dir.join(format!("{pid}.json"));
+    fs::write(&p, serde_json::to_vec(&file).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = tmp.path().join("run");
+    let knob = tmp.path().join("knob");
+    fs::write(&knob, "changed-by-latlab").unwrap();
+    let scratch = tmp.path().join("scratch");
+    fs::create_dir_all(scratch.join("deep/er")).unwrap();
+    let dead = write_ledger(
+        &rt,
+        dead_pid(),
+        Some(1),
+        vec![
+            Entry::Knob {
+                path: knob.clone(),
+                original: "original".into(),
+            },
+            Entry::ScratchDir {
+                path: scratch.clone(),
+            },
+        ],
+    );
+    // A ledger of a live process (this test) must not be touched.
+    let me = std::process::id();
+    let live_scratch = tmp.path().join("live-scratch");
+    fs::create_dir_all(&live_scratch).unwrap();
+    let live = write_ledger(
+        &rt,
+        me,
+        latlab_sys::ledger::process_starttime(me),
+        vec![Entry::ScratchDir {
+            path: live_scratch.clone(),
+        }],
+    );
+
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(fs::read_to_string(&knob).unwrap(), "original");
+    assert!(!scratch.exists());
+    assert!(!dead.exists(), "the dead run's ledger is removed");
+    assert!(
+        text.contains(&format!("restored {}", knob.display())),
+        "{text}"
+    );
+    assert!(text.contains("removed scratch directory"), "{text}");
+    assert!(
+        live.exists() && live_scratch.exists(),
+        "a live ledger is never touched"
+    );
+
+    // Second time: nothing of ours is left to do.
+    fs::remove_file(&live).unwrap();
+    let again = latlab()
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stdout).to_string();
+    assert!(!text.contains(&tmp.path().display().to_string()), "{text}");
+    if !text.contains("tracefs instance") {
+        assert_eq!(text.trim(), "nothing to clean up");
+    }
+}
+
+/// Mounts tracefs for the test when it is not mounted, and unmounts it on drop.
+struct Tracefs {
+    path: PathBuf,
+    mounted_here: bool,
+}
+
+impl Tracefs {
+    fn get() -> Tracefs {
+        for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+            if Path::new(p).join("instances").is_dir() {
+                return Tracefs {
+                    path: p.into(),
+                    mounted_here: false,
+                };
+            }
+        }
+        let path = PathBuf::from("/sys/kernel/tracing");
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev"])
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mount tracefs at {}", path.display());
+        Tracefs {
+            path,
+            mounted_here: true,
+        }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = std::process::Command::new("umount")
+                .arg(&self.path)
+                .status();
+        }
+    }
+}
+
+#[test]
+fn cleanup_removes_a_dead_pids_tracefs_instance() {
+    let Some(_g) = latlab_sys::privileged::guard("cleanup_removes_a_dead_pids_tracefs_instance")
+    else {
+        return;
+    };
+    let t = Tracefs::get();
+    let pid = dead_pid();
+    let inst = t.path.join("instances").join(format!("latlab-{pid}"));
+    fs::create_dir(&inst).unwrap();
+    // An instance of a live pid (this test) must stay.
+    let mine = t
+        .path
+        .join("instances")
+        .join(format!("latlab-{}", std::process::id()));
+    fs::create_dir(&mine).unwrap();
+    let rt = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", rt.path())
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mine_left = mine.exists();
+    let _ = fs::remove_dir(&mine);
+    let inst_left = inst.exists();
+    let _ = fs::remove_dir(&inst);
+    assert!(out.status.success(), "{text}");
+    assert!(!inst_left, "instance of dead pid {pid} still there: {text}");
+    assert!(
+        text.contains(&format!("removed tracefs instance {}", inst.display())),
+        "{text}"
+    );
+    assert!(mine_left, "the live pid's instance was removed: {text}");
+}
