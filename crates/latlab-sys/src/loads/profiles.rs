@@ -389,7 +389,7 @@ pub fn check_tools(r: &Resolved) -> Result<(), ProfileError> {
             // The first word after any VAR=value assignments.
             let first = c
                 .split_whitespace()
-                .find(|w| !(w.contains('=') && !w.starts_with('=')))
+                .find(|w| !w.contains('=') || w.starts_with('='))
                 .unwrap_or("");
             let first = first.trim_start_matches('(');
             if first.is_empty()
