@@ -450,6 +450,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
     // loaded state only.
     if let Some(l) = loads.as_mut() {
+        // Orphans of the loads (children of a killed group leader) are re-parented to latlab,
+        // which reaps them, instead of to a PID 1 that may never reap them.
+        // SAFETY: plain prctl.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
         l.start(ledger.clone(), &dir.join("loads"))?;
         let warm = Instant::now();
         while warm.elapsed() < Duration::from_nanos(p.warmup_ns) && !stop.load(Ordering::Relaxed) {
@@ -594,6 +598,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     );
     if let Some(l) = loads.take() {
         let (recs, activity) = l.stop();
+        reap_orphans();
         record.loads = recs;
         record.activity = Some(activity);
     }
@@ -630,4 +635,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reap every child left (orphaned load processes re-parented to latlab as subreaper).
+fn reap_orphans() {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain syscall; WNOHANG never blocks.
+        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if r <= 0 {
+            break;
+        }
+    }
 }
