@@ -334,3 +334,48 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
     );
     assert!(s.explained_ns() <= s.latency_ns);
 }
+
+/// Not a test: captures a large real trace for the `analyze` throughput benchmark, through
+/// the recorder (ledgered instance, 64 MiB per CPU) under hackbench. Run with
+/// `LATLAB_BENCH_TRACE=/tmp/big.txt cargo test -p latlab --test trace capture -- --ignored`.
+#[test]
+#[ignore]
+fn capture_hackbench_trace_for_the_benchmark() {
+    use latlab_sys::ledger::{undo, Entry, Ledger};
+    use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
+    let Some(out) = std::env::var_os("LATLAB_BENCH_TRACE") else {
+        return;
+    };
+    let Some(_g) = latlab_sys::privileged::guard("capture_hackbench_trace") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ledger = Ledger::open_in(&tmp.path().join("run")).unwrap();
+    let tfs = tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut ledger).unwrap();
+    let rec = Recorder::create(
+        &tfs.root,
+        &RecorderConfig {
+            name: format!("latlab-{}", std::process::id()),
+            buffer_kb: 65536,
+        },
+        &mut ledger,
+    )
+    .unwrap();
+    rec.clear().unwrap();
+    rec.start().unwrap();
+    let st = std::process::Command::new("hackbench")
+        .args(["-l", "2000", "-g", "4"])
+        .output();
+    rec.stop().unwrap();
+    let text = std::fs::read(rec.dir().join("trace")).unwrap();
+    std::fs::write(&out, &text).unwrap();
+    rec.remove(&mut ledger).unwrap();
+    if let Some(id) = tfs.mounted {
+        undo(&Entry::TracefsMount {
+            path: tfs.root.clone(),
+        });
+        ledger.forget(id).unwrap();
+    }
+    assert!(st.is_ok_and(|o| o.status.success()), "hackbench failed");
+    eprintln!("captured {} bytes", text.len());
+}
