@@ -4,6 +4,7 @@
 //! flag the measurement threads see within one period), an error, and a panic (drop guards).
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -150,51 +151,6 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         warmup_ns,
         label,
     })
-}
-
-/// Machine basics every run records (the full inventory is `latlab check`'s).
-pub fn basic_machine() -> Machine {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
-    let version = read("/proc/sys/kernel/version");
-    let preemption = if read("/sys/kernel/realtime").as_deref() == Some("1") {
-        Some("rt".to_string())
-    } else {
-        read("/sys/kernel/debug/sched/preempt")
-            .and_then(|s| {
-                s.split_whitespace()
-                    .find(|w| w.starts_with('('))
-                    .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
-            })
-            .or_else(|| {
-                read("/proc/cmdline").and_then(|c| {
-                    c.split_whitespace()
-                        .find_map(|w| w.strip_prefix("preempt=").map(str::to_string))
-                })
-            })
-    };
-    Machine {
-        hostname: read("/proc/sys/kernel/hostname"),
-        kernel_release: kernel_release(),
-        kernel_version: version,
-        arch: Some(std::env::consts::ARCH.to_string()),
-        cpus_online: online_cpus().unwrap_or_default(),
-        cpu_model: cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()),
-        preemption,
-        cmdline: read("/proc/cmdline"),
-        virtualized: Some(
-            cpuinfo
-                .lines()
-                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")),
-        ),
-    }
 }
 
 /// Restores the machine when dropped: every ledger entry, newest first.
@@ -430,7 +386,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     // The run directory, checked writable before measuring.
     let dir = rundir::create_run_dir(&a.results, &p.label)?;
-    let machine = basic_machine();
+    // The machine inventory (`latlab check`'s), recorded so `compare` can say what changed.
+    // Steal time is not sampled here: it would delay the start by a second.
+    let inventory = latlab_sys::inventory::collect_with(
+        Path::new("/"),
+        &latlab_sys::inventory::Options { steal_sample: None },
+    );
+    let machine = latlab_sys::inventory::machine(&inventory);
+    let inventory = serde_json::to_value(&inventory).ok();
 
     // Signals end the run early; results are still written and everything restored.
     let stop = Arc::new(AtomicBool::new(false));
@@ -596,6 +559,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         &warnings,
         true,
     );
+    record.inventory = inventory;
     if let Some(l) = loads.take() {
         let (recs, activity) = l.stop();
         reap_orphans();
