@@ -290,9 +290,21 @@ fn find_anchor(line: &str) -> Option<Anchor> {
                     });
                 }
             }
-        } else if tok.len() >= 4 && fl_start >= 1 && bytes[fl_start - 1] == b']' {
-            // `[001]d..2.` without a space is not a format we know; keep looking.
-            continue;
+        } else if tok.is_empty() && fl_start >= 1 && bytes[fl_start - 1] == b']' {
+            // `trace-cmd report` without `-l`: `[CPU] TIMESTAMP:`, no flags column.
+            if let Some(open) = line[..fl_start - 1].rfind('[') {
+                if let Ok(cpu) = line[open + 1..fl_start - 1].parse::<u32>() {
+                    if open > 0 && bytes[open - 1] == b' ' {
+                        return Some(Anchor {
+                            task_end: open - 1,
+                            cpu,
+                            flags: Flags::default(),
+                            ts,
+                            rest: colon + 2,
+                        });
+                    }
+                }
+            }
         }
     }
     None
@@ -607,6 +619,14 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// `trace-cmd report` preamble lines: `version = 6`, `cpus=2`, `CPU 0 is empty`, …
+fn is_tracecmd_header(l: &str) -> bool {
+    l.starts_with("cpus=")
+        || l.starts_with("version = ")
+        || (l.starts_with("CPU ") && l.ends_with(" is empty"))
+        || (l.starts_with("CPU") && l.contains(" data recorded at offset="))
+}
+
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
@@ -644,7 +664,7 @@ impl Iterator for Parser<'_> {
                 });
                 continue;
             }
-            if l.trim().is_empty() || l.starts_with('#') {
+            if l.trim().is_empty() || l.starts_with('#') || is_tracecmd_header(l) {
                 continue;
             }
             // The tail of the previous event (a newline inside one of its comms)?
@@ -883,6 +903,19 @@ mod tests {
             "  bash-1 [000] d..2.  1.000001: sched_waking: comm=x pid=2 prio=120 target_cpu=000\n";
         let e = parse(&format!("{ok}{ok}garbage line\nmore garbage\neven more\n")).unwrap_err();
         assert_eq!(e.line, 3, "{e}");
+    }
+
+    #[test]
+    fn trace_cmd_report_without_latency_flags() {
+        let t = "cpus=2\n          <idle>-0     [001]  1471.554117: irq_handler_entry:    irq=36 name=virtio1-req.0\n  \
+                 rust-lld-15780 [001]  1549.929758453: sched_switch:         rust-lld:15780 [120] R ==> python3:15520 [19]\n";
+        let ev = events(t);
+        assert_eq!(ev.len(), 2);
+        assert_eq!(
+            (ev[0].cpu, ev[0].pid, ev[0].task_comm.as_str()),
+            (1, 0, "<idle>")
+        );
+        assert!(matches!(&ev[1].kind, EventKind::SchedSwitch { next, .. } if next.pid == 15520));
     }
 
     #[test]
