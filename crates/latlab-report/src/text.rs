@@ -246,7 +246,13 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             let causes: Vec<String> = s
                 .causes
                 .iter()
-                .map(|c| format!("{:?} {} {}", c.kind, clean(&c.name), Human(c.ns)).to_lowercase())
+                .map(|c| {
+                    let kind = serde_json::to_value(c.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    format!("{kind} {} {}", clean(&c.name), Human(c.ns))
+                })
                 .collect();
             let _ = writeln!(
                 out,

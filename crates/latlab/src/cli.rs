@@ -121,6 +121,15 @@ pub struct RunArgs {
 /// Flags added by later parts (loads, trace); each documented in README.md.
 #[derive(Debug, Args, Default)]
 pub struct RunExtArgs {
+    /// Per-CPU buffer of the tracefs flight recorder (with --trace-threshold)
+    #[arg(long, default_value = "4MiB")]
+    pub trace_buffer: String,
+    /// Spikes traced at most (further ones are counted as not traced)
+    #[arg(long, default_value_t = 100)]
+    pub trace_max_spikes: u32,
+    /// End with an error when tracing is impossible (default: measure on without it)
+    #[arg(long)]
+    pub trace_required: bool,
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s")]
     pub warmup: String,

@@ -426,7 +426,29 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         l.measurement_started();
     }
 
-    let trace: Option<TraceHook> = None;
+    // The flight recorder, started last so its buffer holds the measured period only.
+    let mut tracer = match p.trace_threshold_ns {
+        Some(threshold_ns) => crate::trace_session::TraceSession::start(
+            &crate::trace_session::TraceOptions {
+                threshold_ns,
+                buffer_kb: parse_kib(&a.ext.trace_buffer)?,
+                max_spikes: a.ext.trace_max_spikes,
+                required: a.ext.trace_required,
+            },
+            &p.cpus,
+            ledger.clone(),
+            &mut warnings,
+        )?,
+        None => None,
+    };
+    let trace: Option<TraceHook> = match (&tracer, p.trace_threshold_ns) {
+        (Some(t), Some(threshold_ns)) => Some(TraceHook {
+            marker_fd: t.marker_fd(),
+            threshold_ns,
+            armed: t.armed(),
+        }),
+        _ => None,
+    };
 
     let engine = Engine::start(measure::Config {
         cpus: p.cpus.clone(),
@@ -465,7 +487,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut last_second = Instant::now();
     let mut last_checkpoint = Instant::now();
     let mut events: Vec<SpikeEvent> = Vec::new();
-    let spikes: Vec<SpikeRecord> = Vec::new();
+    let mut spikes: Vec<SpikeRecord> = Vec::new();
     let mut interrupted = false;
     let mut load_error: Option<anyhow::Error> = None;
 
@@ -482,6 +504,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
         for t in &threads {
             t.drain_spikes(&mut events);
+        }
+        if let Some(tr) = tracer.as_mut() {
+            for e in &events {
+                if let Some(s) = tr.on_spike(
+                    e.cpu,
+                    e.intended_ns,
+                    e.actual_ns,
+                    e.latency_ns,
+                    e.marker_written,
+                    &dir,
+                ) {
+                    spikes.push(s);
+                }
+            }
         }
         events.clear();
         if let Some(l) = loads.as_mut() {
@@ -530,6 +566,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     for (t, s) in threads.iter().zip(seconds.iter_mut()) {
         t.drain_seconds(s);
         t.drain_spikes(&mut events);
+        if let Some(tr) = tracer.as_mut() {
+            for e in events.drain(..) {
+                if let Some(s) = tr.on_spike(
+                    e.cpu,
+                    e.intended_ns,
+                    e.actual_ns,
+                    e.latency_ns,
+                    e.marker_written,
+                    &dir,
+                ) {
+                    spikes.push(s);
+                }
+            }
+        }
         let dropped = t.dropped_spikes();
         if dropped > 0 {
             warnings.push(format!(
@@ -560,6 +610,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         true,
     );
     record.inventory = inventory;
+    if let Some(tr) = tracer.take() {
+        record.trace = Some(tr.finish());
+    }
     if let Some(l) = loads.take() {
         let (recs, activity) = l.stop();
         reap_orphans();
@@ -610,5 +663,21 @@ fn reap_orphans() {
         if r <= 0 {
             break;
         }
+    }
+}
+
+/// `4MiB`, `512KiB`, `4096` (KiB) → KiB.
+fn parse_kib(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("MiB").or_else(|| t.strip_suffix('M')) {
+        (n, 1024)
+    } else if let Some(n) = t.strip_suffix("KiB").or_else(|| t.strip_suffix('K')) {
+        (n, 1)
+    } else {
+        (t, 1)
+    };
+    match num.trim().parse::<u64>() {
+        Ok(v) if v > 0 => Ok(v * mult),
+        _ => bail!("--trace-buffer {s}: expected a size such as 4MiB or 512KiB"),
     }
 }
