@@ -239,8 +239,14 @@ impl RunRecord {
     /// Parse `run.json` bytes: checks the schema version first, then every histogram, and
     /// recomputes the derived statistics.
     pub fn from_json(bytes: &[u8]) -> Result<RunRecord, RecordError> {
-        let v: serde_json::Value = serde_json::from_slice(bytes)?;
-        match v.get("schema_version").and_then(|s| s.as_u64()) {
+        // Only the version first, then the record straight from the bytes: going through a
+        // serde_json::Value would turn the u128 sums above 2^64 into floats.
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: Option<u64>,
+        }
+        let v: Version = serde_json::from_slice(bytes)?;
+        match v.schema_version {
             Some(n) if n == SCHEMA_VERSION as u64 => {}
             Some(n) => return Err(RecordError::Schema { found: n }),
             None => {
@@ -249,7 +255,7 @@ impl RunRecord {
                 )))
             }
         }
-        let mut r: RunRecord = serde_json::from_value(v)?;
+        let mut r: RunRecord = serde_json::from_slice(bytes)?;
         r.refresh()?;
         Ok(r)
     }
@@ -367,6 +373,21 @@ mod tests {
         assert_eq!(v["total"]["max_ns"], 30_000);
         assert_eq!(v["source"], "latlab");
         let back = RunRecord::from_json(&json).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn sums_above_2_pow_64_roundtrip() {
+        // 10^6 samples of 10 ms: a sum of squares of 10^20 ns² (> 2^64).
+        let mut h = Histogram::new(Layout::default());
+        for _ in 0..1_000_000 {
+            h.record(10_000_000);
+        }
+        let mut r = record();
+        r.cpus[0].histogram = h.to_record();
+        r.refresh().unwrap();
+        assert!(r.cpus[0].histogram.sumsq_ns2 > u64::MAX as u128);
+        let back = RunRecord::from_json(&r.to_json()).unwrap();
         assert_eq!(back, r);
     }
 
