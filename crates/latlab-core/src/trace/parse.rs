@@ -197,6 +197,7 @@ pub fn header_entries(text: &str) -> Option<(u64, u64)> {
 }
 
 /// Where the fixed part of an event line is.
+#[derive(Clone, Copy)]
 struct Anchor {
     /// End of the TASK-PID column (start of the anchor's leading space).
     task_end: usize,
@@ -228,9 +229,12 @@ fn parse_ts(s: &str) -> Option<u64> {
 fn find_anchor(line: &str) -> Option<Anchor> {
     let bytes = line.as_bytes();
     let mut search = 0;
-    while let Some(off) = line[search..].find(": ") {
+    while let Some(off) = bytes[search..].iter().position(|&c| c == b':') {
         let colon = search + off;
-        search = colon + 2;
+        search = colon + 1;
+        if bytes.get(colon + 1) != Some(&b' ') {
+            continue;
+        }
         // Timestamp token right before the colon.
         let ts_start = bytes[..colon]
             .iter()
@@ -326,19 +330,16 @@ fn split_task(col: &str) -> (String, i64) {
     (col.to_string(), -1)
 }
 
-/// `key=value` lookup in a body where values have no spaces.
+/// `key=value` lookup in a body where values have no spaces (tokens split on spaces; a
+/// leading `[` as in `[action=SCHED]` is allowed).
 fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
-    let mut start = 0;
-    while let Some(p) = body[start..].find(key) {
-        let at = start + p;
-        let before_ok = at == 0 || matches!(body.as_bytes()[at - 1], b' ' | b'[' | b'\t');
-        let after = at + key.len();
-        if before_ok && body.as_bytes().get(after) == Some(&b'=') {
-            let v = &body[after + 1..];
-            let end = v.find([' ', ']']).unwrap_or(v.len());
-            return Some(&v[..end]);
+    for tok in body.split(' ') {
+        let tok = tok.strip_prefix('[').unwrap_or(tok);
+        if let Some(v) = tok.strip_prefix(key) {
+            if let Some(v) = v.strip_prefix('=') {
+                return Some(v.strip_suffix(']').unwrap_or(v));
+            }
         }
-        start = at + key.len();
     }
     None
 }
@@ -355,6 +356,35 @@ fn kv_u(body: &str, key: &str) -> Result<u64, String> {
         .map_err(|_| format!("{key}={v:?} is not an integer"))
 }
 
+/// `str::find` for short needles without the two-way searcher's setup (hot in big traces).
+fn find_sub(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let first = *n.first()?;
+    let mut i = 0;
+    while let Some(p) = h.get(i..)?.iter().position(|&c| c == first) {
+        let at = i + p;
+        if h.get(at..at + n.len()) == Some(n) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// `str::rfind` counterpart of [`find_sub`].
+fn rfind_sub(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let first = *n.first()?;
+    let mut end = h.len();
+    while let Some(at) = h[..end].iter().rposition(|&c| c == first) {
+        if h.get(at..at + n.len()) == Some(n) {
+            return Some(at);
+        }
+        end = at;
+    }
+    None
+}
+
 /// `prev_comm=A B prev_pid=…`: the comm is what lies between `X=` and the LAST ` next_key=`.
 fn comm_between<'a>(
     s: &'a str,
@@ -364,16 +394,14 @@ fn comm_between<'a>(
     let v = s
         .strip_prefix(start_key)
         .ok_or_else(|| format!("expected {start_key}"))?;
-    let p = v
-        .rfind(end_key)
-        .ok_or_else(|| format!("no{end_key}field"))?;
+    let p = rfind_sub(v, end_key).ok_or_else(|| format!("no{end_key}field"))?;
     Ok((&v[..p], &v[p + 1..]))
 }
 
 /// trace-cmd's compact task: `comm:pid [prio]` (comm may hold ':').
 fn compact_task(s: &str) -> Result<TaskRef, String> {
     let s = s.trim();
-    let open = s.rfind(" [").ok_or("expected 'comm:pid [prio]'")?;
+    let open = rfind_sub(s, " [").ok_or("expected 'comm:pid [prio]'")?;
     let prio = s[open + 2..]
         .trim_end()
         .strip_suffix(']')
@@ -394,9 +422,8 @@ fn strip_fn(f: &str) -> String {
 }
 
 fn parse_switch(body: &str) -> Result<EventKind, String> {
-    let (l, r) = body
-        .split_once(" ==> ")
-        .ok_or("sched_switch without ' ==> '")?;
+    let p = find_sub(body, " ==> ").ok_or("sched_switch without ' ==> '")?;
+    let (l, r) = (&body[..p], &body[p + 5..]);
     if l.starts_with("prev_comm=") {
         let (pc, lrest) = comm_between(l, "prev_comm=", " prev_pid=")?;
         let (nc, rrest) = comm_between(r, "next_comm=", " next_pid=")?;
@@ -438,7 +465,7 @@ fn parse_wake(body: &str) -> Result<(TaskRef, Option<u32>), String> {
         ))
     } else {
         // trace-cmd: `python3:15520 [19] CPU:001`
-        let (t, cpu) = match body.rfind(" CPU:") {
+        let (t, cpu) = match rfind_sub(body, " CPU:") {
             Some(p) => (&body[..p], body[p + 5..].trim().parse().ok()),
             None => (body, None),
         };
@@ -514,6 +541,10 @@ fn parse_body(name: &str, body: &str) -> Result<EventKind, String> {
 /// Build an event from one (possibly joined) anchored text.
 fn event_from(line: usize, text: &str) -> Result<Event, String> {
     let a = find_anchor(text).ok_or("no ' [CPU] FLAGS TIMESTAMP: ' anchor")?;
+    event_at(line, text, a)
+}
+
+fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event, String> {
     let (task_comm, pid) = split_task(&text[..a.task_end]);
     let rest = &text[a.rest..];
     let (name, body) = match rest.find(':') {
@@ -656,12 +687,17 @@ impl Iterator for Parser<'_> {
             };
             let line = i + 1;
             let l = raw.strip_suffix('\r').unwrap_or(raw);
-            if find_anchor(l).is_some() {
+            if let Some(a) = find_anchor(l) {
                 let head = self.settle(false);
-                self.prev = Some(match head {
-                    Some((hl, ht)) => (hl, format!("{ht}\n{l}")),
-                    None => (line, l.to_string()),
-                });
+                match head {
+                    Some((hl, ht)) => self.prev = Some((hl, format!("{ht}\n{l}"))),
+                    // Fast path: a line that is a complete event is emitted at once (only an
+                    // incomplete one can have a tail on the next line).
+                    None => match event_at(line, l, a) {
+                        Ok(ev) => self.out.push_back(Ok(Record::Event(ev))),
+                        Err(_) => self.prev = Some((line, l.to_string())),
+                    },
+                }
                 continue;
             }
             if l.trim().is_empty() || l.starts_with('#') || is_tracecmd_header(l) {
@@ -916,6 +952,20 @@ mod tests {
             (1, 0, "<idle>")
         );
         assert!(matches!(&ev[1].kind, EventKind::SchedSwitch { next, .. } if next.pid == 15520));
+    }
+
+    #[test]
+    fn substring_search() {
+        for (h, n) in [
+            ("a ==> b ==> c", " ==> "),
+            ("xyz", "q"),
+            ("prev_pid=1 prev_pid=2", " prev_pid="),
+            ("", "a"),
+            ("aaa", "aa"),
+        ] {
+            assert_eq!(find_sub(h, n), h.find(n), "{h} {n}");
+            assert_eq!(rfind_sub(h, n), h.rfind(n), "{h} {n}");
+        }
     }
 
     #[test]
