@@ -43,7 +43,7 @@ pub enum SampleMode {
     Wakeups,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AnalyzeOptions {
     /// Samples at or above this latency are spikes (kept with their causes).
     pub threshold_ns: Nanos,
@@ -51,16 +51,6 @@ pub struct AnalyzeOptions {
     pub virtualized: bool,
     /// None: markers if the trace has any, else wake-ups.
     pub mode: Option<SampleMode>,
-}
-
-impl Default for AnalyzeOptions {
-    fn default() -> Self {
-        AnalyzeOptions {
-            threshold_ns: 0,
-            virtualized: false,
-            mode: None,
-        }
-    }
 }
 
 /// One analyzed sample.
@@ -197,6 +187,9 @@ impl EscapeControl for char {
 }
 
 type Key = (CauseKind, String, i64, i64);
+
+/// A sample's end from its marker: (intended, actual, latency, marker timestamp).
+type MarkerEnd = (Nanos, Nanos, Option<Nanos>, Nanos);
 
 #[derive(Debug, Clone)]
 struct Ctx {
@@ -380,7 +373,7 @@ impl Analyzer {
             && !is_sched(&ev.kind);
 
         // 2. Update the state.
-        let mut finished: Vec<(Window, Option<(Nanos, Nanos, Option<Nanos>, Nanos)>)> = Vec::new();
+        let mut finished: Vec<(Window, Option<MarkerEnd>)> = Vec::new();
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } => {
                 st.stack.clear();
@@ -543,12 +536,7 @@ impl Analyzer {
         }
     }
 
-    fn finish_window(
-        &mut self,
-        cpu: u32,
-        w: Window,
-        marker: Option<(Nanos, Nanos, Option<Nanos>, Nanos)>,
-    ) {
+    fn finish_window(&mut self, cpu: u32, w: Window, marker: Option<MarkerEnd>) {
         let st = self.cpus.entry(cpu).or_default();
         let (e, r, latency, mut acc) = match marker {
             Some((e, r, l, _)) => (e, Some(r), l.unwrap_or(r.saturating_sub(e)), w.acc.clone()),
