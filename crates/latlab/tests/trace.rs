@@ -271,7 +271,8 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
     let (e, _r, lat) = found.expect("the burst delayed no wake-up by over 1 ms");
     assert!(!rec.is_on(), "the marker did not stop the recorder");
     let text = String::from_utf8_lossy(&rec.read_cpu(cpu as u32).unwrap()).into_owned();
-    let keep = tmp.path().join("ground-truth-trace.txt");
+    // Kept for diagnosis when an assertion fails; removed at the end on success.
+    let keep = std::env::temp_dir().join(format!("latlab-ground-truth-{}.txt", std::process::id()));
     std::fs::write(&keep, &text).unwrap();
 
     // Remove the instance (and unmount if we mounted) before asserting: leave the machine clean.
@@ -333,6 +334,7 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         err * 100.0
     );
     assert!(s.explained_ns() <= s.latency_ns);
+    let _ = std::fs::remove_file(&keep);
 }
 
 /// Not a test: captures a large real trace for the `analyze` throughput benchmark, through
@@ -378,4 +380,28 @@ fn capture_hackbench_trace_for_the_benchmark() {
     }
     assert!(st.is_ok_and(|o| o.status.success()), "hackbench failed");
     eprintln!("captured {} bytes", text.len());
+}
+
+/// Regression (found by the ground truth): a real trace in which the kernel's `sched_switch`
+/// into the burst task is missing. The attribution said "idle while runnable"; the PID
+/// column of the following events shows who really ran.
+#[test]
+fn regression_missing_sched_switch_recovered_from_pid_column() {
+    let out = latlab()
+        .args(["analyze", "--format", "json"])
+        .arg(fixture("trace-missing-switch-cpu1.txt"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["spikes"][0];
+    assert_eq!(s["latency_ns"], 2_615_242);
+    assert_eq!(s["causes"][0]["kind"], "task");
+    assert_eq!(s["causes"][0]["name"], "lat-burst");
+    assert_eq!(s["causes"][0]["pid"], 3210);
+    assert_eq!(s["causes"][0]["prio"], 9);
 }

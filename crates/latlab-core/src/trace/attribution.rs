@@ -204,7 +204,9 @@ struct Ctx {
 struct Cur {
     pid: i64,
     comm: String,
+    /// 120 (CFS default) when not known yet.
     prio: i64,
+    prio_known: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +279,8 @@ pub struct Analyzer {
     opts: AnalyzeOptions,
     mode: SampleMode,
     cpus: BTreeMap<u32, CpuState>,
+    /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
+    known: HashMap<i64, (String, i64)>,
     out: Analysis,
 }
 
@@ -310,6 +314,7 @@ impl Analyzer {
             opts,
             mode,
             cpus: BTreeMap::new(),
+            known: HashMap::new(),
             out: Analysis {
                 mode: Some(mode),
                 ..Default::default()
@@ -331,7 +336,31 @@ impl Analyzer {
         self.out.events += 1;
         let virtualized = self.opts.virtualized;
         let mode = self.mode;
+        match &ev.kind {
+            EventKind::SchedSwitch { prev, next, .. } => {
+                learn(&mut self.known, prev);
+                learn(&mut self.known, next);
+            }
+            EventKind::SchedWaking { task, .. } => learn(&mut self.known, task),
+            _ => {}
+        }
         let st = self.cpus.entry(ev.cpu).or_default();
+        // The PID column is exact: the task on this CPU at this event. When it disagrees with
+        // the last sched_switch (a switch missing from the trace, or the trace's start), it
+        // wins — for the gap before this event too, since the switch happened somewhere in it.
+        if ev.pid >= 0 && st.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
+            let (comm, prio, prio_known) = match self.known.get(&ev.pid) {
+                Some((c, p)) => (c.clone(), *p, true),
+                None if ev.pid == 0 => ("swapper".to_string(), 120, true),
+                None => (ev.task_comm.clone(), 120, false),
+            };
+            st.current = Some(Cur {
+                pid: ev.pid,
+                comm,
+                prio,
+                prio_known,
+            });
+        }
         let t = match st.last_ts {
             Some(l) if ev.ts < l => l, // out of order: no time passes
             _ => ev.ts,
@@ -382,6 +411,7 @@ impl Analyzer {
                     pid: next.pid,
                     comm: next.comm.clone(),
                     prio: next.prio,
+                    prio_known: true,
                 });
                 let mut switched_in = false;
                 let mut i = 0;
@@ -468,7 +498,7 @@ impl Analyzer {
                 let prio = st
                     .current
                     .as_ref()
-                    .filter(|c| c.pid == ev.pid)
+                    .filter(|c| c.pid == ev.pid && c.prio_known)
                     .map(|c| c.prio);
                 if prio.is_none_or(|p| p < 100) {
                     if let Some(i) = st.windows.iter().position(|w| w.pid == ev.pid) {
@@ -513,7 +543,7 @@ impl Analyzer {
                         None => Window {
                             pid: ev.pid,
                             comm: ev.task_comm.clone(),
-                            prio: st.current.as_ref().map(|c| c.prio),
+                            prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
                             e,
                             covered_from: None,
                             timer_irq: None,
@@ -622,6 +652,19 @@ impl Analyzer {
             }
         }
         self.out
+    }
+}
+
+fn learn(known: &mut HashMap<i64, (String, i64)>, t: &super::parse::TaskRef) {
+    if t.pid <= 0 {
+        return;
+    }
+    match known.get_mut(&t.pid) {
+        Some(k) if k.1 == t.prio && k.0 == t.comm => {}
+        Some(k) => *k = (t.comm.clone(), t.prio),
+        None => {
+            known.insert(t.pid, (t.comm.clone(), t.prio));
+        }
     }
 }
 
@@ -1159,6 +1202,30 @@ mod tests {
         assert_eq!(s.latency_ns, 1_549_944_045_246 - 1_549_930_731_883);
         assert_eq!(s.causes[0].name, "rust-lld");
         assert!(s.causes[0].ns as f64 / s.latency_ns as f64 > 0.98);
+    }
+
+    /// Regression: a real capture in which the switch idle → burst task is missing; the
+    /// PID column of the following events says who runs, and wins.
+    #[test]
+    fn missing_switch_is_recovered_from_the_pid_column() {
+        let x = task("burst", 300, 9);
+        let mut b = B::new();
+        b.sleep(task("swapper/1", 0, 120));
+        b.push(
+            E - 500_000,
+            0,
+            "d.h3.",
+            EventKind::SchedWaking {
+                task: x.clone(),
+                target_cpu: Some(1),
+            },
+        );
+        // No sched_switch to `burst`: its events simply appear.
+        b.timer_irq(E, E + 1_000, 300)
+            .switch(E + 2_000_000, x, task("tau", TAU, 19));
+        let s = &b.run(true, SampleMode::Wakeups).spikes[0];
+        assert_eq!(find(s, CauseKind::Task, "burst"), 1_999_000);
+        assert_eq!(s.causes[0].prio, 9);
     }
 
     #[test]
