@@ -505,21 +505,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         for t in &threads {
             t.drain_spikes(&mut events);
         }
-        if let Some(tr) = tracer.as_mut() {
-            for e in &events {
-                if let Some(s) = tr.on_spike(
-                    e.cpu,
-                    e.intended_ns,
-                    e.actual_ns,
-                    e.latency_ns,
-                    e.marker_written,
-                    &dir,
-                ) {
-                    spikes.push(s);
-                }
-            }
-        }
-        events.clear();
+        trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
         if let Some(l) = loads.as_mut() {
             if let Err(e) = l.poll() {
                 if load_error.is_none() {
@@ -566,20 +552,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     for (t, s) in threads.iter().zip(seconds.iter_mut()) {
         t.drain_seconds(s);
         t.drain_spikes(&mut events);
-        if let Some(tr) = tracer.as_mut() {
-            for e in events.drain(..) {
-                if let Some(s) = tr.on_spike(
-                    e.cpu,
-                    e.intended_ns,
-                    e.actual_ns,
-                    e.latency_ns,
-                    e.marker_written,
-                    &dir,
-                ) {
-                    spikes.push(s);
-                }
-            }
-        }
+        trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
         let dropped = t.dropped_spikes();
         if dropped > 0 {
             warnings.push(format!(
@@ -680,4 +653,26 @@ fn parse_kib(s: &str) -> anyhow::Result<u64> {
         Ok(v) if v > 0 => Ok(v * mult),
         _ => bail!("--trace-buffer {s}: expected a size such as 4MiB or 512KiB"),
     }
+}
+
+/// Hand the drained spikes to the recorder (if tracing); keep the ones it traced.
+fn trace_spikes(
+    tracer: Option<&mut crate::trace_session::TraceSession>,
+    events: &mut Vec<SpikeEvent>,
+    dir: &std::path::Path,
+    spikes: &mut Vec<SpikeRecord>,
+) {
+    if let Some(tr) = tracer {
+        for e in events.iter() {
+            spikes.extend(tr.on_spike(
+                e.cpu,
+                e.intended_ns,
+                e.actual_ns,
+                e.latency_ns,
+                e.marker_written,
+                dir,
+            ));
+        }
+    }
+    events.clear();
 }
