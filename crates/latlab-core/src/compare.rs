@@ -473,6 +473,7 @@ mod tests {
             trace: None,
             loads: vec![],
             activity: None,
+            scenario: serde_json::Value::Null,
             warnings: vec![],
             notes: vec![],
         };

@@ -22,6 +22,7 @@ pub mod import;
 pub mod inventory;
 pub mod model;
 pub mod record;
+pub mod scenario;
 pub mod sim;
 pub mod stats;
 pub mod trace;

@@ -215,6 +215,9 @@ pub struct RunRecord {
     /// load average (recorded with loads).
     #[serde(default)]
     pub activity: Option<serde_json::Value>,
+    /// Results of `latlab scenario` (io-read, fairness) beyond the histograms; absent otherwise.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub scenario: serde_json::Value,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -345,6 +348,7 @@ mod tests {
             trace: None,
             loads: vec![],
             activity: None,
+            scenario: serde_json::Value::Null,
             warnings: vec![],
             notes: vec![],
         };

@@ -96,6 +96,7 @@ fn record() -> RunRecord {
         trace: None,
         loads: vec![],
         activity: None,
+        scenario: serde_json::Value::Null,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };

@@ -13,3 +13,4 @@ pub mod privileged;
 pub mod procstat;
 pub mod rt;
 pub mod tracefs;
+pub mod scenario;

@@ -319,6 +319,7 @@ pub(crate) fn record(
         trace: None,
         loads: vec![],
         activity: None,
+        scenario: serde_json::Value::Null,
         warnings: vec![],
         notes,
     }

@@ -318,6 +318,7 @@ fn build_record(
         trace: None,
         loads: vec![],
         activity: None,
+        scenario: serde_json::Value::Null,
         warnings: warnings.to_vec(),
         notes: vec![],
     };
