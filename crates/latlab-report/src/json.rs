@@ -41,7 +41,9 @@ pub fn value(m: &RunModel) -> Value {
 }
 
 pub fn render(m: &RunModel) -> Vec<u8> {
-    let mut v = serde_json::to_vec_pretty(&value(m)).expect("json serializes");
+    let mut val = value(m);
+    crate::text_scenario::add_json(&mut val, &m.record.scenario);
+    let mut v = serde_json::to_vec_pretty(&val).expect("json serializes");
     v.push(b'\n');
     v
 }

@@ -13,6 +13,7 @@ pub mod json;
 pub mod markdown;
 pub mod svg;
 pub mod text;
+pub mod text_scenario;
 
 /// The formats a single run renders to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

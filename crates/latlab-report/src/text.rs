@@ -275,6 +275,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             let _ = writeln!(out, "  {}: {}{ops}", clean(&l.profile), clean(&l.command));
         }
     }
+    out.push_str(&crate::text_scenario::block(&r.scenario));
     for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {
         if !lines.is_empty() {
             let _ = writeln!(out, "\n{title}");

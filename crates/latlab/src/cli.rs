@@ -37,6 +37,8 @@ pub enum Command {
     Cleanup(CleanupArgs),
     /// Benchmarks that print figures (latlab against cyclictest, …)
     Bench(BenchArgs),
+    /// Responsiveness scenarios of Love's OLS 2003 paper: io-read, fairness
+    Scenario(crate::cli_scenario::ScenarioArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod cli_scenario;
 mod cmd;
 mod load_session;
 mod rundir;

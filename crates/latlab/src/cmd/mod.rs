@@ -14,6 +14,7 @@ pub mod import;
 pub mod loads;
 pub mod report;
 pub mod run;
+pub mod scenario;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
@@ -26,5 +27,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loads(a) => loads::loads(a),
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
+        Command::Scenario(a) => scenario::scenario(a),
     }
 }

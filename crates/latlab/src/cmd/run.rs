@@ -154,8 +154,8 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
 }
 
 /// Restores the machine when dropped: every ledger entry, newest first.
-struct Restore {
-    ledger: Arc<Mutex<Ledger>>,
+pub(crate) struct Restore {
+    pub(crate) ledger: Arc<Mutex<Ledger>>,
 }
 
 impl Drop for Restore {
@@ -170,7 +170,7 @@ impl Drop for Restore {
     }
 }
 
-fn open_ledger() -> anyhow::Result<Ledger> {
+pub(crate) fn open_ledger() -> anyhow::Result<Ledger> {
     match Ledger::open() {
         Ok(l) => Ok(l),
         // Not root: keep the ledger where this user can write.

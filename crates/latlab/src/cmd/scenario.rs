@@ -1,0 +1,811 @@
+//! `latlab scenario io-read|fairness`: the responsiveness scenarios of Love's OLS 2003 paper.
+//! Same lifecycle as `latlab run` (validate everything → ledger → loads with warm-up →
+//! measure → stop → write → restore on every exit path), and a normal run directory whose
+//! histograms are the scenario's latency distributions and whose `scenario` key holds the rest.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
+use latlab_core::hist::{Histogram, Layout, Quantile};
+use latlab_core::model::RunModel;
+use latlab_core::record::{
+    CpuRecord, LoadRecord, Machine, RunConfig, RunRecord, Source, ThreadInfo, SCHEMA_VERSION,
+};
+use latlab_core::scenario as stats;
+use latlab_core::stats::Stats;
+use latlab_core::units::{parse_duration, parse_latency, Nanos};
+use latlab_sys::ledger::{Entry, Ledger};
+use latlab_sys::rt::{self, Policy};
+use latlab_sys::scenario::{fairness, io_read};
+use serde_json::{json, Value};
+
+use crate::cli::{Policy as CliPolicy, RunFormat};
+use crate::cli_scenario::{
+    FairnessArgs, IoReadArgs, ScenarioArgs, ScenarioCommand, ScenarioCommon,
+};
+use crate::cmd::run::{online_cpus, open_ledger, Restore};
+use crate::load_session::{LoadOptions, LoadSession};
+use crate::rundir;
+
+const TICK: Duration = Duration::from_millis(100);
+/// Longest run of real-time CPU hogs allowed.
+const RT_MAX_NS: Nanos = 600 * 1_000_000_000;
+
+pub fn scenario(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
+    match a.command {
+        ScenarioCommand::Fairness(f) => run_fairness(f),
+        ScenarioCommand::IoRead(i) => run_io_read(i),
+    }
+}
+
+fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
+    r.map_err(|e| anyhow!("--{name}: {e}"))
+}
+
+/// What both scenarios set up before measuring.
+struct Session {
+    dir: PathBuf,
+    machine: Machine,
+    inventory: Option<Value>,
+    stop: Arc<AtomicBool>,
+    ledger: Arc<Mutex<Ledger>>,
+    restore: Restore,
+    started_at: String,
+}
+
+fn begin(results: &Path, label: &str) -> anyhow::Result<Session> {
+    let dir = rundir::create_run_dir(results, label)?;
+    let inventory = latlab_sys::inventory::collect_with(
+        Path::new("/"),
+        &latlab_sys::inventory::Options { steal_sample: None },
+    );
+    let machine = latlab_sys::inventory::machine(&inventory);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handlers")?;
+    }
+    let ledger = Arc::new(Mutex::new(open_ledger()?));
+    Ok(Session {
+        dir,
+        machine,
+        inventory: serde_json::to_value(&inventory).ok(),
+        stop,
+        restore: Restore {
+            ledger: ledger.clone(),
+        },
+        ledger,
+        started_at: rundir::utc_now().0,
+    })
+}
+
+fn load_options(c: &ScenarioCommon, default_dir: Option<PathBuf>) -> anyhow::Result<LoadOptions> {
+    let cpus = match &c.load_cpus {
+        None => None,
+        Some(s) => {
+            let v = flag("load-cpus", parse_cpu_list(s))?;
+            if v.is_empty() {
+                bail!("--load-cpus: the list is empty; give CPUs such as 0-1");
+            }
+            Some(v)
+        }
+    };
+    Ok(LoadOptions {
+        dir: c.load_dir.clone().or(default_dir),
+        cpus,
+        required: false,
+        src: None,
+        duration_ns: 0,
+    })
+}
+
+/// Start a load session and warm it up; false when a signal came during the warm-up.
+fn start_loads(
+    l: &mut LoadSession,
+    s: &Session,
+    log_dir: &Path,
+    warmup_ns: Nanos,
+) -> anyhow::Result<bool> {
+    // Orphans of the loads are re-parented to latlab, which reaps them.
+    // SAFETY: plain prctl.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    l.start(s.ledger.clone(), log_dir)?;
+    let warm = Instant::now();
+    while warm.elapsed() < Duration::from_nanos(warmup_ns) {
+        if s.stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        l.poll()?;
+        std::thread::sleep(TICK);
+    }
+    l.measurement_started();
+    Ok(true)
+}
+
+fn reap_orphans() {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain syscall; WNOHANG never blocks.
+        if unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } <= 0 {
+            break;
+        }
+    }
+}
+
+fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.contains(char::is_whitespace) {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record(
+    s: &Session,
+    label: &str,
+    config: RunConfig,
+    series: Vec<(u32, &Histogram, ThreadInfo, u64)>,
+    scenario: Value,
+    loads: Vec<LoadRecord>,
+    activity: Option<Value>,
+    warnings: Vec<String>,
+) -> anyhow::Result<RunRecord> {
+    let cpus = series
+        .into_iter()
+        .map(|(cpu, h, thread, missed)| CpuRecord {
+            cpu,
+            stats: Stats {
+                missed_periods: missed,
+                ..Stats::default()
+            },
+            histogram: h.to_record(),
+            per_second_max_ns: vec![],
+            top_spikes: vec![],
+            thread,
+        })
+        .collect();
+    let mut r = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        label: label.into(),
+        source: Source::Latlab,
+        complete: true,
+        tool_version: Some(env!("CARGO_PKG_VERSION").into()),
+        command_line: Some(command_line()),
+        started_at: Some(s.started_at.clone()),
+        ended_at: Some(rundir::utc_now().0),
+        config,
+        machine: s.machine.clone(),
+        inventory: s.inventory.clone(),
+        total: Stats::default(),
+        cpus,
+        spikes: vec![],
+        trace: None,
+        loads,
+        activity,
+        scenario,
+        warnings,
+        notes: vec![],
+    };
+    r.refresh()?;
+    Ok(r)
+}
+
+/// Write the run directory and print the summary.
+fn finish(dir: &Path, rec: RunRecord, format: RunFormat) -> anyhow::Result<ExitCode> {
+    rundir::write_run(dir, &rec, true)?;
+    let model = RunModel::new(rec)?;
+    let out = match format {
+        RunFormat::Text => {
+            let mut s = latlab_report::render(&model, latlab_report::Format::Text);
+            s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
+            s
+        }
+        RunFormat::Json => {
+            eprintln!("results: {}", dir.display());
+            latlab_report::render(&model, latlab_report::Format::Json)
+        }
+    };
+    rundir::emit(&out, None)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn hist_summary(h: &Histogram) -> Value {
+    json!({
+        "count": h.count(),
+        "p50_ns": h.quantile(Quantile::P50),
+        "p99_ns": h.quantile(Quantile::P99),
+        "max_ns": h.max(),
+    })
+}
+
+// ----------------------------------------------------------------------------------------
+// fairness
+
+fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
+    // Validate everything before anything starts.
+    if a.tasks == 0 || a.tasks > 1024 {
+        bail!(
+            "--tasks {}: give 1 to 1024 tasks (2 or more to judge fairness)",
+            a.tasks
+        );
+    }
+    let duration_ns = flag("duration", parse_duration(&a.duration))?;
+    if duration_ns == 0 {
+        bail!("--duration: must be more than 0 (e.g. 10s)");
+    }
+    let policy = match a.policy {
+        CliPolicy::Fifo => Policy::Fifo,
+        CliPolicy::Rr => Policy::Rr,
+        CliPolicy::Other => Policy::Other,
+    };
+    let online = online_cpus()?;
+    let cpus = match &a.cpus {
+        None => {
+            let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
+            let last = online
+                .iter()
+                .rev()
+                .find(|c| allowed.contains(c))
+                .copied()
+                .ok_or_else(|| anyhow!("no online CPU is available to this process"))?;
+            vec![last]
+        }
+        Some(l) => {
+            let v = flag("cpus", parse_cpu_list(l))?;
+            if v.is_empty() {
+                bail!("--cpus: the list is empty; give CPUs such as 1 or 0-1");
+            }
+            if let Some(c) = v.iter().find(|c| !online.contains(c)) {
+                bail!(
+                    "--cpus {l}: CPU {c} is not online (online: {}); choose online CPUs",
+                    format_cpu_list(&online)
+                );
+            }
+            v
+        }
+    };
+    if policy.is_rt() {
+        if !(1..=99).contains(&a.priority) {
+            bail!(
+                "--priority {}: must be 1..99 for --policy {}",
+                a.priority,
+                policy.as_str()
+            );
+        }
+        if !rt::can_use_rt() {
+            bail!(
+                "--policy {} needs root (or CAP_SYS_NICE): run as root, or use --policy other",
+                policy.as_str()
+            );
+        }
+        if online.iter().all(|c| cpus.contains(c)) {
+            bail!(
+                "--cpus {}: real-time CPU hogs on every online CPU could lock the machine; leave at least one CPU out (e.g. --cpus {})",
+                format_cpu_list(&cpus),
+                online.last().copied().unwrap_or(0)
+            );
+        }
+        if duration_ns > RT_MAX_NS {
+            bail!(
+                "--duration {}: real-time hogs run at most 10m; give a shorter --duration",
+                a.duration
+            );
+        }
+    }
+    let sleeper_interval_ns = if a.sleeper {
+        let i = flag("sleeper-interval", parse_latency(&a.sleeper_interval))?;
+        if i < 100_000 || i > duration_ns {
+            bail!(
+                "--sleeper-interval {}: give 100us up to the --duration",
+                a.sleeper_interval
+            );
+        }
+        Some(i)
+    } else {
+        None
+    };
+    let warmup_ns = flag("warmup", parse_duration(&a.common.warmup))?;
+    let mut loads = if a.loads.is_empty() {
+        None
+    } else {
+        Some(LoadSession::prepare(
+            &a.loads,
+            &load_options(&a.common, None)?,
+        )?)
+    };
+    let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
+    let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
+    let s = begin(&a.common.results, &label)?;
+    let mut warnings = Vec::new();
+    if policy.is_rt() {
+        if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us") {
+            if v.trim() != "-1" {
+                warnings.push(format!(
+                    "RT throttling is on (sched_rt_runtime_us={}): the tasks get at most that share of each second of their CPUs",
+                    v.trim()
+                ));
+            }
+        }
+    }
+    let mut ran = true;
+    if let Some(l) = loads.as_mut() {
+        ran = start_loads(l, &s, &s.dir.join("loads"), warmup_ns)?;
+    }
+    let cfg = fairness::Config {
+        tasks: a.tasks,
+        duration_ns,
+        policy,
+        priority: if policy.is_rt() { a.priority } else { 0 },
+        cpus: cpus.clone(),
+        sleeper_interval_ns,
+        layout,
+    };
+    let out = if ran {
+        Some(fairness::run(&cfg, s.stop.clone()).with_context(|| {
+            format!(
+                "cannot run the fairness tasks (--policy {} --cpus {})",
+                policy.as_str(),
+                format_cpu_list(&cpus)
+            )
+        })?)
+    } else {
+        None
+    };
+    let (load_recs, activity) = match loads.take() {
+        Some(l) => {
+            let (r, a) = l.stop();
+            reap_orphans();
+            (r, Some(a))
+        }
+        None => (vec![], None),
+    };
+    let interrupted = out.as_ref().is_none_or(|o| o.interrupted);
+    if interrupted {
+        warnings.push(
+            "the run was interrupted by a signal: the figures cover part of --duration".into(),
+        );
+    }
+    let empty = Histogram::new(layout);
+    let (tasks_v, scen) = match &out {
+        Some(o) => {
+            let cpu: Vec<f64> = o.tasks.iter().map(|t| t.cpu_ns as f64).collect();
+            let work: Vec<f64> = o.tasks.iter().map(|t| t.work as f64).collect();
+            let cs = stats::shares(&cpu);
+            let ws = stats::shares(&work);
+            let per: Vec<Value> = o
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    json!({"task": t.index, "tid": t.tid, "cpu_ns": t.cpu_ns, "work": t.work,
+                           "wall_ns": t.wall_ns, "cpu_share": cs[i], "work_share": ws[i]})
+                })
+                .collect();
+            let total_cpu: u64 = o.tasks.iter().map(|t| t.cpu_ns).sum();
+            let util = (o.elapsed_ns > 0)
+                .then(|| total_cpu as f64 / (o.elapsed_ns as f64 * cpus.len() as f64));
+            (
+                per,
+                json!({
+                    "jain_index": stats::jain_index(&cpu),
+                    "jain_index_work": stats::jain_index(&work),
+                    "max_min_ratio": stats::max_min_ratio(&cpu),
+                    "elapsed_ns": o.elapsed_ns,
+                    "utilisation": util,
+                    "sleeper": o.sleeper.as_ref().zip(sleeper_interval_ns).map(|(sl, i)| {
+                        let mut v = hist_summary(&sl.hist);
+                        v["interval_ns"] = json!(i);
+                        v["wakeups"] = json!(sl.hist.count());
+                        v["missed"] = json!(sl.missed);
+                        v["tid"] = json!(sl.tid);
+                        v
+                    }),
+                }),
+            )
+        }
+        None => (vec![], json!({})),
+    };
+    let mut scenario = json!({
+        "kind": "fairness",
+        "tasks": a.tasks,
+        "policy": policy.as_str(),
+        "priority": cfg.priority,
+        "cpus": format_cpu_list(&cpus),
+        "duration_ns": duration_ns,
+        "interrupted": interrupted,
+        "cpu_time_source": "CLOCK_THREAD_CPUTIME_ID read by each task at its start and end",
+        "work_unit": format!("{} rounds of xorshift64", fairness::CHUNK),
+        "per_task": tasks_v,
+    });
+    if let (Some(o), Some(m)) = (scenario.as_object_mut(), scen.as_object()) {
+        o.extend(m.clone());
+    }
+    let series: Vec<(u32, &Histogram, ThreadInfo, u64)> =
+        match out.as_ref().and_then(|o| o.sleeper.as_ref()) {
+            Some(sl) => vec![(
+                cpus[0],
+                &sl.hist,
+                ThreadInfo {
+                    tid: Some(sl.tid),
+                    policy: Some(policy.as_str().into()),
+                    priority: Some(cfg.priority),
+                    interval_ns: sleeper_interval_ns,
+                },
+                sl.missed,
+            )],
+            None if a.sleeper => vec![(cpus[0], &empty, ThreadInfo::default(), 0)],
+            None => vec![],
+        };
+    let config = RunConfig {
+        mode: "fairness".into(),
+        backend: "real".into(),
+        interval_ns: sleeper_interval_ns,
+        duration_ns: Some(duration_ns),
+        cpus: cpus.clone(),
+        priority: Some(cfg.priority),
+        policy: Some(policy.as_str().into()),
+        hist_limit_ns: Some(layout.limit_ns()),
+        bucket_ns: Some(layout.bucket_ns),
+        loads: a.loads.clone(),
+        warmup_ns: if a.loads.is_empty() { 0 } else { warmup_ns },
+        measured_ns: out.as_ref().map(|o| o.elapsed_ns),
+        ..RunConfig::default()
+    };
+    let rec = record(
+        &s, &label, config, series, scenario, load_recs, activity, warnings,
+    )?;
+    let dir = s.dir.clone();
+    drop(s.restore);
+    finish(&dir, rec, a.common.format)
+}
+
+// ----------------------------------------------------------------------------------------
+// io-read
+
+fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
+    let size = flag("file-size", stats::parse_size(&a.file_size))?;
+    if size == 0 {
+        bail!("--file-size: must be more than 0 (e.g. 200M)");
+    }
+    if a.repeat == 0 || a.repeat > 1000 {
+        bail!("--repeat {}: give 1 to 1000", a.repeat);
+    }
+    if a.small_files > 1_000_000 {
+        bail!("--small-files {}: give at most 1000000", a.small_files);
+    }
+    let parent = match &a.dir {
+        Some(d) => d.clone(),
+        None if Path::new("/var/tmp").is_dir() => PathBuf::from("/var/tmp"),
+        None => std::env::temp_dir(),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "--dir {}: not a directory; create it or choose another",
+            parent.display()
+        );
+    }
+    let (free, writable) = latlab_sys::loads::dir_space(&parent)
+        .with_context(|| format!("--dir {}", parent.display()))?;
+    if !writable {
+        bail!(
+            "--dir {}: not writable; choose a writable directory",
+            parent.display()
+        );
+    }
+    // The small files take at most 8 KiB each, plus a block of metadata; keep 64 MiB spare.
+    let need = size
+        .saturating_add(a.small_files as u64 * 12 * 1024)
+        .saturating_add(64 << 20);
+    if need > free {
+        bail!(
+            "--file-size {}: the files need {} MiB but {} has {} MiB free; use a smaller --file-size or a --dir on a larger filesystem",
+            a.file_size,
+            need >> 20,
+            parent.display(),
+            free >> 20
+        );
+    }
+    let device = io_read::block_device(&parent);
+    if let Some(name) = &a.iosched {
+        let Some(path) = &device.scheduler_path else {
+            bail!(
+                "--iosched {name}: the I/O scheduler of {} cannot be changed ({}); leave --iosched out",
+                parent.display(),
+                device.note.as_deref().unwrap_or("no scheduler file")
+            );
+        };
+        if !device.available.iter().any(|s| s == name) {
+            bail!(
+                "--iosched {name}: {} offers {}; choose one of them",
+                device.disk.as_deref().unwrap_or("the disk"),
+                device.available.join(", ")
+            );
+        }
+        // SAFETY: plain syscall.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!(
+                "--iosched {name}: changing {} needs root; run as root or leave --iosched out",
+                path.display()
+            );
+        }
+    }
+    let profiles: Vec<String> = if a.loads.is_empty() {
+        vec!["io-write".into()]
+    } else if a.loads.iter().any(|l| l == "none") {
+        vec![]
+    } else {
+        a.loads.clone()
+    };
+    let warmup_ns = flag("warmup", parse_duration(&a.common.warmup))?;
+    let lopts = load_options(&a.common, Some(parent.clone()))?;
+    // Every load is resolved (tools, space) before anything starts.
+    let mut sessions = Vec::new();
+    for p in &profiles {
+        sessions.push(Some(LoadSession::prepare(std::slice::from_ref(p), &lopts)?));
+    }
+    let label = a.common.label.clone().unwrap_or_else(|| "io-read".into());
+    let s = begin(&a.common.results, &label)?;
+    let mut warnings: Vec<String> = Vec::new();
+
+    // The I/O scheduler, through the ledger (restored by `s.restore`, or `latlab cleanup`).
+    let before = device.scheduler.clone();
+    let mut during = before.clone();
+    if let (Some(name), Some(path)) = (&a.iosched, &device.scheduler_path) {
+        s.ledger
+            .lock()
+            .map_err(|_| anyhow!("ledger lock poisoned"))?
+            .set_knob(path, name)
+            .with_context(|| format!("--iosched {name}: cannot write {}", path.display()))?;
+        let now = std::fs::read_to_string(path).unwrap_or_default();
+        during = io_read::parse_scheduler(&now).0;
+        if during.as_deref() != Some(name.as_str()) {
+            bail!(
+                "--iosched {name}: {} reads {:?} after writing it; the device refuses the change",
+                path.display(),
+                now.trim()
+            );
+        }
+    }
+
+    // The scratch directory: in the ledger before it exists.
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() % 1_000_000_000)
+        .unwrap_or(0);
+    let scratch = parent.join(format!("latlab-ioread-{}-{stamp}", std::process::id()));
+    let scratch_id = s
+        .ledger
+        .lock()
+        .map_err(|_| anyhow!("ledger lock poisoned"))?
+        .add(Entry::ScratchDir {
+            path: scratch.clone(),
+        })
+        .context("cannot write the ledger")?;
+    std::fs::create_dir(&scratch)
+        .with_context(|| format!("cannot create the scratch directory {}", scratch.display()))?;
+    let files = match io_read::create_files(&scratch, size, a.small_files, &s.stop) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot create the test files in {}", scratch.display()))
+        }
+    };
+
+    let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
+    let mut buf = vec![0u8; io_read::READ_SIZE];
+    let mut phases: Vec<Phase> = Vec::new();
+    let mut load_recs = Vec::new();
+    let mut activity = None;
+    let names: Vec<Option<String>> = std::iter::once(None)
+        .chain(profiles.iter().cloned().map(Some))
+        .collect();
+    if let Some(files) = &files {
+        for (k, name) in names.iter().enumerate() {
+            if s.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut session = if k > 0 { sessions[k - 1].take() } else { None };
+            if let Some(l) = session.as_mut() {
+                let log = s.dir.join("loads").join(format!(
+                    "{k}-{}",
+                    rundir::sanitize_label(name.as_deref().unwrap_or(""))
+                ));
+                if !start_loads(l, &s, &log, warmup_ns)? {
+                    let (r, _) = session.take().map(|l| l.stop()).unwrap_or_default();
+                    load_recs.extend(r);
+                    break;
+                }
+            }
+            let mut ph = Phase::new(name.clone(), layout);
+            for _ in 0..a.repeat {
+                if s.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                io_read::drop_cache(files)
+                    .context("cannot drop the page cache of the test files")?;
+                let p = io_read::read_big(&files.big, &mut buf, &mut ph.big_hist, &s.stop)
+                    .context("reading the big file")?;
+                if p.interrupted {
+                    break;
+                }
+                ph.big.push(p);
+                if files.small.is_empty() {
+                    continue;
+                }
+                io_read::drop_cache(files)
+                    .context("cannot drop the page cache of the test files")?;
+                let p = io_read::read_small(&files.small, &mut buf, &mut ph.small_hist, &s.stop)
+                    .context("reading the small files")?;
+                if p.interrupted {
+                    break;
+                }
+                ph.small.push(p);
+                if let Some(l) = session.as_mut() {
+                    if let Err(e) = l.poll() {
+                        warnings.push(format!("load: {e:#}"));
+                    }
+                }
+            }
+            if let Some(l) = session.take() {
+                let (r, act) = l.stop();
+                reap_orphans();
+                load_recs.extend(r);
+                activity = Some(act);
+            }
+            phases.push(ph);
+        }
+    }
+    // The scratch directory goes now (the ledger would remove it too, on any exit path).
+    match std::fs::remove_dir_all(&scratch) {
+        Ok(()) => {
+            if let Ok(mut l) = s.ledger.lock() {
+                let _ = l.forget(scratch_id);
+            }
+        }
+        Err(e) => warnings.push(format!("could not remove {}: {e}", scratch.display())),
+    }
+    let interrupted = s.stop.load(Ordering::Relaxed);
+    if interrupted {
+        warnings
+            .push("the run was interrupted by a signal: some phases or repeats are missing".into());
+    }
+
+    // Series: 2 per phase (big file, small files), numbered in the record's `cpus[].cpu`.
+    let mut series = Vec::new();
+    let mut series_names = Vec::new();
+    let mut phase_v = Vec::new();
+    let alone = phases.first().map(|p| p.summary());
+    let mut ratios = Vec::new();
+    for ph in &phases {
+        let pname = ph.name.clone().unwrap_or_else(|| "alone".into());
+        let mut v = json!({"name": pname, "load": ph.name});
+        for (key, hist, passes, what) in [
+            ("big", &ph.big_hist, &ph.big, "big-file read(2)"),
+            (
+                "small",
+                &ph.small_hist,
+                &ph.small,
+                "small file open+read+close",
+            ),
+        ] {
+            if passes.is_empty() {
+                continue;
+            }
+            let idx = series.len() as u32;
+            series.push((idx, hist, ThreadInfo::default(), 0));
+            series_names.push(format!("{pname}: {what}"));
+            let totals: Vec<Nanos> = passes.iter().map(|p| p.total_ns).collect();
+            let mut m = hist_summary(hist);
+            m["series"] = json!(idx);
+            m["totals_ns"] = json!(totals);
+            m["median_total_ns"] = json!(stats::median(&totals));
+            m["ops_per_pass"] = json!(passes[0].ops);
+            m["bytes_per_pass"] = json!(passes[0].bytes);
+            v[key] = m;
+        }
+        if ph.name.is_some() {
+            if let Some(al) = &alone {
+                let me = ph.summary();
+                let r = |a: Option<Nanos>, b: Option<Nanos>| {
+                    a.zip(b).and_then(|(l, al)| stats::slowdown(l, al))
+                };
+                ratios.push(json!({
+                    "phase": pname,
+                    "big_total": r(me.big_total, al.big_total),
+                    "big_p99": r(me.big_p99, al.big_p99),
+                    "small_total": r(me.small_total, al.small_total),
+                    "small_p99": r(me.small_p99, al.small_p99),
+                }));
+            }
+        }
+        phase_v.push(v);
+    }
+    let scenario = json!({
+        "kind": "io-read",
+        "file_size": size,
+        "small_files": a.small_files,
+        "small_bytes": files.as_ref().map(|f| f.small_bytes),
+        "read_size": io_read::READ_SIZE,
+        "repeat": a.repeat,
+        "dir": parent,
+        "scratch": scratch,
+        "cache_drop": io_read::DROP_METHOD,
+        "walk_order": "readdir order, depth first (as find lists them), listed before the timed region",
+        "device": {
+            "dev": device.dev, "name": device.name, "disk": device.disk, "slaves": device.slaves,
+            "scheduler_path": device.scheduler_path, "available": device.available, "note": device.note,
+        },
+        "iosched": {"requested": a.iosched, "before": before, "during": during},
+        "interrupted": interrupted,
+        "series": series_names,
+        "phases": phase_v,
+        "ratios": ratios,
+    });
+    let config = RunConfig {
+        mode: "io-read".into(),
+        backend: "real".into(),
+        hist_limit_ns: Some(layout.limit_ns()),
+        bucket_ns: Some(layout.bucket_ns),
+        loads: profiles.clone(),
+        warmup_ns: if profiles.is_empty() { 0 } else { warmup_ns },
+        ..RunConfig::default()
+    };
+    let rec = record(
+        &s, &label, config, series, scenario, load_recs, activity, warnings,
+    )?;
+    let dir = s.dir.clone();
+    drop(s.restore);
+    finish(&dir, rec, a.common.format)
+}
+
+struct Phase {
+    name: Option<String>,
+    big_hist: Histogram,
+    small_hist: Histogram,
+    big: Vec<io_read::Pass>,
+    small: Vec<io_read::Pass>,
+}
+
+struct PhaseSummary {
+    big_total: Option<Nanos>,
+    big_p99: Option<Nanos>,
+    small_total: Option<Nanos>,
+    small_p99: Option<Nanos>,
+}
+
+impl Phase {
+    fn new(name: Option<String>, layout: Layout) -> Phase {
+        Phase {
+            name,
+            big_hist: Histogram::new(layout),
+            small_hist: Histogram::new(layout),
+            big: Vec::new(),
+            small: Vec::new(),
+        }
+    }
+    fn summary(&self) -> PhaseSummary {
+        let med =
+            |v: &[io_read::Pass]| stats::median(&v.iter().map(|p| p.total_ns).collect::<Vec<_>>());
+        PhaseSummary {
+            big_total: med(&self.big),
+            big_p99: self.big_hist.quantile(Quantile::P99),
+            small_total: med(&self.small),
+            small_p99: self.small_hist.quantile(Quantile::P99),
+        }
+    }
+}
