@@ -75,7 +75,11 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "M" | "MiB" | "MB" => 1 << 20,
         "G" | "GiB" | "GB" => 1 << 30,
         "T" | "TiB" | "TB" => 1 << 40,
-        _ => return Err(format!("{s:?}: expected a size such as 200M, 8MiB, 1G or 4096")),
+        _ => {
+            return Err(format!(
+                "{s:?}: expected a size such as 200M, 8MiB, 1G or 4096"
+            ))
+        }
     };
     let n: u64 = num
         .parse()

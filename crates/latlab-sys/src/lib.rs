@@ -12,5 +12,5 @@ pub mod measure;
 pub mod privileged;
 pub mod procstat;
 pub mod rt;
-pub mod tracefs;
 pub mod scenario;
+pub mod tracefs;

@@ -150,7 +150,9 @@ pub fn run(cfg: &Config, stop: Arc<AtomicBool>) -> io::Result<Outcome> {
                 let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ index as u64;
                 let mut work = 0u64;
                 let mut now = rt::now_ns();
-                while now < deadline && !stop.load(Ordering::Relaxed) && !failed.load(Ordering::Relaxed)
+                while now < deadline
+                    && !stop.load(Ordering::Relaxed)
+                    && !failed.load(Ordering::Relaxed)
                 {
                     x = work_chunk(x);
                     work += 1;

@@ -91,7 +91,9 @@ pub fn block_device_of(sys: &Path, st_dev: u64, dir: &Path, mountinfo: &str) -> 
         match mount_source(mountinfo, dir).and_then(|src| {
             let m = fs::metadata(&src).ok()?;
             use std::os::unix::fs::FileTypeExt;
-            m.file_type().is_block_device().then(|| major_minor(m.rdev()))
+            m.file_type()
+                .is_block_device()
+                .then(|| major_minor(m.rdev()))
         }) {
             Some((a, b)) => (maj, min) = (a, b),
             None => {
@@ -415,10 +417,18 @@ mod tests {
             parse_scheduler("none [mq-deadline] kyber bfq\n"),
             (
                 Some("mq-deadline".into()),
-                vec!["none".into(), "mq-deadline".into(), "kyber".into(), "bfq".into()]
+                vec![
+                    "none".into(),
+                    "mq-deadline".into(),
+                    "kyber".into(),
+                    "bfq".into()
+                ]
             )
         );
-        assert_eq!(parse_scheduler("none\n"), (Some("none".into()), vec!["none".into()]));
+        assert_eq!(
+            parse_scheduler("none\n"),
+            (Some("none".into()), vec!["none".into()])
+        );
         assert_eq!(parse_scheduler(""), (None, vec![]));
     }
 
