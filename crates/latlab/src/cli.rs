@@ -116,6 +116,8 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub ext: RunExtArgs,
+    #[command(flatten)]
+    pub mode: crate::cli_modes::ModeArgs,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
+mod cli_modes;
 mod cmd;
 mod load_session;
 mod rundir;

@@ -14,6 +14,7 @@ pub mod import;
 pub mod loads;
 pub mod report;
 pub mod run;
+pub mod run_modes;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
