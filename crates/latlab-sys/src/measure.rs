@@ -731,7 +731,11 @@ impl Engine {
                     match backend {
                         Backend::Real => {
                             if let Some(ch) = &channel {
-                                let mut c = modes::WakeupClock { ch, last: 0 };
+                                let mut c = modes::WakeupClock {
+                                    ch,
+                                    last: 0,
+                                    coalesced: Some(&sh.mode.coalesced),
+                                };
                                 measure_loop(&mut c, &mut NoWork, &sh, &stop, &p, &mut top)
                             } else if let Some(w) = real_work.as_mut() {
                                 measure_loop(&mut RealClock, w, &sh, &stop, &p, &mut top)

@@ -75,6 +75,9 @@ pub struct ModeShared {
     pub exec_iterations: AtomicU64,
     pub exec_calibrated_ns: AtomicU64,
     pub audio: Option<AudioShared>,
+    /// Wakeup: signals the receiver never saw on their own (two or more arrived while it
+    /// was not running; it measured the newest). Counted as missed periods.
+    pub coalesced: AtomicU64,
 }
 
 impl ModeShared {
@@ -89,6 +92,7 @@ impl ModeShared {
             exec_iterations: AtomicU64::new(0),
             exec_calibrated_ns: AtomicU64::new(0),
             audio,
+            coalesced: AtomicU64::new(0),
         }
     }
 }
@@ -450,16 +454,25 @@ impl Drop for Channel {
 pub(crate) struct WakeupClock<'a> {
     pub ch: &'a Channel,
     pub last: u32,
+    /// Where coalesced signals are counted (None in unit tests).
+    pub coalesced: Option<&'a AtomicU64>,
 }
 
 impl WakeupClock<'_> {
     /// Block until the next signal; `(sender's stamp, now)`, or None once the sender stopped.
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<(u64, u64)> {
-        self.last = self.ch.wait(self.last);
+        let w = self.ch.wait(self.last);
         let now = rt::now_ns();
+        let skipped = w.wrapping_sub(self.last).wrapping_sub(1) as u64;
+        self.last = w;
         if self.ch.stop.load(Acquire) {
             return None;
+        }
+        if skipped > 0 {
+            if let Some(c) = self.coalesced {
+                c.store(c.load(Relaxed) + skipped, Relaxed);
+            }
         }
         Some((self.ch.stamp.load(Relaxed), now))
     }
@@ -511,7 +524,11 @@ mod tests {
             let rx = {
                 let (ch, ack) = (ch.clone(), ack.clone());
                 std::thread::spawn(move || {
-                    let mut c = WakeupClock { ch: &ch, last: 0 };
+                    let mut c = WakeupClock {
+                        ch: &ch,
+                        last: 0,
+                        coalesced: None,
+                    };
                     let mut got = Vec::new();
                     while let Some((stamp, now)) = c.next() {
                         assert!(now >= stamp, "{ipc:?}: woke before the stamp");

@@ -429,29 +429,49 @@ fn audio_counts_xruns_when_a_higher_priority_thread_steals_the_cpu() {
         "--duration",
         "3s",
     ];
-    let xruns = |v: &Value| v["cpus"][0]["audio"]["xruns"].as_u64().unwrap();
+    let late = |v: &Value, b: usize| {
+        v["cpus"][0]["audio"]["late_by_buffers"][b - 1]["late"]
+            .as_u64()
+            .unwrap()
+    };
     let (code, quiet, out) = run(t.path(), &args, &[]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
     let stop = Arc::new(AtomicBool::new(false));
-    let b = burster(1, 10, 150, stop.clone());
+    let b = burster(1, 20, 200, stop.clone());
     let (code, busy, out) = run(t.path(), &args, &[]);
     stop.store(true, Ordering::Relaxed);
     b.join().unwrap();
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let (q, b) = (xruns(&quiet), xruns(&busy));
     eprintln!(
-        "audio xruns: {q} alone, {b} with a 10 ms burst every 150 ms; verdicts: {} | {}",
-        quiet["mode"]["audio"]["verdict"], busy["mode"]["audio"]["verdict"]
+        "audio xruns (2 buffers): {} alone, {} with a 20 ms burst every 200 ms; verdicts: {} | {}",
+        late(&quiet, 2),
+        late(&busy, 2),
+        quiet["mode"]["audio"]["verdict"],
+        busy["mode"]["audio"]["verdict"]
     );
-    // 3 s / 150 ms = 20 bursts, each longer than the 1.45 ms deadline of 2 buffers.
-    assert!(b >= 10, "only {b} xruns with the burster");
-    assert!(b > q, "{b} xruns with the burster, {q} without");
+    // 3 s / 200 ms = 15 bursts, each far longer than even 4 buffers (deadline 4.35 ms):
+    // each one must show as an xrun for every buffer count. (The run without the burster is
+    // printed, not asserted: on a shared VM, hypervisor stalls of several ms come and go.)
+    assert_eq!(
+        busy["cpus"][0]["audio"]["xruns"].as_u64(),
+        Some(late(&busy, 2))
+    );
+    assert!(
+        late(&busy, 2) >= 10,
+        "only {} xruns with the burster",
+        late(&busy, 2)
+    );
+    assert!(
+        late(&busy, 4) >= 10,
+        "only {} late with 4 buffers",
+        late(&busy, 4)
+    );
     let worst = busy["cpus"][0]["audio"]["worst_response_ns"]
         .as_u64()
         .unwrap();
     assert!(
-        worst >= 5_000_000,
-        "worst response {worst} ns under 10 ms bursts"
+        worst >= 10_000_000,
+        "worst response {worst} ns under 20 ms bursts"
     );
     assert_clean();
 }

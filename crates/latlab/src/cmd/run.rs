@@ -254,7 +254,8 @@ fn build_record(
             CpuRecord {
                 cpu: t.cpu,
                 stats: Stats {
-                    missed_periods: t.missed.load(Ordering::Relaxed),
+                    missed_periods: t.missed.load(Ordering::Relaxed)
+                        + t.mode.coalesced.load(Ordering::Relaxed),
                     ..Stats::default()
                 },
                 histogram: h.to_record(),
