@@ -276,6 +276,18 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         pairs: u32,
     },
+    /// latlab --mode wakeup (futex, pipe) against ptsematest and pmqtest, alternated on one CPU
+    Wakeup {
+        /// CPU of the pair
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run (whole seconds)
+        #[arg(long, default_value = "5s")]
+        duration: String,
+        /// Rounds of the four runs
+        #[arg(long, default_value_t = 2)]
+        pairs: u32,
+    },
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::cli::{Cli, Command};
 pub mod analyze;
 pub mod bench;
 pub mod bench_trace;
+pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
