@@ -468,6 +468,7 @@ mod tests {
                 per_second_max_ns: vec![],
                 top_spikes: vec![],
                 thread: ThreadInfo::default(),
+                mode: None,
             }],
             spikes: vec![],
             trace: None,

@@ -21,6 +21,7 @@ pub mod hist;
 pub mod import;
 pub mod inventory;
 pub mod model;
+pub mod modes;
 pub mod record;
 pub mod scenario;
 pub mod sim;

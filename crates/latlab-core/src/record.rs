@@ -62,6 +62,9 @@ pub struct RunConfig {
     pub sim_seed: Option<u64>,
     /// Time actually measured (ends early on Ctrl-C).
     pub measured_ns: Option<Nanos>,
+    /// Parameters of the `wakeup`, `jitter` and `audio` modes (absent for `timer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_params: Option<crate::modes::ModeParams>,
 }
 
 fn timer() -> String {
@@ -118,6 +121,9 @@ pub struct CpuRecord {
     pub top_spikes: Vec<SampleSpike>,
     #[serde(default)]
     pub thread: ThreadInfo,
+    /// What the `wakeup`, `jitter` and `audio` modes add per thread (absent for `timer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<crate::modes::CpuMode>,
 }
 
 /// What delayed a traced spike (the contract's `causes`).
@@ -343,6 +349,7 @@ mod tests {
                 per_second_max_ns: vec![Some(30_000)],
                 top_spikes: vec![],
                 thread: ThreadInfo::default(),
+                mode: None,
             }],
             spikes: vec![],
             trace: None,

@@ -209,6 +209,7 @@ pub fn body(m: &RunModel) -> String {
     }
     o.push_str("</table>\n");
 
+    mode_tables(&mut o, m);
     o.push_str("<h2>Latency histogram</h2>\n");
     let series: Vec<(String, &latlab_core::hist::Histogram)> = m
         .cpus
@@ -384,4 +385,26 @@ pub fn body(m: &RunModel) -> String {
 
 pub fn render(model: &RunModel) -> Vec<u8> {
     page(&format!("latlab: {}", model.record.label), &body(model))
+}
+
+/// The wakeup/jitter/audio tables (nothing for the timer).
+fn mode_tables(o: &mut String, m: &RunModel) {
+    for t in crate::modes::tables(m) {
+        let _ = writeln!(o, "<h2>{}</h2>\n<table><tr>", esc(&t.title));
+        for h in &t.header {
+            let _ = write!(o, "<th>{}</th>", esc(h));
+        }
+        o.push_str("</tr>\n");
+        for r in &t.rows {
+            o.push_str("<tr>");
+            for c in r {
+                let _ = write!(o, "<td>{}</td>", esc(c));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+        if let Some(n) = &t.note {
+            let _ = writeln!(o, "<p class=\"meta\">{}</p>", esc(n));
+        }
+    }
 }

@@ -18,7 +18,7 @@ pub fn value(m: &RunModel) -> Value {
             v
         })
         .collect();
-    json!({
+    let mut v = json!({
         "schema_version": r.schema_version,
         "label": r.label,
         "source": r.source,
@@ -37,7 +37,9 @@ pub fn value(m: &RunModel) -> Value {
         "inventory": r.inventory,
         "warnings": r.warnings,
         "notes": r.notes,
-    })
+    });
+    crate::modes::add_json(&mut v, m);
+    v
 }
 
 pub fn render(m: &RunModel) -> Vec<u8> {

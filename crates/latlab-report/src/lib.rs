@@ -11,6 +11,7 @@ pub mod cyclictest;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod modes;
 pub mod svg;
 pub mod text;
 pub mod text_scenario;

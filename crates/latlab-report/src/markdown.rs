@@ -120,6 +120,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         })
         .collect();
     table(&mut o, &header, &body);
+    mode_tables(&mut o, m);
     o.push_str("### Percentile ladder\n\n");
     let ladder: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
@@ -213,4 +214,20 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         o.push('\n');
     }
     o.into_bytes()
+}
+
+/// The wakeup/jitter/audio tables (nothing for the timer).
+fn mode_tables(o: &mut String, m: &RunModel) {
+    for t in crate::modes::tables(m) {
+        let _ = writeln!(o, "### {}\n", cell(&t.title));
+        let rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .map(|r| r.iter().map(|c| cell(c)).collect())
+            .collect();
+        table(o, &t.header, &rows);
+        if let Some(n) = &t.note {
+            let _ = writeln!(o, "{}\n", cell(n));
+        }
+    }
 }

@@ -215,6 +215,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             williams_block(&mut out, &format!("CPU {}", c.cpu), &c.stats);
         }
     }
+    mode_blocks(&mut out, m);
     let mut top: Vec<(u32, u64, u64)> = r
         .cpus
         .iter()
@@ -285,4 +286,26 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         }
     }
     out.into_bytes()
+}
+
+/// The wakeup/jitter/audio tables (nothing for the timer).
+fn mode_blocks(out: &mut String, m: &RunModel) {
+    for t in crate::modes::tables(m) {
+        let _ = writeln!(out, "\n{}", clean(&t.title));
+        let mut tab = Table::new();
+        tab.load_style(presets::NOTHING);
+        tab.set_header(t.header.iter().map(|h| clean(h)));
+        for row in &t.rows {
+            tab.add_row(row.iter().map(|c| clean(c)));
+        }
+        for i in 1..t.header.len() {
+            if let Some(col) = tab.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        let _ = writeln!(out, "{tab}");
+        if let Some(n) = &t.note {
+            let _ = writeln!(out, "  {}", clean(n));
+        }
+    }
 }

@@ -40,6 +40,7 @@ fn record() -> RunRecord {
                     latency_ns: h.max().unwrap(),
                 }],
                 thread: ThreadInfo::default(),
+                mode: None,
             }
         })
         .collect();

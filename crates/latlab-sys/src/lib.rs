@@ -9,6 +9,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod loads;
 pub mod measure;
+pub mod modes;
 pub mod privileged;
 pub mod procstat;
 pub mod rt;

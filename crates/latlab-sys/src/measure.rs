@@ -18,6 +18,7 @@ use latlab_core::hist::{Histogram, Layout};
 use latlab_core::record::SampleSpike;
 use latlab_core::sim::{SimParams, SimSource};
 
+use crate::modes::{self, Mode, ModeShared, NoWork, PeriodWork, Work};
 use crate::rt::{self, Policy};
 
 /// Per-second maxima kept in the ring before the collector must have read them.
@@ -228,10 +229,12 @@ pub struct ThreadShared {
     seconds_done: AtomicU64,
     spikes: SpikeRing,
     pub done: AtomicBool,
+    /// What the wakeup, jitter and audio modes add (empty for the timer).
+    pub mode: ModeShared,
 }
 
 impl ThreadShared {
-    fn new(cpu: u32, layout: Layout) -> ThreadShared {
+    fn new(cpu: u32, layout: Layout, mode: &Mode, interval_ns: u64) -> ThreadShared {
         ThreadShared {
             cpu,
             hist: LiveHistogram::new(layout),
@@ -241,6 +244,7 @@ impl ThreadShared {
             seconds_done: AtomicU64::new(0),
             spikes: SpikeRing::new(),
             done: AtomicBool::new(false),
+            mode: ModeShared::new(mode, layout, interval_ns),
         }
     }
 
@@ -306,6 +310,8 @@ pub struct ThreadResult {
 pub struct Engine {
     pub threads: Vec<Arc<ThreadShared>>,
     handles: Vec<JoinHandle<std::io::Result<ThreadResult>>>,
+    /// Helper threads of a mode (wakeup senders).
+    aux: Vec<JoinHandle<()>>,
     pub stop: Arc<AtomicBool>,
     /// CLOCK_MONOTONIC ns of the first intended wake-up.
     pub t0_ns: u64,
@@ -324,20 +330,36 @@ pub enum EngineError {
     },
     #[error("cannot start a measurement thread: {0}")]
     Spawn(std::io::Error),
+    #[error("cannot create the {ipc} channel of a wakeup pair: {err}")]
+    Channel {
+        ipc: &'static str,
+        err: std::io::Error,
+    },
 }
 
 /// Where the loop gets its time from.
 trait Clock {
-    /// Wait until `t`, return the time at wake-up.
-    fn wait_until(&mut self, t: u64) -> u64;
+    /// The loop keeps the schedule (false: the wake-ups come from elsewhere, a sender).
+    const SCHEDULED: bool = true;
+    /// Wait for the wake-up due at `t`; return (intended time, time at wake-up), or None
+    /// when the source has ended.
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)>;
 }
 
 struct RealClock;
 impl Clock for RealClock {
     #[inline(always)]
-    fn wait_until(&mut self, t: u64) -> u64 {
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)> {
         rt::sleep_until(t);
-        rt::now_ns()
+        Some((t, rt::now_ns()))
+    }
+}
+
+impl Clock for modes::WakeupClock<'_> {
+    const SCHEDULED: bool = false;
+    #[inline(always)]
+    fn wait_until(&mut self, _t: u64) -> Option<(u64, u64)> {
+        self.next()
     }
 }
 
@@ -348,11 +370,11 @@ struct SimClock {
 }
 impl Clock for SimClock {
     #[inline(always)]
-    fn wait_until(&mut self, t: u64) -> u64 {
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)> {
         if self.realtime {
             rt::sleep_until(t);
         }
-        t + self.src.next_latency()
+        Some((t, t + self.src.next_latency()))
     }
 }
 
@@ -399,8 +421,9 @@ struct LoopParams {
 
 /// The measurement loop. Everything it touches was allocated and touched before it starts.
 #[inline(never)]
-fn measure_loop<C: Clock>(
+fn measure_loop<C: Clock, W: Work>(
     clock: &mut C,
+    work: &mut W,
     sh: &ThreadShared,
     stop: &AtomicBool,
     p: &LoopParams,
@@ -412,14 +435,18 @@ fn measure_loop<C: Clock>(
     let mut top_min: u64 = 0;
     let mut marker = [0u8; 128];
     let trace_thr = p.trace.as_ref().map_or(u64::MAX, |t| t.threshold_ns);
+    let mut k: u64 = 0;
     while next < p.end && !stop.load(Relaxed) {
-        let now = clock.wait_until(next);
-        let lat = now.saturating_sub(next);
+        // `intended` is `next` for the timer; for wakeup pairs, the sender's stamp.
+        let Some((intended, now)) = clock.wait_until(next) else {
+            break;
+        };
+        let lat = now.saturating_sub(intended);
         sh.hist.record(lat);
         sh.last_ns.store(lat, Relaxed);
 
         // Per-second maximum, published when the second is over.
-        let s = (next - p.t0) / 1_000_000_000;
+        let s = intended.saturating_sub(p.t0) / 1_000_000_000;
         if s != sec {
             while sec < s {
                 sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
@@ -442,7 +469,7 @@ fn measure_loop<C: Clock>(
                 .min_by_key(|(_, s)| s.latency_ns)
                 .expect("TOP_N > 0");
             top[i] = SampleSpike {
-                at_ns: next,
+                at_ns: intended,
                 latency_ns: lat,
             };
             top_min = top.iter().map(|s| s.latency_ns).min().unwrap_or(0);
@@ -453,16 +480,24 @@ fn measure_loop<C: Clock>(
             if lat >= trace_thr {
                 if let Some(t) = &p.trace {
                     if t.armed.swap(false, AcqRel) {
-                        let n = format_marker(&mut marker, sh.cpu, next, now, lat);
+                        let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
                         // SAFETY: fd was opened before the run; buffer is valid for n bytes.
                         unsafe { libc::write(t.marker_fd, marker.as_ptr().cast(), n) };
                         wrote = true;
                     }
                 }
             }
-            sh.spikes.push(next, now, lat, wrote);
+            sh.spikes.push(intended, now, lat, wrote);
         }
 
+        if W::ACTIVE {
+            work.run(k, intended, now, sh);
+        }
+        k += 1;
+
+        if !C::SCHEDULED {
+            continue;
+        }
         next += p.interval;
         if now >= next {
             // Woke more than one period late: those periods are missed, counted, and the
@@ -481,17 +516,41 @@ impl Engine {
     /// Set up every thread (pin, policy, prefault), wait until all are ready, then start
     /// them on a common time base. Fails before measuring if any thread cannot be set up.
     pub fn start(cfg: Config) -> Result<Engine, EngineError> {
+        Engine::start_mode(cfg, Mode::Timer)
+    }
+
+    /// As [`Engine::start`], in one of the [`Mode`]s.
+    pub fn start_mode(cfg: Config, mode: Mode) -> Result<Engine, EngineError> {
         let n = cfg.cpus.len();
+        let senders = match (&mode, cfg.backend) {
+            (Mode::Wakeup { .. }, Backend::Real) => n,
+            _ => 0,
+        };
         let stop = Arc::new(AtomicBool::new(false));
-        let ready = Arc::new(Barrier::new(n + 1));
-        let go = Arc::new(Barrier::new(n + 1));
+        let ready = Arc::new(Barrier::new(n + senders + 1));
+        let go = Arc::new(Barrier::new(n + senders + 1));
         let t0 = Arc::new(AtomicU64::new(0));
         let setup_err: Arc<std::sync::Mutex<Option<EngineError>>> = Arc::default();
         let mut threads = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
+        let mut aux = Vec::with_capacity(senders);
         for (i, &cpu) in cfg.cpus.iter().enumerate() {
-            let sh = Arc::new(ThreadShared::new(cpu, cfg.layout));
+            let interval = cfg.interval_ns + i as u64 * cfg.distance_ns;
+            let sh = Arc::new(ThreadShared::new(cpu, cfg.layout, &mode, interval));
             threads.push(sh.clone());
+            // Wakeup: the pair's channel, and its sender thread.
+            let channel = match (&mode, cfg.backend) {
+                (Mode::Wakeup { ipc, .. }, Backend::Real) => {
+                    Some(Arc::new(modes::Channel::new(*ipc).map_err(|err| {
+                        stop.store(true, Release);
+                        EngineError::Channel {
+                            ipc: ipc.as_str(),
+                            err,
+                        }
+                    })?))
+                }
+                _ => None,
+            };
             let (stop_t, ready, go, t0, setup_err) = (
                 stop.clone(),
                 ready.clone(),
@@ -499,7 +558,6 @@ impl Engine {
                 t0.clone(),
                 setup_err.clone(),
             );
-            let interval = cfg.interval_ns + i as u64 * cfg.distance_ns;
             let (policy, prio, backend, aligned) =
                 (cfg.policy, cfg.priority, cfg.backend, cfg.aligned);
             let duration = cfg.duration_ns;
@@ -510,6 +568,70 @@ impl Engine {
             } else {
                 (cfg.interval_ns / n as u64) * i as u64
             };
+            if let (
+                Some(ch),
+                Mode::Wakeup {
+                    sender_cpus,
+                    sender_priority,
+                    ..
+                },
+            ) = (&channel, &mode)
+            {
+                let (ch, sh, stop_t, ready, go, t0, setup_err) = (
+                    ch.clone(),
+                    sh.clone(),
+                    stop.clone(),
+                    ready.clone(),
+                    go.clone(),
+                    t0.clone(),
+                    setup_err.clone(),
+                );
+                let scpu = sender_cpus.get(i).copied().unwrap_or(cpu);
+                let sprio = *sender_priority;
+                let h = std::thread::Builder::new()
+                    .name(format!("latlab-send{scpu}"))
+                    .stack_size(256 * 1024)
+                    .spawn(move || {
+                        rt::block_signals();
+                        let mut ok = true;
+                        if let Err(err) = rt::pin_to_cpu(scpu) {
+                            *setup_err.lock().unwrap() = Some(EngineError::Pin { cpu: scpu, err });
+                            ok = false;
+                        } else if let Err(err) = rt::set_policy(policy, sprio) {
+                            *setup_err.lock().unwrap() = Some(EngineError::Policy {
+                                cpu: scpu,
+                                policy: policy.as_str(),
+                                priority: sprio,
+                                err,
+                            });
+                            ok = false;
+                        }
+                        rt::prefault_stack(64 * 1024);
+                        ready.wait();
+                        go.wait();
+                        if !ok || stop_t.load(Relaxed) {
+                            modes::stop_receiver(&ch);
+                            return;
+                        }
+                        let base = t0.load(Acquire);
+                        modes::sender_loop(
+                            &ch,
+                            &sh,
+                            &stop_t,
+                            base + stagger,
+                            base + duration,
+                            interval,
+                        );
+                    });
+                match h {
+                    Ok(h) => aux.push(h),
+                    Err(e) => {
+                        stop.store(true, Release);
+                        return Err(EngineError::Spawn(e));
+                    }
+                }
+            }
+            let mode_t = mode.clone();
             let h = std::thread::Builder::new()
                 .name(format!("latlab-cpu{cpu}"))
                 .stack_size(256 * 1024)
@@ -530,6 +652,55 @@ impl Engine {
                             ok = false;
                         }
                         rt::prefault_stack(64 * 1024);
+                    }
+                    // Jitter/audio: the kernel's buffers and its calibration, before the run
+                    // (and after the policy is set, so it calibrates as it will run).
+                    let (work_ns, inject_slow, buffers) = match mode_t {
+                        Mode::Jitter {
+                            work_ns,
+                            inject_slow,
+                        } => (Some(work_ns), inject_slow, None),
+                        Mode::Audio {
+                            work_ns,
+                            buffers,
+                            inject_slow,
+                        } => (Some(work_ns), inject_slow, Some(buffers)),
+                        _ => (None, None, None),
+                    };
+                    let tally = buffers.map(|b| latlab_core::modes::AudioTally::new(interval, b));
+                    let mut real_work = None;
+                    let mut sim_work = None;
+                    if let Some(work_ns) = work_ns {
+                        match backend {
+                            Backend::Real => {
+                                let mut kernel = modes::Kernel::new();
+                                let (iterations, min) = if ok {
+                                    kernel.calibrate(work_ns)
+                                } else {
+                                    (1, 0)
+                                };
+                                sh.mode.exec_iterations.store(iterations, Relaxed);
+                                sh.mode.exec_calibrated_ns.store(min, Relaxed);
+                                real_work = Some(PeriodWork {
+                                    exec: modes::RealExec { kernel, iterations },
+                                    inject_slow,
+                                    tally,
+                                });
+                            }
+                            Backend::Sim { seed, .. } => {
+                                sh.mode.exec_calibrated_ns.store(work_ns, Relaxed);
+                                sim_work = Some(PeriodWork {
+                                    exec: modes::SimExec {
+                                        rng: latlab_core::sim::SplitMix64::new(
+                                            seed ^ 0x5157_4f52 ^ ((cpu as u64) << 32),
+                                        ),
+                                        work_ns,
+                                    },
+                                    inject_slow,
+                                    tally,
+                                });
+                            }
+                        }
                     }
                     let tid = rt::gettid();
                     let mut top = [SampleSpike {
@@ -558,13 +729,30 @@ impl Engine {
                         trace,
                     };
                     match backend {
-                        Backend::Real => measure_loop(&mut RealClock, &sh, &stop, &p, &mut top),
+                        Backend::Real => {
+                            if let Some(ch) = &channel {
+                                let mut c = modes::WakeupClock {
+                                    ch,
+                                    last: 0,
+                                    coalesced: Some(&sh.mode.coalesced),
+                                };
+                                measure_loop(&mut c, &mut NoWork, &sh, &stop, &p, &mut top)
+                            } else if let Some(w) = real_work.as_mut() {
+                                measure_loop(&mut RealClock, w, &sh, &stop, &p, &mut top)
+                            } else {
+                                measure_loop(&mut RealClock, &mut NoWork, &sh, &stop, &p, &mut top)
+                            }
+                        }
                         Backend::Sim { seed, realtime } => {
                             let mut c = SimClock {
                                 src: SimSource::new(seed, cpu, SimParams::default()),
                                 realtime,
                             };
-                            measure_loop(&mut c, &sh, &stop, &p, &mut top)
+                            if let Some(w) = sim_work.as_mut() {
+                                measure_loop(&mut c, w, &sh, &stop, &p, &mut top)
+                            } else {
+                                measure_loop(&mut c, &mut NoWork, &sh, &stop, &p, &mut top)
+                            }
                         }
                     }
                     sh.done.store(true, Release);
@@ -600,6 +788,7 @@ impl Engine {
         let engine = Engine {
             threads,
             handles,
+            aux,
             stop,
             t0_ns: start,
         };
@@ -616,10 +805,15 @@ impl Engine {
 
     /// Wait for every thread; their results in CPU order.
     pub fn join(self) -> Vec<ThreadResult> {
-        self.handles
+        let res = self
+            .handles
             .into_iter()
             .filter_map(|h| h.join().ok().and_then(|r| r.ok()))
-            .collect()
+            .collect();
+        for h in self.aux {
+            let _ = h.join();
+        }
+        res
     }
 }
 

@@ -118,6 +118,8 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub ext: RunExtArgs,
+    #[command(flatten)]
+    pub mode: crate::cli_modes::ModeArgs,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.
@@ -274,6 +276,18 @@ pub enum BenchCommand {
         duration: String,
         /// Pairs of runs
         #[arg(long, default_value_t = 3)]
+        pairs: u32,
+    },
+    /// latlab --mode wakeup (futex, pipe) against ptsematest and pmqtest, alternated on one CPU
+    Wakeup {
+        /// CPU of the pair
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run (whole seconds)
+        #[arg(long, default_value = "5s")]
+        duration: String,
+        /// Rounds of the four runs
+        #[arg(long, default_value_t = 2)]
         pairs: u32,
     },
 }

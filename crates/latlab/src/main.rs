@@ -6,6 +6,7 @@ use clap::Parser;
 
 mod cli;
 mod cli_scenario;
+mod cli_modes;
 mod cmd;
 mod load_session;
 mod rundir;

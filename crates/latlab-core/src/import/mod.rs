@@ -313,6 +313,7 @@ pub(crate) fn record(
                 per_second_max_ns: vec![],
                 top_spikes: vec![],
                 thread: t.info,
+                mode: None,
             })
             .collect(),
         spikes: vec![],

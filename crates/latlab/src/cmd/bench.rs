@@ -179,6 +179,11 @@ fn us(ns: f64) -> String {
 
 pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.command {
+        BenchCommand::Wakeup {
+            cpu,
+            duration,
+            pairs,
+        } => crate::cmd::bench_wakeup::bench_wakeup(cpu, &duration, pairs),
         BenchCommand::Measure {
             cpu,
             duration,

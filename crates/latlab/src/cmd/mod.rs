@@ -7,6 +7,7 @@ use crate::cli::{Cli, Command};
 pub mod analyze;
 pub mod bench;
 pub mod bench_trace;
+pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
@@ -15,6 +16,7 @@ pub mod loads;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod run_modes;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {

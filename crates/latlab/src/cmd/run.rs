@@ -234,6 +234,7 @@ impl Live {
 fn build_record(
     a: &RunArgs,
     p: &Plan,
+    mp: &crate::cmd::run_modes::ModePlan,
     engine_threads: &[Arc<measure::ThreadShared>],
     seconds: &[Vec<Option<u64>>],
     results: Option<&[measure::ThreadResult]>,
@@ -253,7 +254,8 @@ fn build_record(
             CpuRecord {
                 cpu: t.cpu,
                 stats: Stats {
-                    missed_periods: t.missed.load(Ordering::Relaxed),
+                    missed_periods: t.missed.load(Ordering::Relaxed)
+                        + t.mode.coalesced.load(Ordering::Relaxed),
                     ..Stats::default()
                 },
                 histogram: h.to_record(),
@@ -265,6 +267,7 @@ fn build_record(
                     priority: Some(p.priority),
                     interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
                 },
+                mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
             }
         })
         .collect();
@@ -289,7 +292,7 @@ fn build_record(
         started_at: Some(started_at.into()),
         ended_at: complete.then(|| rundir::utc_now().0),
         config: RunConfig {
-            mode: "timer".into(),
+            mode: mp.name.into(),
             backend: match a.backend {
                 Backend::Real => "real".into(),
                 Backend::Sim => "sim".into(),
@@ -309,6 +312,7 @@ fn build_record(
             warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
             sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
             measured_ns: Some(measured_ns),
+            mode_params: mp.params.clone(),
         },
         machine: machine.clone(),
         inventory: None,
@@ -327,7 +331,8 @@ fn build_record(
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    let p = plan(&a)?;
+    let mut p = plan(&a)?;
+    let mp = crate::cmd::run_modes::plan_mode(&a, &mut p, &online_cpus()?)?;
     // Loads are resolved before anything starts: a missing tool or no scratch space is an
     // error now, not after the machine was changed.
     let mut loads = if a.loads.is_empty() {
@@ -451,28 +456,31 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
 
-    let engine = Engine::start(measure::Config {
-        cpus: p.cpus.clone(),
-        interval_ns: p.interval_ns,
-        distance_ns: p.distance_ns,
-        duration_ns: p.duration_ns,
-        policy: p.policy,
-        priority: p.priority,
-        aligned: a.aligned,
-        layout: p.layout,
-        spike_threshold_ns: p
-            .trace_threshold_ns
-            .unwrap_or(u64::MAX)
-            .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1)),
-        trace,
-        backend: match a.backend {
-            Backend::Real => measure::Backend::Real,
-            Backend::Sim => measure::Backend::Sim {
-                seed: a.sim_seed,
-                realtime: a.sim_realtime,
+    let engine = Engine::start_mode(
+        measure::Config {
+            cpus: p.cpus.clone(),
+            interval_ns: p.interval_ns,
+            distance_ns: p.distance_ns,
+            duration_ns: p.duration_ns,
+            policy: p.policy,
+            priority: p.priority,
+            aligned: a.aligned,
+            layout: p.layout,
+            spike_threshold_ns: p
+                .trace_threshold_ns
+                .unwrap_or(u64::MAX)
+                .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1)),
+            trace,
+            backend: match a.backend {
+                Backend::Real => measure::Backend::Real,
+                Backend::Sim => measure::Backend::Sim {
+                    seed: a.sim_seed,
+                    realtime: a.sim_realtime,
+                },
             },
         },
-    })?;
+        mp.mode.clone(),
+    )?;
     let (started_at, _) = rundir::utc_now();
     let started = Instant::now();
     let threads = engine.threads.clone();
@@ -528,6 +536,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             let rec = build_record(
                 &a,
                 &p,
+                &mp,
                 &threads,
                 &seconds,
                 None,
@@ -573,6 +582,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut record = build_record(
         &a,
         &p,
+        &mp,
         &threads,
         &seconds,
         Some(&results),

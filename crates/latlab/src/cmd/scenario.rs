@@ -176,6 +176,7 @@ fn record(
             per_second_max_ns: vec![],
             top_spikes: vec![],
             thread,
+            mode: None,
         })
         .collect();
     let mut r = RunRecord {

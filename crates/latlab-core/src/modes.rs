@@ -1,0 +1,346 @@
+//! What the measurement modes beyond the timer record, and their pure statistics.
+//!
+//! * `wakeup`: thread → thread wake-up latency through an IPC (futex, pipe, eventfd,
+//!   condvar), as rt-tests' ptsematest/pmqtest measure it. Its samples go into the ordinary
+//!   histogram; only the pair description is extra ([`CpuMode::pair`]).
+//! * `jitter`: execution time of a fixed compute kernel each period (the ELC 2017 talk's
+//!   "determinism of code execution time"): a second histogram per thread ([`CpuMode::exec`]),
+//!   summarised by [`ExecSummary`].
+//! * `audio`: Senoner's latencytest model of an audio pipeline, counted by [`AudioTally`].
+//!
+//! ## The audio model (Senoner's latencytest)
+//!
+//! A sound card plays a ring of `B` fragments of one period `P` each (64 frames at 44.1 kHz
+//! ≈ 1.45 ms). Each time the card has played a fragment, that slot is free and the
+//! application is woken (nominal start `t_k = t_0 + k·P`) to compute the next fragment into
+//! it. The card reaches that slot again after playing the other `B − 1` fragments, so the
+//! fragment's deadline is `t_k + (B − 1)·P`. The *response time* of fragment k is the time
+//! its computation finished minus `t_k` (wake-up latency + compute time + any preemption);
+//! a response above `(B − 1)·P` is a buffer underrun (an **xrun**: the card played
+//! stale data). With one buffer (`B = 1`) the deadline is the start itself, so every
+//! fragment is late: it is in the verdict table only as the degenerate case.
+//!
+//! Because each fragment's response time is known, the same data answers the question for
+//! every other buffer count: [`AudioTally`] counts, for B = 1..=4, the fragments that would
+//! have missed their deadline — the verdict "2 × 64 frames would have dropped out 3 times;
+//! 3 × 64 never".
+//!
+//! A wake-up more than one period late makes the engine skip the periods it slept through
+//! (counted as `missed_periods`); the skipped fragments are not in the tally. Every skipped
+//! period follows a fragment whose response exceeded one period, which is itself counted as
+//! an xrun for B ≤ 2.
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::{Histogram, HistogramRecord, Quantile};
+use crate::units::Nanos;
+
+/// Buffer counts the audio verdict covers (B = 1..=VERDICT_BUFFERS).
+pub const VERDICT_BUFFERS: usize = 4;
+
+/// Default audio period: 64 frames at 44.1 kHz.
+pub const AUDIO_PERIOD_NS: Nanos = 1_451_247;
+
+/// Sample rate the verdict's frame counts refer to.
+pub const AUDIO_RATE_HZ: u64 = 44_100;
+
+/// The mode's parameters, stored in `RunConfig::mode_params` (absent for `timer`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ModeParams {
+    /// `futex`, `pipe`, `eventfd` or `condvar` (wakeup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipc: Option<String>,
+    /// Sender on another CPU than the receiver (wakeup).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cross_cpu: bool,
+    /// Priority of the sender threads (wakeup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_priority: Option<u32>,
+    /// Target compute time per period (jitter, audio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<Nanos>,
+    /// Audio period (equal to `interval_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_ns: Option<Nanos>,
+    /// Audio fragments in the ring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<u32>,
+}
+
+/// Per-thread extras of a mode, stored in `CpuRecord::mode` (absent for `timer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CpuMode {
+    /// Wakeup: who wakes whom, e.g. `futex: sender CPU 1 (fifo 94) → receiver CPU 0 (fifo 95)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair: Option<String>,
+    /// Jitter and audio: the compute kernel's execution time each period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecRecord>,
+    /// Audio: the deadline tally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<AudioRecord>,
+}
+
+/// The compute kernel and its execution-time histogram.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecRecord {
+    /// Kernel iterations per period, calibrated at start so the fastest run takes ≈ `work_ns`.
+    pub iterations: u64,
+    /// Fastest time of the calibrated kernel measured during calibration.
+    pub calibrated_ns: Nanos,
+    pub histogram: HistogramRecord,
+}
+
+/// Summary of an execution-time distribution: how deterministic the code's run time is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecSummary {
+    pub samples: u64,
+    pub min_ns: Nanos,
+    /// Upper bound of the bucket holding the median.
+    pub p50_ns: Nanos,
+    pub p99_ns: Nanos,
+    pub max_ns: Nanos,
+    /// `max − min`: the worst deviation from the fastest run.
+    pub max_dev_ns: Nanos,
+}
+
+impl ExecSummary {
+    /// None for an empty histogram.
+    pub fn of(h: &Histogram) -> Option<ExecSummary> {
+        let (min, max) = (h.min()?, h.max()?);
+        Some(ExecSummary {
+            samples: h.count(),
+            min_ns: min,
+            p50_ns: h.quantile(Quantile::P50)?,
+            p99_ns: h.quantile(Quantile::P99)?,
+            max_ns: max,
+            max_dev_ns: max - min,
+        })
+    }
+}
+
+/// The deadline tally of one audio thread (see the module doc for the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AudioRecord {
+    pub period_ns: Nanos,
+    pub buffers: u32,
+    /// Fragments computed.
+    pub fragments: u64,
+    /// Fragments that missed their deadline with `buffers` fragments.
+    pub xruns: u64,
+    /// Largest response time (finish − nominal start).
+    pub worst_response_ns: Nanos,
+    /// `late_by_buffers[B−1]`: fragments that would have missed with B fragments, B = 1..=4.
+    pub late_by_buffers: Vec<u64>,
+}
+
+/// Counts deadline misses from response times. Fixed size, no allocation: the measuring
+/// thread updates one in its loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AudioTally {
+    pub period_ns: Nanos,
+    pub buffers: u32,
+    pub fragments: u64,
+    pub xruns: u64,
+    pub worst_response_ns: Nanos,
+    pub late_by_buffers: [u64; VERDICT_BUFFERS],
+}
+
+impl AudioTally {
+    pub fn new(period_ns: Nanos, buffers: u32) -> AudioTally {
+        AudioTally {
+            period_ns,
+            buffers,
+            fragments: 0,
+            xruns: 0,
+            worst_response_ns: 0,
+            late_by_buffers: [0; VERDICT_BUFFERS],
+        }
+    }
+
+    /// Deadline of a fragment relative to its nominal start, with `b` fragments in the ring.
+    #[inline(always)]
+    pub fn deadline(period_ns: Nanos, b: u32) -> Nanos {
+        (b.saturating_sub(1) as u64).saturating_mul(period_ns)
+    }
+
+    /// One fragment finished `response_ns` after its nominal start.
+    #[inline(always)]
+    pub fn record(&mut self, response_ns: Nanos) {
+        self.fragments += 1;
+        if response_ns > self.worst_response_ns {
+            self.worst_response_ns = response_ns;
+        }
+        if response_ns > Self::deadline(self.period_ns, self.buffers) {
+            self.xruns += 1;
+        }
+        let mut b = 0;
+        while b < VERDICT_BUFFERS {
+            if response_ns > Self::deadline(self.period_ns, b as u32 + 1) {
+                self.late_by_buffers[b] += 1;
+            }
+            b += 1;
+        }
+    }
+
+    pub fn to_record(&self) -> AudioRecord {
+        AudioRecord {
+            period_ns: self.period_ns,
+            buffers: self.buffers,
+            fragments: self.fragments,
+            xruns: self.xruns,
+            worst_response_ns: self.worst_response_ns,
+            late_by_buffers: self.late_by_buffers.to_vec(),
+        }
+    }
+}
+
+impl AudioRecord {
+    /// How late the worst fragment finished after its deadline with `buffers` fragments
+    /// (None: never late).
+    pub fn worst_lateness_ns(&self) -> Option<Nanos> {
+        let d = AudioTally::deadline(self.period_ns, self.buffers);
+        (self.worst_response_ns > d).then(|| self.worst_response_ns - d)
+    }
+
+    /// Xruns per minute of measured time.
+    pub fn xruns_per_minute(&self, measured_ns: Nanos) -> f64 {
+        if measured_ns == 0 {
+            return 0.0;
+        }
+        self.xruns as f64 * 60e9 / measured_ns as f64
+    }
+
+    /// Frames in one period at 44.1 kHz (rounded).
+    pub fn frames(&self) -> u64 {
+        (self.period_ns as u128 * AUDIO_RATE_HZ as u128 + 500_000_000) as u64 / 1_000_000_000
+    }
+
+    /// The verdict for every B = 1..=4: `(B, fragments that would have been late)`.
+    pub fn verdict(&self) -> Vec<(u32, u64)> {
+        self.late_by_buffers
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (i as u32 + 1, n))
+            .collect()
+    }
+
+    /// "2 × 64 frames would have dropped out 3 times; 3 × 64 never; …"
+    pub fn verdict_sentence(&self) -> String {
+        let f = self.frames();
+        self.verdict()
+            .iter()
+            .map(|&(b, n)| match n {
+                0 => format!("{b} × {f} frames never"),
+                1 => format!("{b} × {f} frames would have dropped out once"),
+                n => format!("{b} × {f} frames would have dropped out {n} times"),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Merge the tallies of several threads (same period and buffers).
+    pub fn merged<'a>(it: impl IntoIterator<Item = &'a AudioRecord>) -> Option<AudioRecord> {
+        let mut out: Option<AudioRecord> = None;
+        for a in it {
+            match out.as_mut() {
+                None => out = Some(a.clone()),
+                Some(o) => {
+                    o.fragments += a.fragments;
+                    o.xruns += a.xruns;
+                    o.worst_response_ns = o.worst_response_ns.max(a.worst_response_ns);
+                    for (x, y) in o.late_by_buffers.iter_mut().zip(&a.late_by_buffers) {
+                        *x += y;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hist::Layout;
+
+    const P: u64 = AUDIO_PERIOD_NS;
+
+    #[test]
+    fn tally_counts_each_buffer_count_on_a_known_sequence() {
+        // Responses: well inside one period, just over one period, just over two, over three,
+        // exactly one period (on time: the deadline is inclusive).
+        let seq = [P / 4, P + 1, 2 * P + 1, 3 * P + 5, P];
+        let mut t = AudioTally::new(P, 2);
+        for r in seq {
+            t.record(r);
+        }
+        assert_eq!(t.fragments, 5);
+        // B=1: every fragment with any work is late; B=2: > P; B=3: > 2P; B=4: > 3P.
+        assert_eq!(t.late_by_buffers, [5, 3, 2, 1]);
+        assert_eq!(t.xruns, 3, "configured B=2 equals the B=2 column");
+        assert_eq!(t.worst_response_ns, 3 * P + 5);
+        let r = t.to_record();
+        assert_eq!(r.worst_lateness_ns(), Some(2 * P + 5));
+        assert_eq!(r.frames(), 64);
+        assert_eq!(
+            r.verdict_sentence(),
+            "1 × 64 frames would have dropped out 5 times; 2 × 64 frames would have dropped out 3 times; \
+             3 × 64 frames would have dropped out 2 times; 4 × 64 frames would have dropped out once"
+        );
+    }
+
+    #[test]
+    fn more_buffers_than_the_verdict_covers() {
+        let mut t = AudioTally::new(1_000_000, 6);
+        t.record(5_000_001);
+        t.record(4_999_999);
+        assert_eq!(t.xruns, 1);
+        assert_eq!(t.late_by_buffers, [2, 2, 2, 2]);
+        assert_eq!(t.to_record().worst_lateness_ns(), Some(1));
+    }
+
+    #[test]
+    fn never_late_and_rates() {
+        let mut t = AudioTally::new(P, 3);
+        for _ in 0..1000 {
+            t.record(P / 2);
+        }
+        let r = t.to_record();
+        assert_eq!(r.xruns, 0);
+        assert_eq!(r.worst_lateness_ns(), None);
+        assert_eq!(r.late_by_buffers, vec![1000, 0, 0, 0]);
+        assert!(r.verdict_sentence().contains("2 × 64 frames never"));
+        let mut late = r.clone();
+        late.xruns = 3;
+        assert!((late.xruns_per_minute(30_000_000_000) - 6.0).abs() < 1e-9);
+        let m = AudioRecord::merged([&r, &late]).unwrap();
+        assert_eq!(m.fragments, 2000);
+        assert_eq!(m.xruns, 3);
+        assert_eq!(m.late_by_buffers, vec![2000, 0, 0, 0]);
+    }
+
+    #[test]
+    fn exec_summary_finds_the_slow_run() {
+        let mut h = Histogram::new(Layout::default());
+        for _ in 0..999 {
+            h.record(200_000);
+        }
+        h.record(400_000);
+        let s = ExecSummary::of(&h).unwrap();
+        assert_eq!(s.min_ns, 200_000);
+        assert_eq!(s.max_ns, 400_000);
+        assert_eq!(s.max_dev_ns, 200_000);
+        assert!(s.p50_ns >= 200_000 && s.p50_ns <= 201_000);
+        assert!(ExecSummary::of(&Histogram::new(Layout::default())).is_none());
+    }
+
+    #[test]
+    fn old_records_without_mode_fields_load() {
+        let m: CpuMode = serde_json::from_str("{}").unwrap();
+        assert_eq!(m, CpuMode::default());
+        let p: ModeParams = serde_json::from_str("{}").unwrap();
+        assert_eq!(p, ModeParams::default());
+        assert_eq!(serde_json::to_string(&p).unwrap(), "{}");
+    }
+}

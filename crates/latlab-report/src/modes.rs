@@ -1,0 +1,227 @@
+//! The extra tables of the `wakeup`, `jitter` and `audio` modes, as plain cells; each
+//! renderer (text, markdown, html) lays them out with one function, and json adds its keys.
+
+use latlab_core::hist::Histogram;
+use latlab_core::model::RunModel;
+use latlab_core::modes::{AudioRecord, AudioTally, ExecSummary};
+use latlab_core::units::Human;
+use serde_json::{json, Value};
+
+/// One table: a title, a header, rows, and an optional sentence below it.
+pub struct ModeTable {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub note: Option<String>,
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn exec_summary(h: &latlab_core::hist::HistogramRecord) -> Option<ExecSummary> {
+    Histogram::from_record(h)
+        .ok()
+        .and_then(|h| ExecSummary::of(&h))
+}
+
+/// The mode's tables (empty for the timer and imports).
+pub fn tables(m: &RunModel) -> Vec<ModeTable> {
+    let r = &m.record;
+    let mut out = Vec::new();
+    let modes: Vec<(u32, &latlab_core::modes::CpuMode)> = r
+        .cpus
+        .iter()
+        .filter_map(|c| c.mode.as_ref().map(|x| (c.cpu, x)))
+        .collect();
+    if modes.is_empty() {
+        return out;
+    }
+    let pairs: Vec<Vec<String>> = modes
+        .iter()
+        .filter_map(|(cpu, x)| x.pair.as_ref().map(|p| vec![cpu.to_string(), p.clone()]))
+        .collect();
+    if !pairs.is_empty() {
+        out.push(ModeTable {
+            title: "Wake-up pairs (latency = receiver's return − sender's stamp before signalling)"
+                .into(),
+            header: s(&["CPU", "pair"]),
+            rows: pairs,
+            note: None,
+        });
+    }
+    let exec: Vec<Vec<String>> = modes
+        .iter()
+        .filter_map(|(cpu, x)| {
+            let e = x.exec.as_ref()?;
+            let sm = exec_summary(&e.histogram)?;
+            Some(vec![
+                cpu.to_string(),
+                if e.iterations == 0 {
+                    "sim".into()
+                } else {
+                    e.iterations.to_string()
+                },
+                sm.samples.to_string(),
+                Human(sm.min_ns).to_string(),
+                format!("≤ {}", Human(sm.p50_ns)),
+                format!("≤ {}", Human(sm.p99_ns)),
+                Human(sm.max_ns).to_string(),
+                Human(sm.max_dev_ns).to_string(),
+                format!("{:.2}", sm.max_ns as f64 / sm.min_ns.max(1) as f64),
+            ])
+        })
+        .collect();
+    if !exec.is_empty() {
+        let work = r
+            .config
+            .mode_params
+            .as_ref()
+            .and_then(|p| p.work_ns)
+            .map(|w| format!(", calibrated to {}", Human(w)))
+            .unwrap_or_default();
+        out.push(ModeTable {
+            title: format!("Execution time of the compute kernel{work}"),
+            header: s(&[
+                "CPU",
+                "iterations",
+                "runs",
+                "min",
+                "p50",
+                "p99",
+                "max",
+                "max − min",
+                "max / min",
+            ]),
+            rows: exec,
+            note: Some("max − min is the worst deviation from the fastest run: how deterministic the code's execution time is".into()),
+        });
+    }
+    let audio: Vec<(u32, &AudioRecord)> = modes
+        .iter()
+        .filter_map(|(cpu, x)| x.audio.as_ref().map(|a| (*cpu, a)))
+        .collect();
+    if let Some(total) = AudioRecord::merged(audio.iter().map(|(_, a)| *a)) {
+        let measured = r.config.measured_ns.unwrap_or(0);
+        let mut rows: Vec<Vec<String>> = audio
+            .iter()
+            .map(|(cpu, a)| audio_row(cpu.to_string(), a, measured))
+            .collect();
+        if audio.len() > 1 {
+            rows.push(audio_row("all".into(), &total, measured));
+        }
+        out.push(ModeTable {
+            title: format!(
+                "Audio deadlines: {} fragments of {} frames ({}), deadline {} after each fragment's start",
+                total.buffers,
+                total.frames(),
+                Human(total.period_ns),
+                Human(AudioTally::deadline(total.period_ns, total.buffers))
+            ),
+            header: s(&[
+                "CPU",
+                "fragments",
+                "xruns",
+                "xruns/min",
+                "worst response",
+                "worst lateness",
+            ]),
+            rows,
+            note: None,
+        });
+        let f = total.frames();
+        let verdict = total
+            .verdict()
+            .iter()
+            .map(|&(b, n)| {
+                vec![
+                    format!("{b} × {f} frames"),
+                    Human(b as u64 * total.period_ns).to_string(),
+                    Human(AudioTally::deadline(total.period_ns, b)).to_string(),
+                    n.to_string(),
+                    format!("{:.1}", n as f64 * 60e9 / measured.max(1) as f64),
+                ]
+            })
+            .collect();
+        out.push(ModeTable {
+            title: "Verdict per buffer count (from the same fragments)".into(),
+            header: s(&[
+                "buffers",
+                "buffer latency",
+                "deadline",
+                "late fragments",
+                "per minute",
+            ]),
+            rows: verdict,
+            note: Some(total.verdict_sentence()),
+        });
+    }
+    out
+}
+
+fn audio_row(name: String, a: &AudioRecord, measured: u64) -> Vec<String> {
+    vec![
+        name,
+        a.fragments.to_string(),
+        a.xruns.to_string(),
+        format!("{:.1}", a.xruns_per_minute(measured)),
+        Human(a.worst_response_ns).to_string(),
+        a.worst_lateness_ns()
+            .map(|l| Human(l).to_string())
+            .unwrap_or_else(|| "never late".into()),
+    ]
+}
+
+/// JSON: `"mode": {name, params, audio (all threads merged, with the verdict)}` at the top,
+/// and per CPU `"pair"`, `"exec"` (summary + iterations) and `"audio"`.
+pub fn add_json(v: &mut Value, m: &RunModel) {
+    let r = &m.record;
+    let measured = r.config.measured_ns.unwrap_or(0);
+    let audio_json = |a: &AudioRecord| {
+        json!({
+            "period_ns": a.period_ns,
+            "buffers": a.buffers,
+            "frames": a.frames(),
+            "fragments": a.fragments,
+            "xruns": a.xruns,
+            "xruns_per_minute": a.xruns_per_minute(measured),
+            "worst_response_ns": a.worst_response_ns,
+            "worst_lateness_ns": a.worst_lateness_ns().unwrap_or(0),
+            "late_by_buffers": a.verdict().iter().map(|&(b, n)| json!({"buffers": b, "late": n})).collect::<Vec<_>>(),
+            "verdict": a.verdict_sentence(),
+        })
+    };
+    if let Some(cpus) = v.get_mut("cpus").and_then(Value::as_array_mut) {
+        for (c, out) in r.cpus.iter().zip(cpus.iter_mut()) {
+            let (Some(x), Some(o)) = (&c.mode, out.as_object_mut()) else {
+                continue;
+            };
+            if let Some(p) = &x.pair {
+                o.insert("pair".into(), json!(p));
+            }
+            if let Some(e) = &x.exec {
+                if let Some(sm) = exec_summary(&e.histogram) {
+                    let mut ev = serde_json::to_value(sm).expect("summary serializes");
+                    ev["iterations"] = json!(e.iterations);
+                    ev["calibrated_ns"] = json!(e.calibrated_ns);
+                    o.insert("exec".into(), ev);
+                }
+            }
+            if let Some(a) = &x.audio {
+                o.insert("audio".into(), audio_json(a));
+            }
+        }
+    }
+    if r.config.mode != "timer" || r.config.mode_params.is_some() {
+        let merged = AudioRecord::merged(
+            r.cpus
+                .iter()
+                .filter_map(|c| c.mode.as_ref().and_then(|x| x.audio.as_ref())),
+        );
+        v["mode"] = json!({
+            "name": r.config.mode,
+            "params": r.config.mode_params,
+            "audio": merged.as_ref().map(audio_json),
+        });
+    }
+}

@@ -1,0 +1,220 @@
+//! `latlab run --mode wakeup|jitter|audio`: validation of the mode flags (before anything
+//! starts) and what each mode adds to the run record.
+
+use anyhow::bail;
+use latlab_core::modes::{AudioRecord, CpuMode, ExecRecord, ModeParams, AUDIO_PERIOD_NS};
+use latlab_core::units::{parse_latency, Human};
+use latlab_sys::measure::ThreadShared;
+use latlab_sys::modes::{Ipc, Mode};
+
+use crate::cli::RunArgs;
+use crate::cli_modes::{IpcKind, RunMode};
+use crate::cmd::run::Plan;
+
+/// The validated mode.
+pub struct ModePlan {
+    pub mode: Mode,
+    pub name: &'static str,
+    pub params: Option<ModeParams>,
+    /// Wakeup: the pair description of each measured CPU.
+    pub pairs: Vec<String>,
+}
+
+/// Test hook: `LATLAB_INJECT_SLOW_ITER=N` makes period N (0-based) of every jitter/audio
+/// thread do twice the work, so tests can check that the mode finds it.
+const INJECT_ENV: &str = "LATLAB_INJECT_SLOW_ITER";
+
+/// Validate the mode flags against the mode and the plan; adjusts `p.interval_ns` for audio
+/// (whose period is `--period`).
+pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<ModePlan> {
+    let m = &a.mode;
+    let only = |flag: &str, given: bool, modes: &str| -> anyhow::Result<()> {
+        if given {
+            bail!("{flag}: only with --mode {modes}; remove it or add --mode {modes}");
+        }
+        Ok(())
+    };
+    let is = |x: RunMode| m.mode == x;
+    only("--ipc", m.ipc.is_some() && !is(RunMode::Wakeup), "wakeup")?;
+    only("--cross-cpu", m.cross_cpu && !is(RunMode::Wakeup), "wakeup")?;
+    only(
+        "--work",
+        m.work.is_some() && !(is(RunMode::Jitter) || is(RunMode::Audio)),
+        "jitter or audio",
+    )?;
+    only(
+        "--period",
+        m.period.is_some() && !is(RunMode::Audio),
+        "audio",
+    )?;
+    only(
+        "--buffers",
+        m.buffers.is_some() && !is(RunMode::Audio),
+        "audio",
+    )?;
+    let inject_slow = std::env::var(INJECT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let work = |default: u64, period: u64| -> anyhow::Result<u64> {
+        let w = match &m.work {
+            Some(s) => parse_latency(s).map_err(|e| anyhow::anyhow!("--work: {e}"))?,
+            None => default,
+        };
+        if w == 0 {
+            bail!("--work: must be more than 0 (e.g. 200us)");
+        }
+        if w >= period {
+            bail!(
+                "--work {}: must be less than the period ({}), or no time is left to sleep; use a smaller --work or a longer period",
+                Human(w),
+                Human(period)
+            );
+        }
+        Ok(w)
+    };
+    Ok(match m.mode {
+        RunMode::Timer => ModePlan {
+            mode: Mode::Timer,
+            name: "timer",
+            params: None,
+            pairs: vec![],
+        },
+        RunMode::Wakeup => {
+            let ipc = match m.ipc.unwrap_or(IpcKind::Futex) {
+                IpcKind::Futex => Ipc::Futex,
+                IpcKind::Pipe => Ipc::Pipe,
+                IpcKind::Eventfd => Ipc::Eventfd,
+                IpcKind::Condvar => Ipc::Condvar,
+            };
+            if m.cross_cpu && online.len() < 2 {
+                bail!(
+                    "--cross-cpu: this machine has one online CPU; the sender needs another one (drop --cross-cpu)"
+                );
+            }
+            // The sender one priority below the receiver, as ptsematest: the receiver
+            // preempts it as soon as it is woken.
+            let sprio = if p.policy.is_rt() {
+                p.priority.saturating_sub(1).max(1)
+            } else {
+                0
+            };
+            let sender_cpus: Vec<u32> = p
+                .cpus
+                .iter()
+                .map(|&c| {
+                    if m.cross_cpu {
+                        let i = online.iter().position(|&o| o == c).unwrap_or(0);
+                        online[(i + 1) % online.len()]
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let pol = p.policy.as_str();
+            let pairs = p
+                .cpus
+                .iter()
+                .zip(&sender_cpus)
+                .map(|(c, s)| {
+                    format!(
+                        "{}: sender CPU {s} ({pol} {sprio}) → receiver CPU {c} ({pol} {})",
+                        ipc.as_str(),
+                        p.priority
+                    )
+                })
+                .collect();
+            ModePlan {
+                mode: Mode::Wakeup {
+                    ipc,
+                    sender_cpus,
+                    sender_priority: sprio,
+                },
+                name: "wakeup",
+                params: Some(ModeParams {
+                    ipc: Some(ipc.as_str().into()),
+                    cross_cpu: m.cross_cpu,
+                    sender_priority: Some(sprio),
+                    ..ModeParams::default()
+                }),
+                pairs,
+            }
+        }
+        RunMode::Jitter => {
+            let work_ns = work(200_000.min(p.interval_ns / 2), p.interval_ns)?;
+            ModePlan {
+                mode: Mode::Jitter {
+                    work_ns,
+                    inject_slow,
+                },
+                name: "jitter",
+                params: Some(ModeParams {
+                    work_ns: Some(work_ns),
+                    ..ModeParams::default()
+                }),
+                pairs: vec![],
+            }
+        }
+        RunMode::Audio => {
+            if a.interval != "1ms" {
+                bail!("--interval: --mode audio wakes once per --period; use --period instead");
+            }
+            let period = match &m.period {
+                Some(s) => parse_latency(s).map_err(|e| anyhow::anyhow!("--period: {e}"))?,
+                None => AUDIO_PERIOD_NS,
+            };
+            if period < 10_000 {
+                bail!("--period {}: below the 10us minimum", Human(period));
+            }
+            let buffers = m.buffers.unwrap_or(2);
+            if buffers == 0 {
+                bail!("--buffers 0: an audio ring needs at least 1 fragment (2 is usual)");
+            }
+            let work_ns = work(period / 4, period)?;
+            p.interval_ns = period;
+            ModePlan {
+                mode: Mode::Audio {
+                    work_ns,
+                    buffers,
+                    inject_slow,
+                },
+                name: "audio",
+                params: Some(ModeParams {
+                    work_ns: Some(work_ns),
+                    period_ns: Some(period),
+                    buffers: Some(buffers),
+                    ..ModeParams::default()
+                }),
+                pairs: vec![],
+            }
+        }
+    })
+}
+
+impl ModePlan {
+    /// What thread `i` adds to its CPU record (None for the timer).
+    pub fn cpu_mode(&self, i: usize, t: &ThreadShared, backend_sim: bool) -> Option<CpuMode> {
+        if matches!(self.mode, Mode::Timer) {
+            return None;
+        }
+        let exec = t.mode.exec.as_ref().map(|h| ExecRecord {
+            iterations: if backend_sim {
+                0
+            } else {
+                t.mode
+                    .exec_iterations
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            },
+            calibrated_ns: t
+                .mode
+                .exec_calibrated_ns
+                .load(std::sync::atomic::Ordering::Relaxed),
+            histogram: h.snapshot().to_record(),
+        });
+        let audio: Option<AudioRecord> = t.mode.audio.as_ref().map(|a| a.tally().to_record());
+        Some(CpuMode {
+            pair: self.pairs.get(i).cloned(),
+            exec,
+            audio,
+        })
+    }
+}
