@@ -124,7 +124,9 @@ impl LoadSession {
         let compiles = builtins().any(|p| p.compiles);
         let need_scratch = need_mb > 0 || compiles;
         let scratch_parent = match &opts.dir {
-            Some(d) => d.clone(),
+            // Absolute: the ledger entry must name the same directory for a `latlab cleanup`
+            // started from another working directory.
+            Some(d) => std::path::absolute(d).unwrap_or_else(|_| d.clone()),
             None if Path::new("/var/tmp").is_dir() => PathBuf::from("/var/tmp"),
             None => std::env::temp_dir(),
         };
