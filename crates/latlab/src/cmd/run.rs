@@ -485,7 +485,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis);
     let mut last_second = Instant::now();
-    let mut last_checkpoint = Instant::now();
+    // A first checkpoint as soon as measurement starts, so a run killed within its first
+    // CHECKPOINT still leaves a readable run.json (`complete: false`).
+    let mut last_checkpoint: Option<Instant> = None;
     let mut events: Vec<SpikeEvent> = Vec::new();
     let mut spikes: Vec<SpikeRecord> = Vec::new();
     let mut interrupted = false;
@@ -496,11 +498,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if stop.load(Ordering::Relaxed) && !interrupted {
             interrupted = true;
             engine.stop.store(true, Ordering::Release);
-        }
-        if let Some(after) = inject_panic {
-            if started.elapsed() >= after {
-                panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
-            }
         }
         for t in &threads {
             t.drain_spikes(&mut events);
@@ -522,8 +519,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
             live.show(&threads);
         }
-        if last_checkpoint.elapsed() >= CHECKPOINT {
-            last_checkpoint = Instant::now();
+        if last_checkpoint.is_none_or(|t| t.elapsed() >= CHECKPOINT) {
+            last_checkpoint = Some(Instant::now());
             let rec = build_record(
                 &a,
                 &p,
@@ -539,6 +536,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             );
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
                 eprintln!("latlab: warning: checkpoint failed: {e:#}");
+            }
+        }
+        if let Some(after) = inject_panic {
+            if started.elapsed() >= after {
+                panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
             }
         }
         std::thread::sleep(TICK);
