@@ -409,6 +409,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let _restore = Restore {
         ledger: ledger.clone(),
     };
+    // Re-bound after `_restore`, so on a panic or early error the loads are stopped (their
+    // ledger entries forgotten) *before* the ledger is restored and its file removed; in the
+    // other order the stopping supervisor wrote the ledger file again, and it was left behind.
+    let mut loads = loads;
 
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
     // loaded state only.
