@@ -123,7 +123,11 @@ fn leftovers(token: &str, groups: &BTreeSet<i32>) -> Vec<String> {
             out.push(format!(
                 "pid {pid} ({}) pgid {pgid} sid {sid}{}",
                 comm.trim(),
-                if has_token { " with the run's token" } else { "" }
+                if has_token {
+                    " with the run's token"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -215,7 +219,8 @@ fn round(r: &mut Round, seed: u64) -> String {
     } else {
         "stress-cpu"
     };
-    let crash_ms = 300 + r.rng.below(1200);
+    // A required load must fail 3 times in a row within the run to end it: crash sooner.
+    let crash_ms = 300 + r.rng.below(if r.required { 400 } else { 1200 });
     let cmd = match r.kind {
         Fault::LoadCrash => format!(
             "cmd:sh -c 'sleep {}.{:03}; exit 3'",
@@ -384,7 +389,13 @@ fn round(r: &mut Round, seed: u64) -> String {
                 _ => panic!("round {}: {status}: {err}", r.n),
             }
         }
-        _ => assert_eq!(status.code(), Some(0), "round {} ({:?}): {err}", r.n, r.kind),
+        _ => assert_eq!(
+            status.code(),
+            Some(0),
+            "round {} ({:?}): {err}",
+            r.n,
+            r.kind
+        ),
     }
 
     // The run directory is readable: complete, or a checkpoint marked incomplete.
@@ -434,7 +445,11 @@ fn round(r: &mut Round, seed: u64) -> String {
             "a complete run records its loads"
         );
         if r.kind == Fault::LoadIgnoresTerm {
-            assert_eq!(stubborn_killed, Some(true), "the TERM-ignoring load was killed");
+            assert_eq!(
+                stubborn_killed,
+                Some(true),
+                "the TERM-ignoring load was killed"
+            );
         }
         if r.kind == Fault::LoadCrash {
             assert!(crash_failures.unwrap() >= 1, "crashes counted: {rec}");
@@ -469,7 +484,11 @@ fn round(r: &mut Round, seed: u64) -> String {
         let now = knob_value(&std::fs::read_to_string(path).unwrap());
         assert_eq!(&now, original, "knob {} not restored", path.display());
     }
-    assert!(dir_entries(&rt).is_empty(), "ledger left: {:?}", dir_entries(&rt));
+    assert!(
+        dir_entries(&rt).is_empty(),
+        "ledger left: {:?}",
+        dir_entries(&rt)
+    );
     assert!(
         dir_entries(&load_dir).is_empty(),
         "scratch left: {:?}",

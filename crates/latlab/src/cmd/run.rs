@@ -329,7 +329,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let p = plan(&a)?;
     // Loads are resolved before anything starts: a missing tool or no scratch space is an
     // error now, not after the machine was changed.
-    let mut loads = if a.loads.is_empty() {
+    let loads = if a.loads.is_empty() {
         None
     } else {
         let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
