@@ -121,8 +121,7 @@ impl LoadSession {
             })
         };
         let need_mb: u64 = builtins().map(|p| p.scratch_mb).sum();
-        let compiles = builtins().any(|p| p.compiles);
-        let need_scratch = need_mb > 0 || compiles;
+        let need_scratch = builtins().any(|p| p.needs_scratch());
         let scratch_parent = match &opts.dir {
             // Absolute: the ledger entry must name the same directory for a `latlab cleanup`
             // started from another working directory.
