@@ -362,7 +362,10 @@ mod tests {
         };
         let line = undo(&stale);
         assert!(line.contains("not killed"), "{line}");
-        assert!(child.try_wait().unwrap().is_none(), "a recycled pid's group was killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a recycled pid's group was killed"
+        );
         // The real leader (same start time) is killed.
         let own = Entry::ProcessGroup {
             pgid: pid as i32,
