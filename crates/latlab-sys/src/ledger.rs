@@ -30,6 +30,10 @@ pub enum Entry {
         cgroup: Option<PathBuf>,
         #[serde(default)]
         name: String,
+        /// Start time of the group leader (as [`process_starttime`]), so a recycled pid is not
+        /// mistaken for the leader. None in older ledgers and for cgroup-only entries.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        leader_starttime: Option<u64>,
     },
     /// A scratch directory to remove recursively.
     ScratchDir { path: PathBuf },
@@ -224,9 +228,25 @@ pub fn undo(e: &Entry) -> String {
                 )
             }
         }
-        Entry::ProcessGroup { pgid, cgroup, name } => {
+        Entry::ProcessGroup {
+            pgid,
+            cgroup,
+            name,
+            leader_starttime,
+        } => {
             let mut s = String::new();
-            if *pgid > 1 {
+            let recycled = match (*pgid > 1, leader_starttime) {
+                // The leader's pid now belongs to another process: our group is gone (a pid
+                // still in use as a group id is never handed out again), and the number may
+                // name someone else's group. Never kill it.
+                (true, Some(st)) => process_starttime(*pgid as u32).is_some_and(|now| now != *st),
+                _ => false,
+            };
+            if recycled {
+                s = format!(
+                    "process group {pgid} ({name}) already gone (pid {pgid} now belongs to another process; not killed)"
+                );
+            } else if *pgid > 1 {
                 // SAFETY: plain syscall; a negative pid names the group.
                 let r = unsafe { libc::kill(-pgid, libc::SIGKILL) };
                 s = if r == 0 {
@@ -320,6 +340,42 @@ mod tests {
         assert_eq!(fs::read_to_string(&knob).unwrap(), "mq-deadline");
         assert!(lines[0].contains("restored"), "{lines:?}");
         assert!(!path.exists());
+    }
+
+    /// `latlab cleanup` killed load process groups by number; after pid reuse that number can
+    /// name someone else's group. A leader whose start time differs is left alone.
+    #[test]
+    fn recycled_group_leader_is_not_killed() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let st = process_starttime(pid).unwrap();
+        let stale = Entry::ProcessGroup {
+            pgid: pid as i32,
+            cgroup: None,
+            name: "stale".into(),
+            leader_starttime: Some(st + 1),
+        };
+        let line = undo(&stale);
+        assert!(line.contains("not killed"), "{line}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a recycled pid's group was killed"
+        );
+        // The real leader (same start time) is killed.
+        let own = Entry::ProcessGroup {
+            pgid: pid as i32,
+            cgroup: None,
+            name: "own".into(),
+            leader_starttime: Some(st),
+        };
+        assert!(undo(&own).contains("killed process group"));
+        let status = child.wait().unwrap();
+        assert!(!status.success());
     }
 
     #[test]

@@ -290,6 +290,26 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2)]
         pairs: u32,
     },
+    /// What each load does to latency: one run per profile (idle first), one table
+    Loads {
+        /// Profiles to run, comma-separated (default: every profile whose tools are installed)
+        #[arg(long, value_name = "A,B")]
+        profiles: Option<String>,
+        /// Length of each run
+        #[arg(long, default_value = "20s")]
+        duration: String,
+        /// CPUs to measure on: `all` or a list such as 0-3,6
+        #[arg(long, default_value = "all")]
+        cpus: String,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+        /// Keep the run directories here (default: a temp dir, removed at the end)
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
+        /// Scratch space for the loads' files (as `run --load-dir`)
+        #[arg(long, value_name = "DIR")]
+        load_dir: Option<PathBuf>,
+    },
 }
 
 #[cfg(test)]

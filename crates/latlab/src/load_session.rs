@@ -121,10 +121,11 @@ impl LoadSession {
             })
         };
         let need_mb: u64 = builtins().map(|p| p.scratch_mb).sum();
-        let compiles = builtins().any(|p| p.compiles);
-        let need_scratch = need_mb > 0 || compiles;
+        let need_scratch = builtins().any(|p| p.needs_scratch());
         let scratch_parent = match &opts.dir {
-            Some(d) => d.clone(),
+            // Absolute: the ledger entry must name the same directory for a `latlab cleanup`
+            // started from another working directory.
+            Some(d) => std::path::absolute(d).unwrap_or_else(|_| d.clone()),
             None if Path::new("/var/tmp").is_dir() => PathBuf::from("/var/tmp"),
             None => std::env::temp_dir(),
         };

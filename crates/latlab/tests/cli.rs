@@ -363,3 +363,45 @@ fn sigterm_of_a_sim_run_still_writes_results() {
     assert!((500..50_000).contains(&samples), "{samples} samples");
     assert!(v["warnings"].to_string().contains("interrupted"));
 }
+
+#[test]
+fn bench_loads_help_and_unknown_profile() {
+    let out = Command::cargo_bin("latlab")
+        .unwrap()
+        .args(["bench", "loads", "--help"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("--profiles") && help.contains("--duration"),
+        "{help}"
+    );
+    let out = Command::cargo_bin("latlab")
+        .unwrap()
+        .args([
+            "bench",
+            "loads",
+            "--profiles",
+            "idle,no-such-load",
+            "--duration",
+            "1s",
+        ])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("latlab: error: --profiles: unknown load profile 'no-such-load'"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // Nothing ran: no table on stdout.
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

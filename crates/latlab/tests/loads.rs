@@ -212,6 +212,8 @@ fn every_profile_starts_and_stops_cleanly() {
                 // It really ran: it used CPU, in its own cgroup where v2 exists.
                 assert!(r["cpu_s"].as_f64().unwrap() > 0.0, "{}: {r}", p.name);
                 assert!(r["starts"].as_u64().unwrap() >= 1);
+                // It did not abort at once (stress-mix did, on an empty --temp-path).
+                assert_eq!(r["failures"], 0, "{}: {r}", p.name);
                 if latlab_sys::loads::supervisor::cgroup2_root().is_some() {
                     assert!(r["cgroup"].is_string(), "{r}");
                 }

@@ -231,10 +231,18 @@ fn sigkill_leaves_a_readable_checkpoint() {
     let child = &mut reap.0;
     wait_for_threads(child, 1);
     let dir = only_run_dir(t.path());
-    // Wait for the first checkpoint (written every 10 s).
+    // The first checkpoint is written when measurement starts, the next 10 s later: wait for
+    // one that holds the first 10 s.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !dir.join("run.json").exists() {
-        assert!(Instant::now() < deadline, "no checkpoint after 30 s");
+    loop {
+        let samples = std::fs::read(dir.join("run.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["total"]["samples"].as_u64());
+        if samples.is_some_and(|n| n >= 5_000) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no 10 s checkpoint after 30 s");
         std::thread::sleep(Duration::from_millis(100));
     }
     child.kill().unwrap();

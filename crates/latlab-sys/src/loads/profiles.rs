@@ -216,6 +216,16 @@ pub const PROFILES: &[Profile] = &[
     },
 ];
 
+impl Profile {
+    /// True when a part writes files: it needs the per-run scratch directory (`{DIR}`), even
+    /// with `scratch_mb` 0 (stress-ng's `--temp-path` aborts on an empty path).
+    pub fn needs_scratch(&self) -> bool {
+        self.scratch_mb > 0
+            || self.compiles
+            || self.parts.iter().any(|p| p.script.contains("{DIR}"))
+    }
+}
+
 /// Look up a built-in profile by name.
 pub fn find(name: &str) -> Option<&'static Profile> {
     PROFILES.iter().find(|p| p.name == name)
@@ -412,6 +422,15 @@ pub fn check_tools(r: &Resolved) -> Result<(), ProfileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// stress-mix used `--temp-path {DIR}` without asking for scratch space: `{DIR}` expanded
+    /// to '' and stress-ng aborted at every restart.
+    #[test]
+    fn profiles_that_use_dir_need_scratch() {
+        assert!(find("stress-mix").unwrap().needs_scratch());
+        assert!(!find("stress-cpu").unwrap().needs_scratch());
+        assert!(!find("idle").unwrap().needs_scratch());
+    }
 
     fn scale() -> Scale {
         Scale {

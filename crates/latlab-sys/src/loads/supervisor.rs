@@ -367,6 +367,7 @@ fn create_cgroup(ledger: &Arc<Mutex<Ledger>>, path: &Path, name: &str) -> io::Re
             pgid: 0,
             cgroup: Some(path.to_path_buf()),
             name: name.to_string(),
+            leader_starttime: None,
         })?;
     if let Err(e) = std::fs::create_dir(path) {
         if let Ok(mut l) = ledger.lock() {
@@ -504,6 +505,8 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
                 pgid: pid,
                 cgroup: None,
                 name: format!("{} ({})", p.spec.profile, p.spec.part),
+                // The child is held on the pipe, alive: its start time is readable now.
+                leader_starttime: crate::ledger::process_starttime(pid as u32),
             })
         });
     let entry = match entry {

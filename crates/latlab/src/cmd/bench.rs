@@ -236,6 +236,21 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             println!("latlab peak RSS: {rss_short} KiB for {dur}, {rss_long} KiB for {long}");
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Loads {
+            profiles,
+            duration,
+            cpus,
+            format,
+            results,
+            load_dir,
+        } => super::bench_loads::bench_loads(super::bench_loads::Opts {
+            profiles,
+            duration,
+            cpus,
+            format,
+            results,
+            load_dir,
+        }),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::cli::{Cli, Command};
 
 pub mod analyze;
 pub mod bench;
+pub mod bench_loads;
 pub mod bench_trace;
 pub mod bench_wakeup;
 pub mod check;

@@ -335,7 +335,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mp = crate::cmd::run_modes::plan_mode(&a, &mut p, &online_cpus()?)?;
     // Loads are resolved before anything starts: a missing tool or no scratch space is an
     // error now, not after the machine was changed.
-    let mut loads = if a.loads.is_empty() {
+    let loads = if a.loads.is_empty() {
         None
     } else {
         let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
@@ -415,6 +415,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let _restore = Restore {
         ledger: ledger.clone(),
     };
+    // Re-bound after `_restore`, so on a panic or early error the loads are stopped (their
+    // ledger entries forgotten) *before* the ledger is restored and its file removed; in the
+    // other order the stopping supervisor wrote the ledger file again, and it was left behind.
+    let mut loads = loads;
 
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
     // loaded state only.
@@ -494,7 +498,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis);
     let mut last_second = Instant::now();
-    let mut last_checkpoint = Instant::now();
+    // A first checkpoint as soon as measurement starts, so a run killed within its first
+    // CHECKPOINT still leaves a readable run.json (`complete: false`).
+    let mut last_checkpoint: Option<Instant> = None;
     let mut events: Vec<SpikeEvent> = Vec::new();
     let mut spikes: Vec<SpikeRecord> = Vec::new();
     let mut interrupted = false;
@@ -505,11 +511,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if stop.load(Ordering::Relaxed) && !interrupted {
             interrupted = true;
             engine.stop.store(true, Ordering::Release);
-        }
-        if let Some(after) = inject_panic {
-            if started.elapsed() >= after {
-                panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
-            }
         }
         for t in &threads {
             t.drain_spikes(&mut events);
@@ -531,8 +532,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
             live.show(&threads);
         }
-        if last_checkpoint.elapsed() >= CHECKPOINT {
-            last_checkpoint = Instant::now();
+        if last_checkpoint.is_none_or(|t| t.elapsed() >= CHECKPOINT) {
+            last_checkpoint = Some(Instant::now());
             let rec = build_record(
                 &a,
                 &p,
@@ -549,6 +550,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             );
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
                 eprintln!("latlab: warning: checkpoint failed: {e:#}");
+            }
+        }
+        if let Some(after) = inject_panic {
+            if started.elapsed() >= after {
+                panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
             }
         }
         std::thread::sleep(TICK);
