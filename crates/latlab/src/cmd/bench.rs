@@ -231,6 +231,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             println!("latlab peak RSS: {rss_short} KiB for {dur}, {rss_long} KiB for {long}");
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Trace {
+            cpu,
+            duration,
+            pairs,
+            threshold,
+        } => super::bench_trace::trace_overhead(cpu, &duration, pairs, &threshold),
+        BenchCommand::Analyze { trace, size, keep } => {
+            super::bench_trace::analyze_bench(trace, &size, keep)
+        }
     }
 }
 
