@@ -735,7 +735,7 @@ pub fn sort_causes(c: &mut [Cause]) {
 /// a latlab marker, else wake-ups.
 pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
     let mode = opts.mode.unwrap_or_else(|| {
-        if text.contains("LATLAB_STOP") || text.contains("latlab seq=") {
+        if has_markers(text) {
             SampleMode::Markers
         } else {
             SampleMode::Wakeups
@@ -759,6 +759,12 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
         });
     }
     Ok(a.finish())
+}
+
+/// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
+pub fn has_markers(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memmem::find(b, b"LATLAB_STOP").is_some() || memchr::memmem::find(b, b"latlab seq=").is_some()
 }
 
 /// One row of "what delays this machine".

@@ -45,7 +45,11 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
 pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read trace file {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
+    // Valid UTF-8 (the usual case) is checked at memory speed and borrowed as it is.
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(&bytes),
+    };
     let virtualized = run_is_virtualized(path);
     analyze_trace(&text, threshold, virtualized).map_err(|e| {
         anyhow::anyhow!(
@@ -63,7 +67,7 @@ pub fn analyze_trace(
     threshold: Option<u64>,
     virtualized: bool,
 ) -> Result<Analysis, latlab_core::trace::ParseError> {
-    let has_markers = text.contains("LATLAB_STOP") || text.contains("latlab seq=");
+    let has_markers = latlab_core::trace::attribution::has_markers(text);
     let mode = if has_markers {
         SampleMode::Markers
     } else {
