@@ -18,7 +18,7 @@ pub fn value(m: &RunModel) -> Value {
             v
         })
         .collect();
-    json!({
+    let mut v = json!({
         "schema_version": r.schema_version,
         "label": r.label,
         "source": r.source,
@@ -37,7 +37,19 @@ pub fn value(m: &RunModel) -> Value {
         "inventory": r.inventory,
         "warnings": r.warnings,
         "notes": r.notes,
-    })
+    });
+    insert_delays(&mut v, &r.spikes);
+    v
+}
+
+/// `"delays"`: "what delays this machine" over the traced spikes — per cause (kind, name) the
+/// spikes it appeared in, `total_ns`, `worst_ns` and `share` of the summed spike latency;
+/// present only when a spike has causes.
+fn insert_delays(v: &mut Value, spikes: &[latlab_core::record::SpikeRecord]) {
+    let rows = latlab_core::trace::summarize(spikes);
+    if !rows.is_empty() {
+        v["delays"] = json!(rows);
+    }
 }
 
 pub fn render(m: &RunModel) -> Vec<u8> {
