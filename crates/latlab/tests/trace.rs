@@ -334,6 +334,18 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         err * 100.0
     );
     assert!(s.explained_ns() <= s.latency_ns);
+    // The sleeper's own way back (switch-in → its clock read) is labelled, never a plain
+    // `task lat-sleeper` that reads like another task delaying it.
+    assert!(
+        !s.causes.iter().any(|c| c.name == "lat-sleeper"),
+        "{:?}",
+        s.causes
+    );
+    assert!(s
+        .causes
+        .iter()
+        .filter(|c| c.pid == stid)
+        .all(|c| c.kind == CauseKind::Task && c.name == "switch-to-user (lat-sleeper)"));
     let _ = std::fs::remove_file(&keep);
 }
 
