@@ -97,7 +97,14 @@ fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
             ]
         })
         .collect();
-    let h = ["kind", "name", "spikes", "total", "worst", "share of spike latency"];
+    let h = [
+        "kind",
+        "name",
+        "spikes",
+        "total",
+        "worst",
+        "share of spike latency",
+    ];
     table(o, &h.map(String::from), &rows);
 }
 

@@ -108,7 +108,12 @@ fn json_has_the_table_with_numbers() {
     assert_eq!(d[1]["name"], "RCU");
     assert_eq!(d[1]["spikes"], 1);
     assert_eq!(
-        (&d[2]["name"], &d[2]["spikes"], &d[2]["total_ns"], &d[2]["worst_ns"]),
+        (
+            &d[2]["name"],
+            &d[2]["spikes"],
+            &d[2]["total_ns"],
+            &d[2]["worst_ns"]
+        ),
         (
             &serde_json::json!("local_timer"),
             &serde_json::json!(2),
@@ -139,7 +144,10 @@ fn text_markdown_html_show_it_escaped() {
     assert!(html.contains("<h2>What delays this machine</h2>"));
     assert!(html.contains("&lt;evil&gt;"));
     assert!(!html.contains("<evil>"));
-    assert!(html.contains("<td>2</td><td>3000 µs</td><td>2400 µs</td><td>75.0 %</td>"), "{html}");
+    assert!(
+        html.contains("<td>2</td><td>3000 µs</td><td>2400 µs</td><td>75.0 %</td>"),
+        "{html}"
+    );
 }
 
 #[test]

@@ -777,7 +777,8 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
 pub fn has_markers(text: &str) -> bool {
     let b = text.as_bytes();
-    memchr::memmem::find(b, b"LATLAB_STOP").is_some() || memchr::memmem::find(b, b"latlab seq=").is_some()
+    memchr::memmem::find(b, b"LATLAB_STOP").is_some()
+        || memchr::memmem::find(b, b"latlab seq=").is_some()
 }
 
 /// One row of "what delays this machine".
@@ -982,8 +983,16 @@ mod tests {
         assert_eq!(find(s, CauseKind::PreemptOff, "x"), 500_000);
         // Switch-in → clock read, with the marker's own 1 µs removed.
         assert_eq!(find(s, CauseKind::Task, "switch-to-user (tau)"), 1_000);
-        assert_eq!(find(s, CauseKind::Task, "tau"), 0, "τ's own time is not a task cause");
-        let own = s.causes.iter().find(|c| c.name == "switch-to-user (tau)").unwrap();
+        assert_eq!(
+            find(s, CauseKind::Task, "tau"),
+            0,
+            "τ's own time is not a task cause"
+        );
+        let own = s
+            .causes
+            .iter()
+            .find(|c| c.name == "switch-to-user (tau)")
+            .unwrap();
         assert_eq!((own.pid, own.prio), (TAU, 19));
         assert_eq!(s.unexplained_ns, 0);
         assert_eq!(s.causes[0].kind, CauseKind::PreemptOff);

@@ -355,9 +355,8 @@ fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
         if &b[at..eq] != k {
             continue;
         }
-        let boundary = at == 0
-            || b[at - 1] == b' '
-            || (b[at - 1] == b'[' && (at == 1 || b[at - 2] == b' '));
+        let boundary =
+            at == 0 || b[at - 1] == b' ' || (b[at - 1] == b'[' && (at == 1 || b[at - 2] == b' '));
         if !boundary {
             continue;
         }
@@ -639,7 +638,11 @@ pub struct Parser<'a> {
 impl<'a> Parser<'a> {
     pub fn new(text: &'a str) -> Parser<'a> {
         Parser {
-            lines: Lines { text, pos: 0, idx: 0 },
+            lines: Lines {
+                text,
+                pos: 0,
+                idx: 0,
+            },
             prev: None,
             pending: None,
             out: Default::default(),

@@ -152,7 +152,8 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: &str, keep: bool) -> anyhow::
     match trace {
         Some(p) => analyze_throughput(&p)?,
         None => {
-            let dir = std::env::temp_dir().join(format!("latlab-bench-analyze-{}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("latlab-bench-analyze-{}", std::process::id()));
             std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             let path = dir.join("trace.txt");
@@ -179,7 +180,8 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
     }
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let buffer_kb = (size / ncpu / 2 / 1024).max(1024);
-    let mut ledger = Ledger::open().context("bench analyze captures as root (or give --trace FILE)")?;
+    let mut ledger =
+        Ledger::open().context("bench analyze captures as root (or give --trace FILE)")?;
     let tfs = tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut ledger)
         .map_err(|e| anyhow::anyhow!("cannot trace: {e} (or give --trace FILE)"))?;
     let result = (|| -> anyhow::Result<()> {
