@@ -336,6 +336,17 @@ impl Drop for TraceSession {
     }
 }
 
+/// CLOCK_MONOTONIC in ns (the samples' clock).
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,15 +487,4 @@ mod tests {
         assert!(instances_left().is_empty(), "instance left after a panic");
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
-}
-
-/// CLOCK_MONOTONIC in ns (the samples' clock).
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
