@@ -267,7 +267,6 @@ pub fn body(m: &RunModel) -> String {
 
     if !r.spikes.is_empty() {
         o.push_str("<h2>Spikes</h2>\n<table><tr><th>CPU</th><th>at (s)</th><th>latency</th><th class=\"k\">causes (largest first)</th></tr>\n");
-        let mut by_kind: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
         for s in r.spikes.iter().take(500) {
             let causes: Vec<String> = s
                 .causes
@@ -285,15 +284,6 @@ pub fn body(m: &RunModel) -> String {
                 esc(&causes.join("; "))
             );
         }
-        for s in &r.spikes {
-            for c in &s.causes {
-                let e = by_kind
-                    .entry((format!("{:?}", c.kind).to_lowercase(), c.name.clone()))
-                    .or_default();
-                e.0 += c.ns;
-                e.1 += 1;
-            }
-        }
         o.push_str("</table>\n");
         if r.spikes.len() > 500 {
             let _ = writeln!(
@@ -302,23 +292,7 @@ pub fn body(m: &RunModel) -> String {
                 r.spikes.len() - 500
             );
         }
-        if !by_kind.is_empty() {
-            let total: u64 = r.spikes.iter().map(|s| s.latency_ns).sum();
-            let mut v: Vec<_> = by_kind.into_iter().collect();
-            v.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-            o.push_str("<h2>Causes</h2>\n<table><tr><th class=\"k\">kind</th><th class=\"k\">name</th><th>spikes</th><th>time</th><th>share of spike latency</th></tr>\n");
-            for ((k, n), (ns, cnt)) in v.iter().take(50) {
-                let _ = writeln!(
-                    o,
-                    "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{cnt}</td><td>{}</td><td>{:.1} %</td></tr>",
-                    esc(k),
-                    esc(n),
-                    Human(*ns),
-                    if total > 0 { *ns as f64 * 100.0 / total as f64 } else { 0.0 }
-                );
-            }
-            o.push_str("</table>\n");
-        }
+        delays_table(&mut o, &r.spikes);
     }
 
     if !r.loads.is_empty() || !r.config.loads.is_empty() {
@@ -381,6 +355,35 @@ pub fn body(m: &RunModel) -> String {
         }
     }
     o
+}
+
+/// "What delays this machine": every cause over the traced spikes, the spikes it appeared in,
+/// total and worst time, share of the summed spike latency (names escaped).
+fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
+    use latlab_core::trace::attribution::kind_str;
+    let rows = latlab_core::trace::summarize(spikes);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>What delays this machine</h2>\n<p class=\"meta\">Causes over {} traced spikes, largest total first.</p>",
+        spikes.len()
+    );
+    o.push_str("<table><tr><th class=\"k\">kind</th><th class=\"k\">name</th><th>spikes</th><th>total</th><th>worst</th><th>share of spike latency</th></tr>\n");
+    for r in &rows {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} %</td></tr>",
+            kind_str(r.kind),
+            esc(&r.name),
+            r.spikes,
+            Human(r.total_ns),
+            Human(r.worst_ns),
+            100.0 * r.share
+        );
+    }
+    o.push_str("</table>\n");
 }
 
 pub fn render(model: &RunModel) -> Vec<u8> {

@@ -39,7 +39,18 @@ pub fn value(m: &RunModel) -> Value {
         "notes": r.notes,
     });
     crate::modes::add_json(&mut v, m);
+    insert_delays(&mut v, &r.spikes);
     v
+}
+
+/// `"delays"`: "what delays this machine" over the traced spikes — per cause (kind, name) the
+/// spikes it appeared in, `total_ns`, `worst_ns` and `share` of the summed spike latency;
+/// present only when a spike has causes.
+fn insert_delays(v: &mut Value, spikes: &[latlab_core::record::SpikeRecord]) {
+    let rows = latlab_core::trace::summarize(spikes);
+    if !rows.is_empty() {
+        v["delays"] = json!(rows);
+    }
 }
 
 pub fn render(m: &RunModel) -> Vec<u8> {

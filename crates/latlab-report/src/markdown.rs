@@ -72,6 +72,42 @@ pub fn columns(out: &mut String, first: &str, cols: &[(String, Vec<(String, Stri
     table(out, &header, &rows);
 }
 
+/// "What delays this machine" over the traced spikes (see the text report).
+fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
+    use latlab_core::trace::attribution::kind_str;
+    let rows = latlab_core::trace::summarize(spikes);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "### What delays this machine\n\nCauses over {} traced spikes, largest total first.\n",
+        spikes.len()
+    );
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                kind_str(r.kind).to_string(),
+                cell(&r.name),
+                r.spikes.to_string(),
+                Human(r.total_ns).to_string(),
+                Human(r.worst_ns).to_string(),
+                format!("{:.1} %", 100.0 * r.share),
+            ]
+        })
+        .collect();
+    let h = [
+        "kind",
+        "name",
+        "spikes",
+        "total",
+        "worst",
+        "share of spike latency",
+    ];
+    table(o, &h.map(String::from), &rows);
+}
+
 pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut o = String::new();
@@ -178,6 +214,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             &rows,
         );
     }
+    delays_table(&mut o, &r.spikes);
     if !r.loads.is_empty() {
         o.push_str("### Loads\n\n");
         let rows: Vec<Vec<String>> = r

@@ -194,6 +194,40 @@ pub fn heading(m: &RunModel) -> String {
     s
 }
 
+/// "What delays this machine": every cause over the run's traced spikes (kind + name), the
+/// spikes it appeared in, total and worst time, share of the summed spike latency.
+fn delays_table(out: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
+    use latlab_core::trace::attribution::kind_str;
+    let rows = latlab_core::trace::summarize(spikes);
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nWhat delays this machine (causes over {} traced spikes)",
+        spikes.len()
+    );
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    t.set_header(["kind", "name", "spikes", "total", "worst", "share"]);
+    for r in &rows {
+        t.add_row([
+            kind_str(r.kind).to_string(),
+            clean(&r.name),
+            r.spikes.to_string(),
+            Human(r.total_ns).to_string(),
+            Human(r.worst_ns).to_string(),
+            format!("{:.1} %", 100.0 * r.share),
+        ]);
+    }
+    for i in 2..6 {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{t}");
+}
+
 pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut out = heading(m);
@@ -241,6 +275,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             );
         }
     }
+    delays_table(&mut out, &r.spikes);
     if !r.spikes.is_empty() {
         let _ = writeln!(out, "\nTraced spikes");
         for (i, s) in r.spikes.iter().enumerate() {

@@ -310,6 +310,33 @@ pub enum BenchCommand {
         #[arg(long, value_name = "DIR")]
         load_dir: Option<PathBuf>,
     },
+    /// The flight recorder's overhead: `latlab run` with and without tracing, alternated
+    Trace {
+        /// CPU to measure on
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run
+        #[arg(long, default_value = "10s")]
+        duration: String,
+        /// Pairs of runs (off, on)
+        #[arg(long, default_value_t = 3)]
+        pairs: u32,
+        /// --trace-threshold of the traced runs
+        #[arg(long, default_value = "150us")]
+        threshold: String,
+    },
+    /// `latlab analyze` throughput against `wc -l` on a large trace
+    Analyze {
+        /// Trace to time (default: capture one with the recorder under hackbench)
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Size of the captured trace
+        #[arg(long, default_value = "200M")]
+        size: String,
+        /// Keep the captured trace (its path is printed)
+        #[arg(long)]
+        keep: bool,
+    },
 }
 
 #[cfg(test)]

@@ -44,6 +44,8 @@ pub struct TraceSession {
     overruns: BTreeMap<u32, u64>,
     /// Spikes whose marker was not found in the copied trace.
     unmatched: u32,
+    /// Spike (its clock read) → recorder running again, over every traced spike: (sum, max, n).
+    rearm_ns: (u64, u64, u64),
     instance: PathBuf,
     clock: String,
     events: Vec<String>,
@@ -143,6 +145,7 @@ impl TraceSession {
             not_traced: 0,
             overruns: BTreeMap::new(),
             unmatched: 0,
+            rearm_ns: (0, 0, 0),
         };
         let r = s.recorder.as_ref().expect("just set");
         r.clear()?;
@@ -156,6 +159,15 @@ impl TraceSession {
     /// actual=<ns> latency=<ns>\n") }` (one write syscall; no allocation).
     pub fn marker_fd(&self) -> std::os::fd::RawFd {
         self.recorder.as_ref().map_or(-1, |r| r.marker_fd())
+    }
+
+    /// True when a marker has stopped the recorder and the collector should save the spike and
+    /// re-arm now: until then, further spikes go untraced. The collector polls this (it is an
+    /// atomic the measurement thread already clears), so the hot path signals nothing.
+    pub fn wants_collector(&self) -> bool {
+        self.recorder.is_some()
+            && self.traced < self.max_spikes
+            && !self.armed.load(Ordering::Acquire)
     }
 
     /// Shared flag: true while the recorder runs and may be stopped by a marker.
@@ -251,6 +263,12 @@ impl TraceSession {
         }
         let _ = rec.clear();
         let _ = rec.start();
+        let d = mono_ns().saturating_sub(actual_ns);
+        self.rearm_ns = (
+            self.rearm_ns.0 + d,
+            self.rearm_ns.1.max(d),
+            self.rearm_ns.2 + 1,
+        );
         if self.traced < self.max_spikes {
             self.armed.store(true, Ordering::SeqCst);
         }
@@ -286,6 +304,8 @@ impl TraceSession {
             "traced": self.traced,
             "not_traced": self.not_traced,
             "unmatched": self.unmatched,
+            "rearm_mean_ns": self.rearm_ns.0.checked_div(self.rearm_ns.2),
+            "rearm_max_ns": self.rearm_ns.1,
             "overruns": self.overruns.iter().map(|(c, n)| serde_json::json!({"cpu": c, "events": n})).collect::<Vec<_>>(),
             "virtualized": self.virtualized,
             "warnings": self.warnings,
@@ -314,6 +334,17 @@ impl Drop for TraceSession {
         }
         self.unmount();
     }
+}
+
+/// CLOCK_MONOTONIC in ns (the samples' clock).
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[cfg(test)]

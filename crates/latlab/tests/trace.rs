@@ -334,6 +334,18 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         err * 100.0
     );
     assert!(s.explained_ns() <= s.latency_ns);
+    // The sleeper's own way back (switch-in → its clock read) is labelled, never a plain
+    // `task lat-sleeper` that reads like another task delaying it.
+    assert!(
+        !s.causes.iter().any(|c| c.name == "lat-sleeper"),
+        "{:?}",
+        s.causes
+    );
+    assert!(s
+        .causes
+        .iter()
+        .filter(|c| c.pid == stid)
+        .all(|c| c.kind == CauseKind::Task && c.name == "switch-to-user (lat-sleeper)"));
     let _ = std::fs::remove_file(&keep);
 }
 
@@ -404,4 +416,107 @@ fn regression_missing_sched_switch_recovered_from_pid_column() {
     assert_eq!(s["causes"][0]["name"], "lat-burst");
     assert_eq!(s["causes"][0]["pid"], 3210);
     assert_eq!(s["causes"][0]["prio"], 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The instance is removed on every exit path of a traced run.
+
+/// Is `instances/<name>` absent? When tracefs is not mounted (the run unmounted what it
+/// mounted), mount it for the check: an unmount does not remove instances.
+fn instance_gone(name: &str) -> bool {
+    let root = Path::new(latlab_sys::tracefs::DEFAULT_ROOT);
+    if root.join("instances").is_dir() {
+        return !root.join("instances").join(name).exists();
+    }
+    let st = std::process::Command::new("mount")
+        .args(["-t", "tracefs", "nodev"])
+        .arg(root)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cannot mount tracefs to check");
+    let gone = !root.join("instances").join(name).exists();
+    let _ = std::process::Command::new("umount").arg(root).status();
+    gone
+}
+
+/// Start a traced run (exit path under test decided by `how`), wait until its instance exists,
+/// end it, and check that instance and ledger are gone.
+fn traced_run_ends_clean(how: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"));
+    cmd.args(["run", "--duration", "30s", "--cpus", "0", "--quiet"])
+        .args([
+            "--trace-threshold",
+            "5ms",
+            "--trace-buffer",
+            "512KiB",
+            "--results",
+        ])
+        .arg(tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if how == "panic" {
+        cmd.env("LATLAB_INJECT_PANIC_MS", "1000");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let name = format!("latlab-{pid}");
+    let inst = Path::new(latlab_sys::tracefs::DEFAULT_ROOT)
+        .join("instances")
+        .join(&name);
+    // Synchronise on the observable state: the instance exists while the run measures.
+    let t0 = std::time::Instant::now();
+    while !inst.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before creating its instance"
+        );
+        assert!(t0.elapsed().as_secs() < 20, "no instance {name} after 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    match how {
+        // SAFETY: signalling our own child.
+        "SIGINT" => unsafe { libc::kill(pid as i32, libc::SIGINT) },
+        // SAFETY: as above.
+        "SIGTERM" => unsafe { libc::kill(pid as i32, libc::SIGTERM) },
+        _ => 0,
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if how == "panic" {
+        assert!(
+            !out.status.success(),
+            "the injected panic did not end the run: {err}"
+        );
+        assert!(err.contains("injected collector panic"), "{err}");
+    } else {
+        assert!(out.status.success(), "{how}: {:?} {err}", out.status);
+    }
+    assert!(instance_gone(&name), "{how}: instance {name} left behind");
+    let ledger = latlab_sys::ledger::runtime_dir().join(format!("{pid}.json"));
+    assert!(!ledger.exists(), "{how}: ledger {} left", ledger.display());
+}
+
+#[test]
+fn instance_removed_after_sigint() {
+    let Some(_g) = latlab_sys::privileged::guard("instance_removed_after_sigint") else {
+        return;
+    };
+    traced_run_ends_clean("SIGINT");
+}
+
+#[test]
+fn instance_removed_after_sigterm() {
+    let Some(_g) = latlab_sys::privileged::guard("instance_removed_after_sigterm") else {
+        return;
+    };
+    traced_run_ends_clean("SIGTERM");
+}
+
+#[test]
+fn instance_removed_after_collector_panic() {
+    let Some(_g) = latlab_sys::privileged::guard("instance_removed_after_collector_panic") else {
+        return;
+    };
+    traced_run_ends_clean("panic");
 }

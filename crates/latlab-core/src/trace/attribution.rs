@@ -16,7 +16,9 @@
 //!   priority is a legitimate `task`; one of lower priority kept the CPU although τ was
 //!   runnable — a non-preemptible section — so `preempt_off`, named after it;
 //! - after switch-in (only when the sample's end is known from a latlab marker): τ's own way
-//!   back to user space, a `task` cause named after τ.
+//!   back to user space up to its clock read, *switch to user*: kind `task` (τ's pid and prio),
+//!   named `switch-to-user (<τ's comm>)` by [`switch_to_user`], so it is never mistaken for
+//!   another task that kept the CPU.
 //!
 //! Causes therefore sum to the traced part of the latency; what the trace does not cover
 //! (history overwritten, a window opened late) stays *unexplained* — reported, never spread
@@ -149,6 +151,12 @@ impl Sample {
             timeline: self.timeline(),
         }
     }
+}
+
+/// Name of the *switch to user* part (switch-in → the thread's own clock read): a `task`
+/// cause with the thread's pid and prio, labelled so it cannot be read as another task.
+pub fn switch_to_user(comm: &str) -> String {
+    format!("switch-to-user ({comm})")
 }
 
 /// The contract's name of a cause kind.
@@ -584,7 +592,12 @@ impl Analyzer {
         // The marker is written after the clock read: that time is τ's own, not the sample's.
         if let Some((_, r, _, m)) = marker {
             let mut extra = m.saturating_sub(r);
-            let own = (CauseKind::Task, w.comm.clone(), w.pid, w.prio.unwrap_or(0));
+            let own = (
+                CauseKind::Task,
+                switch_to_user(&w.comm),
+                w.pid,
+                w.prio.unwrap_or(0),
+            );
             if let Some(x) = acc.iter_mut().find(|(k, _)| *k == own) {
                 let take = extra.min(x.1);
                 x.1 -= take;
@@ -696,7 +709,7 @@ fn classify(
         // τ itself: after switch-in, its way back to user space.
         return (
             CauseKind::Task,
-            w.comm.clone(),
+            switch_to_user(&w.comm),
             w.pid,
             w.prio.unwrap_or(cur.prio),
         );
@@ -735,7 +748,7 @@ pub fn sort_causes(c: &mut [Cause]) {
 /// a latlab marker, else wake-ups.
 pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
     let mode = opts.mode.unwrap_or_else(|| {
-        if text.contains("LATLAB_STOP") || text.contains("latlab seq=") {
+        if has_markers(text) {
             SampleMode::Markers
         } else {
             SampleMode::Wakeups
@@ -759,6 +772,13 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
         });
     }
     Ok(a.finish())
+}
+
+/// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
+pub fn has_markers(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memmem::find(b, b"LATLAB_STOP").is_some()
+        || memchr::memmem::find(b, b"latlab seq=").is_some()
 }
 
 /// One row of "what delays this machine".
@@ -962,7 +982,18 @@ mod tests {
         assert_eq!(find(s, CauseKind::Irq, "local_timer"), 3_000);
         assert_eq!(find(s, CauseKind::PreemptOff, "x"), 500_000);
         // Switch-in → clock read, with the marker's own 1 µs removed.
-        assert_eq!(find(s, CauseKind::Task, "tau"), 1_000);
+        assert_eq!(find(s, CauseKind::Task, "switch-to-user (tau)"), 1_000);
+        assert_eq!(
+            find(s, CauseKind::Task, "tau"),
+            0,
+            "τ's own time is not a task cause"
+        );
+        let own = s
+            .causes
+            .iter()
+            .find(|c| c.name == "switch-to-user (tau)")
+            .unwrap();
+        assert_eq!((own.pid, own.prio), (TAU, 19));
         assert_eq!(s.unexplained_ns, 0);
         assert_eq!(s.causes[0].kind, CauseKind::PreemptOff);
         assert_eq!((s.causes[0].pid, s.causes[0].prio), (200, 120));

@@ -210,16 +210,27 @@ struct Anchor {
 
 /// Parse `SECS.FRAC` into ns (FRAC of 1..=9 digits).
 fn parse_ts(s: &str) -> Option<u64> {
-    let (a, b) = s.split_once('.')?;
-    if a.is_empty() || b.is_empty() || b.len() > 9 {
+    let b = s.as_bytes();
+    let dot = memchr::memchr(b'.', b)?;
+    let (a, f) = (&b[..dot], &b[dot + 1..]);
+    if a.is_empty() || f.is_empty() || f.len() > 9 || a.len() > 11 {
         return None;
     }
-    if !a.bytes().all(|c| c.is_ascii_digit()) || !b.bytes().all(|c| c.is_ascii_digit()) {
-        return None;
+    let mut secs: u64 = 0;
+    for &c in a {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        secs = secs * 10 + (c - b'0') as u64;
     }
-    let secs: u64 = a.parse().ok()?;
-    let mut frac: u64 = b.parse().ok()?;
-    for _ in b.len()..9 {
+    let mut frac: u64 = 0;
+    for &c in f {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        frac = frac * 10 + (c - b'0') as u64;
+    }
+    for _ in f.len()..9 {
         frac *= 10;
     }
     secs.checked_mul(1_000_000_000)?.checked_add(frac)
@@ -229,7 +240,7 @@ fn parse_ts(s: &str) -> Option<u64> {
 fn find_anchor(line: &str) -> Option<Anchor> {
     let bytes = line.as_bytes();
     let mut search = 0;
-    while let Some(off) = bytes[search..].iter().position(|&c| c == b':') {
+    while let Some(off) = memchr::memchr(b':', &bytes[search..]) {
         let colon = search + off;
         search = colon + 1;
         if bytes.get(colon + 1) != Some(&b' ') {
@@ -318,7 +329,7 @@ fn find_anchor(line: &str) -> Option<Anchor> {
 fn split_task(col: &str) -> (String, i64) {
     let col = col.trim_end();
     // trace-cmd prefixes the instance name: `latlab_research: rust-lld-15780`.
-    let col = match col.find(": ") {
+    let col = match find_sub(col, ": ") {
         Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => col[p + 2..].trim_start(),
         _ => col.trim_start(),
     };
@@ -333,13 +344,28 @@ fn split_task(col: &str) -> (String, i64) {
 /// `key=value` lookup in a body where values have no spaces (tokens split on spaces; a
 /// leading `[` as in `[action=SCHED]` is allowed).
 fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
-    for tok in body.split(' ') {
-        let tok = tok.strip_prefix('[').unwrap_or(tok);
-        if let Some(v) = tok.strip_prefix(key) {
-            if let Some(v) = v.strip_prefix('=') {
-                return Some(v.strip_suffix(']').unwrap_or(v));
-            }
+    // Same answer as splitting on ' ' and taking the first token `key=…` (or `[key=…`), found
+    // from the '=' signs instead: no per-token work (this runs several times per event).
+    let (b, k) = (body.as_bytes(), key.as_bytes());
+    // Bodies are short: a plain loop beats memchr's set-up here.
+    for eq in (0..b.len()).filter(|&i| b[i] == b'=') {
+        let Some(at) = eq.checked_sub(k.len()) else {
+            continue;
+        };
+        if &b[at..eq] != k {
+            continue;
         }
+        let boundary =
+            at == 0 || b[at - 1] == b' ' || (b[at - 1] == b'[' && (at == 1 || b[at - 2] == b' '));
+        if !boundary {
+            continue;
+        }
+        let end = b[eq + 1..]
+            .iter()
+            .position(|&c| c == b' ')
+            .map_or(b.len(), |p| eq + 1 + p);
+        let v = &body[eq + 1..end];
+        return Some(v.strip_suffix(']').unwrap_or(v));
     }
     None
 }
@@ -547,7 +573,7 @@ fn event_from(line: usize, text: &str) -> Result<Event, String> {
 fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event, String> {
     let (task_comm, pid) = split_task(&text[..a.task_end]);
     let rest = &text[a.rest..];
-    let (name, body) = match rest.find(':') {
+    let (name, body) = match memchr::memchr(b':', rest.as_bytes()) {
         Some(p) => (rest[..p].trim(), rest[p + 1..].trim_start()),
         None => (rest.trim(), ""),
     };
@@ -575,9 +601,32 @@ fn lost_marker(l: &str) -> Option<(u32, u64)> {
     Some((cpu.parse().ok()?, n.parse().ok()?))
 }
 
+/// `text.split('\n').enumerate()` with memchr (the line split is a large part of the work).
+struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+    idx: usize,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<(usize, &'a str)> {
+        if self.pos > self.text.len() {
+            return None;
+        }
+        let rest = &self.text[self.pos..];
+        let end = memchr::memchr(b'\n', rest.as_bytes()).unwrap_or(rest.len());
+        self.pos += end + 1;
+        let i = self.idx;
+        self.idx += 1;
+        Some((i, &rest[..end]))
+    }
+}
+
 /// Streaming parser: one [`Record`] at a time, so a 200 MB trace needs no 200 MB of events.
 pub struct Parser<'a> {
-    lines: std::iter::Enumerate<std::str::Split<'a, char>>,
+    lines: Lines<'a>,
     /// The last anchored event text, not emitted yet (a following line may be its tail).
     prev: Option<(usize, String)>,
     /// Lines without an anchor, waiting to be joined.
@@ -589,7 +638,11 @@ pub struct Parser<'a> {
 impl<'a> Parser<'a> {
     pub fn new(text: &'a str) -> Parser<'a> {
         Parser {
-            lines: text.split('\n').enumerate(),
+            lines: Lines {
+                text,
+                pos: 0,
+                idx: 0,
+            },
             prev: None,
             pending: None,
             out: Default::default(),

@@ -25,18 +25,7 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         Some(t) => Some(parse_latency(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?),
         None => None,
     };
-    let bytes = std::fs::read(&args.trace)
-        .with_context(|| format!("cannot read trace file {}", args.trace.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let virtualized = run_is_virtualized(&args.trace);
-    let a = analyze_trace(&text, threshold, virtualized).map_err(|e| {
-        anyhow::anyhow!(
-            "{}:{}: {} (latlab analyze reads tracefs text traces)",
-            args.trace.display(),
-            e.line,
-            e.msg
-        )
-    })?;
+    let a = analyze_file(&args.trace, threshold)?;
     let out = match args.format {
         RunFormat::Json => {
             let mut v = serde_json::to_vec_pretty(&to_json(&a)).expect("json");
@@ -52,13 +41,33 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Read and analyze a trace file as `latlab analyze` does (shared with `latlab bench analyze`).
+pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read trace file {}", path.display()))?;
+    // Valid UTF-8 (the usual case) is checked at memory speed and borrowed as it is.
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(&bytes),
+    };
+    let virtualized = run_is_virtualized(path);
+    analyze_trace(&text, threshold, virtualized).map_err(|e| {
+        anyhow::anyhow!(
+            "{}:{}: {} (latlab analyze reads tracefs text traces)",
+            path.display(),
+            e.line,
+            e.msg
+        )
+    })
+}
+
 /// Analyze with the command's defaults (shared with `latlab bench`).
 pub fn analyze_trace(
     text: &str,
     threshold: Option<u64>,
     virtualized: bool,
 ) -> Result<Analysis, latlab_core::trace::ParseError> {
-    let has_markers = text.contains("LATLAB_STOP") || text.contains("latlab seq=");
+    let has_markers = latlab_core::trace::attribution::has_markers(text);
     let mode = if has_markers {
         SampleMode::Markers
     } else {

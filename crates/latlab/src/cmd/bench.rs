@@ -251,6 +251,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             results,
             load_dir,
         }),
+        BenchCommand::Trace {
+            cpu,
+            duration,
+            pairs,
+            threshold,
+        } => super::bench_trace::trace_overhead(cpu, &duration, pairs, &threshold),
+        BenchCommand::Analyze { trace, size, keep } => {
+            super::bench_trace::analyze_bench(trace, &size, keep)
+        }
     }
 }
 

@@ -557,7 +557,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
             }
         }
-        std::thread::sleep(TICK);
+        collector_sleep(tracer.as_ref());
     }
     let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
         p.duration_ns
@@ -642,6 +642,26 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Wait one collector tick; with a recorder, in short slices that end as soon as a marker has
+/// stopped it, so the spike is saved and the recorder re-armed within ~2 ms instead of up to a
+/// whole tick (spikes in between would go untraced).
+fn collector_sleep(tracer: Option<&crate::trace_session::TraceSession>) {
+    const SLICE: Duration = Duration::from_millis(2);
+    let Some(tr) = tracer else {
+        std::thread::sleep(TICK);
+        return;
+    };
+    // At least one slice per call: the collector never spins, even if the spike that cleared
+    // `armed` has not reached the spike ring yet.
+    let t0 = Instant::now();
+    loop {
+        std::thread::sleep(SLICE);
+        if t0.elapsed() >= TICK || tr.wants_collector() {
+            break;
+        }
+    }
 }
 
 /// Reap every child left (orphaned load processes re-parented to latlab as subreaper).
