@@ -274,6 +274,12 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         pairs: u32,
     },
+    /// `report` and `compare` time on a 24-hour-equivalent run; `import` speed of cyclictest -v
+    Report {
+        /// Repetitions of each timing (the median is printed)
+        #[arg(long, default_value_t = 5)]
+        reps: u32,
+    },
 }
 
 #[cfg(test)]

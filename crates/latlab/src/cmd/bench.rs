@@ -231,6 +231,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             println!("latlab peak RSS: {rss_short} KiB for {dur}, {rss_long} KiB for {long}");
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Report { reps } => super::bench_report::bench_report(reps),
     }
 }
 
