@@ -164,7 +164,8 @@ fn html_renders_hostile_strings_as_text() {
     r.notes = vec![evil.clone()];
     r.machine.cmdline = Some(evil.clone());
     r.config.loads = vec![evil.clone()];
-    r.inventory = Some(serde_json::json!({ "evil": evil.clone(), "nested": { "k": evil.clone() } }));
+    r.inventory =
+        Some(serde_json::json!({ "evil": evil.clone(), "nested": { "k": evil.clone() } }));
     for s in &mut r.spikes {
         for c in &mut s.causes {
             c.name = evil.clone();
@@ -173,12 +174,19 @@ fn html_renders_hostile_strings_as_text() {
     let m = RunModel::new(r).unwrap();
     for f in [Format::Html, Format::Markdown, Format::Text] {
         let out = String::from_utf8(render(&m, f)).unwrap();
-        assert!(!out.contains('\x1b'), "{f:?}: an ANSI escape reached the output");
-        assert!(out.contains('\u{fffd}'), "{f:?}: the invalid bytes vanished");
+        assert!(
+            !out.contains('\x1b'),
+            "{f:?}: an ANSI escape reached the output"
+        );
+        assert!(
+            out.contains('\u{fffd}'),
+            "{f:?}: the invalid bytes vanished"
+        );
         if f == Format::Html {
             assert!(!out.contains("<script"), "a <script> tag reached the HTML");
             assert!(!out.contains("alert(\""), "a raw quote reached the HTML");
-            assert!(out.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;\\u{1b}[31mbad"));
+            assert!(out
+                .contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;\\u{1b}[31mbad"));
             // Every occurrence is escaped: label (title, h1, two plot titles), command line,
             // warning, note, cmdline, load, inventory ×2, causes.
             assert!(out.matches("&lt;script&gt;").count() >= 12);
