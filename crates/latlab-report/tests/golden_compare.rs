@@ -27,7 +27,7 @@ fn record(s: &Spec) -> RunRecord {
     let layout = Layout::new(1_000, 10_000_000).unwrap();
     let cpus = (0..2u32)
         .map(|cpu| {
-            let mut src = SimSource::new(s.seed, cpu, s.params.clone());
+            let mut src = SimSource::new(s.seed, cpu, s.params);
             let mut h = Histogram::new(layout);
             let mut per_second = Vec::new();
             for _ in 0..s.seconds {

@@ -149,7 +149,7 @@ fn day_record() -> anyhow::Result<RunRecord> {
                     ns: latency / (2 << k),
                 })
                 .collect();
-            causes.sort_by(|a, b| b.ns.cmp(&a.ns));
+            causes.sort_by_key(|c| std::cmp::Reverse(c.ns));
             SpikeRecord {
                 cpu: (i as u32) % CPUS,
                 at_ns: (i as u64 + 1) * 860_000_000_000,
