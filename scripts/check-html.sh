@@ -14,9 +14,11 @@ status=0
 for f in "$@"; do
     profile=$(mktemp -d)
     abs=$(readlink -f "$f")
-    flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --user-data-dir=$profile"
+    # Offline, no sandbox (root in CI), a fresh profile; `timeout` so a wedged browser fails
+    # the check instead of hanging CI.
+    flags="--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking --disable-component-update --disable-sync --user-data-dir=$profile"
     # The DOM after rendering: the SVGs must be there, each with drawn content.
-    dom=$($BROWSER $flags --enable-logging=stderr --v=0 --dump-dom "file://$abs" 2>"$profile/log" || true)
+    dom=$(timeout 120 $BROWSER $flags --enable-logging=stderr --v=0 --dump-dom "file://$abs" 2>"$profile/log" || true)
     n_svg=$(printf '%s' "$dom" | grep -o '<svg' | wc -l)
     n_drawn=$(printf '%s' "$dom" | grep -o '<polyline[^>]*points="[0-9]' | wc -l)
     if [ "$n_svg" -eq 0 ] || [ "$n_drawn" -eq 0 ]; then
@@ -28,7 +30,7 @@ for f in "$@"; do
         grep -E 'CONSOLE|Uncaught' "$profile/log" >&2 || true
         status=1
     fi
-    $BROWSER $flags --hide-scrollbars --window-size=1200,2400 --screenshot="${abs%.html}.png" "file://$abs" 2>/dev/null || status=1
+    timeout 120 $BROWSER $flags --hide-scrollbars --window-size=1200,2400 --screenshot="${abs%.html}.png" "file://$abs" 2>/dev/null || status=1
     if [ ! -s "${abs%.html}.png" ]; then
         echo "check-html: $f: no screenshot" >&2
         status=1

@@ -4,6 +4,10 @@
 //! trailer in µs. Samples at or above the histogram limit are cyclictest's overflows.
 //! latlab does not record overflow cycle numbers, so that section is left out (as rt-tests
 //! ≥ 2.7 may do).
+//!
+//! The trailer means what cyclictest's `print_hist` means: `# Total:` is the sum of the
+//! bucket rows above it (overflows excluded), `# Histogram Overflows:` the samples at or above
+//! the limit, and Min/Avg/Max cover every sample (overflows included).
 
 use std::fmt::Write;
 
@@ -40,7 +44,10 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         }
         out.push('\n');
     };
-    trailer(&mut out, "Total", 9, &|c| c.hist.count());
+    // cyclictest sums its bucket rows: overflows are not in the Total.
+    trailer(&mut out, "Total", 9, &|c| {
+        c.hist.count_below(c.hist.layout().limit_ns())
+    });
     trailer(&mut out, "Min Latencies", 5, &|c| {
         c.hist.min().unwrap_or(0) / 1000
     });
@@ -54,4 +61,63 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         c.hist.count() - c.hist.count_below(c.hist.layout().limit_ns())
     });
     out.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use latlab_core::hist::{Histogram, Layout};
+    use latlab_core::model::RunModel;
+    use latlab_core::record::*;
+
+    /// cyclictest's `# Total:` is the sum of the rows printed above it; overflows are counted
+    /// on their own line and only there.
+    #[test]
+    fn total_counts_only_the_bucketed_samples() {
+        let layout = Layout::new(1_000, 10_000).unwrap();
+        let mut h = Histogram::new(layout);
+        for v in [1_500, 2_000, 9_999, 10_000, 50_000] {
+            h.record(v);
+        }
+        let mut r = RunRecord {
+            schema_version: SCHEMA_VERSION,
+            label: "t".into(),
+            source: Source::Latlab,
+            complete: true,
+            tool_version: None,
+            command_line: None,
+            started_at: None,
+            ended_at: None,
+            config: RunConfig::default(),
+            machine: Machine::default(),
+            inventory: None,
+            total: Default::default(),
+            cpus: vec![CpuRecord {
+                cpu: 0,
+                stats: Default::default(),
+                histogram: h.to_record(),
+                per_second_max_ns: vec![],
+                top_spikes: vec![],
+                thread: ThreadInfo::default(),
+                mode: None,
+            }],
+            spikes: vec![],
+            trace: None,
+            loads: vec![],
+            activity: None,
+            warnings: vec![],
+            notes: vec![],
+            scenario: serde_json::Value::Null,
+        };
+        r.refresh().unwrap();
+        let out = String::from_utf8(super::render(&RunModel::new(r).unwrap())).unwrap();
+        let rows: u64 = out
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(rows, 3);
+        assert!(out.contains("# Total: 000000003\n"), "{out}");
+        assert!(out.contains("# Histogram Overflows: 00002\n"), "{out}");
+        assert!(out.contains("# Max Latencies: 00050\n"), "{out}");
+    }
 }

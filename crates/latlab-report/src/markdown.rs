@@ -196,7 +196,14 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                         &s.causes
                             .iter()
                             .take(3)
-                            .map(|c| format!("{:?} {} ({})", c.kind, c.name, Human(c.ns)))
+                            .map(|c| {
+                                format!(
+                                    "{} {} ({})",
+                                    latlab_core::trace::attribution::kind_str(c.kind),
+                                    c.name,
+                                    Human(c.ns)
+                                )
+                            })
                             .collect::<Vec<_>>()
                             .join("; "),
                     ),

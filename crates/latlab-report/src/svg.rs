@@ -84,7 +84,7 @@ impl LogScale {
         self.a + t * (self.b - self.a)
     }
     fn decades(&self) -> impl Iterator<Item = f64> {
-        (self.lo as i32..=self.hi as i32).map(|d| 10f64.powi(d))
+        (self.lo.ceil() as i32..=self.hi.floor() as i32).map(|d| 10f64.powi(d))
     }
 }
 
@@ -130,18 +130,26 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
         "latency (log scale)",
         "samples per bucket (log scale)",
     );
-    let pts: Vec<Vec<(f64, f64)>> = series
+    // Runs of adjacent non-empty buckets: a line is drawn only where buckets touch, so a
+    // line never suggests samples in empty buckets; a lone bucket is a dot.
+    let segs: Vec<Vec<Vec<(f64, f64)>>> = series
         .iter()
         .map(|(_, h)| {
-            h.buckets()
-                .map(|(lo, hi, c)| {
-                    let hi = hi.min(h.max().unwrap_or(hi).max(lo + 1));
-                    ((lo as f64 + hi as f64) / 2.0, c as f64)
-                })
-                .collect()
+            let mut segs: Vec<Vec<(f64, f64)>> = Vec::new();
+            let mut prev_hi = None;
+            for (lo, hi, c) in h.buckets() {
+                let end = hi.min(h.max().unwrap_or(hi).max(lo + 1));
+                let p = ((lo as f64 + end as f64) / 2.0, c as f64);
+                match segs.last_mut() {
+                    Some(s) if prev_hi == Some(lo) => s.push(p),
+                    _ => segs.push(vec![p]),
+                }
+                prev_hi = Some(hi);
+            }
+            segs
         })
         .collect();
-    let all = pts.iter().flatten();
+    let all = segs.iter().flatten().flatten();
     let (mut xmin, mut xmax, mut ymax) = (f64::MAX, 0f64, 1f64);
     for &(x, y) in all {
         xmin = xmin.min(x);
@@ -158,18 +166,31 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
         return out;
     }
     let xs = LogScale::new(xmin, xmax, L, W - R);
-    let ys = LogScale::new(1.0, ymax, H - B, T);
+    // Half a decade of room below 1 sample, so single samples stand clear of the frame.
+    let mut ys = LogScale::new(1.0, ymax, H - B, T);
+    ys.lo = -0.5;
     axes(&mut out, &xs, &ys, tick_label, count_label);
-    for (i, p) in pts.iter().enumerate() {
+    for (i, series) in segs.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let _ = write!(
-            out,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1.2" points=""#
-        );
-        for &(x, y) in p {
-            let _ = write!(out, "{:.1},{:.1} ", xs.at(x), ys.at(y));
+        for seg in series {
+            if let [(x, y)] = seg[..] {
+                let _ = write!(
+                    out,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="2" fill="{c}"/>"#,
+                    xs.at(x),
+                    ys.at(y)
+                );
+                continue;
+            }
+            let _ = write!(
+                out,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1.2" points=""#
+            );
+            for &(x, y) in seg {
+                let _ = write!(out, "{:.1},{:.1} ", xs.at(x), ys.at(y));
+            }
+            out.push_str("\"/>");
         }
-        out.push_str("\"/>");
     }
     legend(
         &mut out,
@@ -327,7 +348,8 @@ mod tests {
         let s = loglog_histogram("t <x>", &[("a".into(), &h), ("b<".into(), &h)]);
         assert_eq!(s.matches("<polyline").count(), 2);
         assert!(s.contains("b&lt;") && s.contains("t &lt;x&gt;"));
-        // 4 non-empty buckets → 4 points per line.
+        // 4 non-empty buckets: 1 µs and 2 µs touch (one line of 2 points); 40 µs and the
+        // 9 ms tail bucket stand alone (a dot each, no line through the empty buckets).
         let pts = s
             .split("points=\"")
             .nth(1)
@@ -335,7 +357,8 @@ mod tests {
             .split('"')
             .next()
             .unwrap();
-        assert_eq!(pts.split_whitespace().count(), 4);
+        assert_eq!(pts.split_whitespace().count(), 2);
+        assert_eq!(s.matches("<circle").count(), 4);
         let e = loglog_histogram("t", &[("a".into(), &Histogram::new(Layout::default()))]);
         assert!(e.contains("no samples"));
     }

@@ -1,6 +1,6 @@
-//! Golden files of the single-run formats (text, json, cyclictest) on a deterministic run:
-//! the seeded sim source through the same histograms, with fixed metadata. Regenerate after an
-//! intended change with `INSTA_UPDATE=always cargo test -p latlab-report --test golden_run`
+//! Golden files of the single-run formats (text, markdown, json, html, cyclictest) on a
+//! deterministic run: the seeded sim source through the same histograms, with fixed metadata.
+//! Regenerate after an intended change with `INSTA_UPDATE=always cargo test -p latlab-report`
 //! and review the diff.
 
 use latlab_core::hist::{Histogram, Layout};
@@ -128,4 +128,75 @@ fn cyclictest_golden() {
     let out = String::from_utf8(render(&model(), Format::Cyclictest)).unwrap();
     assert_eq!(out.lines().filter(|l| !l.starts_with('#')).count(), 300);
     insta::assert_snapshot!("cyclictest", out);
+}
+
+#[test]
+fn markdown_golden() {
+    let out = String::from_utf8(render(&model(), Format::Markdown)).unwrap();
+    assert!(!out.contains('\x1b'));
+    insta::assert_snapshot!("markdown", out);
+}
+
+#[test]
+fn html_golden() {
+    let out = String::from_utf8(render(&model(), Format::Html)).unwrap();
+    // Two plots, each with a line in each CPU's colour (a histogram line breaks where
+    // buckets are empty); the label's markup is text, not a tag.
+    assert_eq!(out.matches("<svg").count(), 2);
+    for plot in out.split("<svg").skip(1) {
+        for c in &latlab_report::svg::COLORS[..2] {
+            assert!(plot.contains(&format!("<polyline fill=\"none\" stroke=\"{c}\"")));
+        }
+    }
+    assert!(out.contains("golden &lt;b&gt;") && !out.contains("golden <b>"));
+    assert!(!out.contains('\x1b'));
+    // Rendering twice gives the same bytes: nothing depends on the clock or on map order.
+    assert_eq!(out.as_bytes(), render(&model(), Format::Html).as_slice());
+    insta::assert_snapshot!("html", out);
+}
+
+/// Strings from the system (labels, task names, command lines, load commands, warnings,
+/// inventory values) that carry markup, quotes, ANSI escapes or bytes that were not UTF-8
+/// reach the HTML as text: no element, attribute or escape of theirs survives.
+#[test]
+fn html_renders_hostile_strings_as_text() {
+    let evil = format!(
+        "<script>alert(\"x\")</script>'\x1b[31m{}",
+        String::from_utf8_lossy(b"bad\xff\xfeutf8")
+    );
+    let mut r = record();
+    r.label = evil.clone();
+    r.command_line = Some(evil.clone());
+    r.warnings = vec![evil.clone()];
+    r.notes = vec![evil.clone()];
+    r.machine.cmdline = Some(evil.clone());
+    r.config.loads = vec![evil.clone()];
+    r.inventory =
+        Some(serde_json::json!({ "evil": evil.clone(), "nested": { "k": evil.clone() } }));
+    for s in &mut r.spikes {
+        for c in &mut s.causes {
+            c.name = evil.clone();
+        }
+    }
+    let m = RunModel::new(r).unwrap();
+    for f in [Format::Html, Format::Markdown, Format::Text] {
+        let out = String::from_utf8(render(&m, f)).unwrap();
+        assert!(
+            !out.contains('\x1b'),
+            "{f:?}: an ANSI escape reached the output"
+        );
+        assert!(
+            out.contains('\u{fffd}'),
+            "{f:?}: the invalid bytes vanished"
+        );
+        if f == Format::Html {
+            assert!(!out.contains("<script"), "a <script> tag reached the HTML");
+            assert!(!out.contains("alert(\""), "a raw quote reached the HTML");
+            assert!(out
+                .contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;\\u{1b}[31mbad"));
+            // Every occurrence is escaped: label (title, h1, two plot titles), command line,
+            // warning, note, cmdline, load, inventory ×2, causes.
+            assert!(out.matches("&lt;script&gt;").count() >= 12);
+        }
+    }
 }

@@ -337,6 +337,12 @@ pub enum BenchCommand {
         #[arg(long)]
         keep: bool,
     },
+    /// `report` and `compare` time on a 24-hour-equivalent run; `import` speed of cyclictest -v
+    Report {
+        /// Repetitions of each timing (the median is printed)
+        #[arg(long, default_value_t = 5)]
+        reps: u32,
+    },
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod cli;
-mod cli_scenario;
 mod cli_modes;
+mod cli_scenario;
 mod cmd;
 mod load_session;
 mod rundir;

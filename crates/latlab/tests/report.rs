@@ -119,6 +119,21 @@ fn round_trip_through_histogram_txt() {
         va["cpus"][0]["histogram"]["buckets"],
         vb["cpus"][0]["histogram"]["buckets"]
     );
+    // The trailer means what cyclictest's means: `# Total:` sums the bucket rows (overflows
+    // excluded), overflows on their own line — the same lines as the original file.
+    let trailer = |p: &Path, k: &str| {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with(k))
+            .map(str::to_string)
+    };
+    let orig = fixture("cyclictest-h2000-2cpu.txt");
+    let ours = a.join("histogram.txt");
+    for k in ["# Total:", "# Histogram Overflows:", "# Max Latencies:"] {
+        assert_eq!(trailer(&orig, k), trailer(&ours, k), "{k}");
+        assert!(trailer(&ours, k).is_some(), "{k}");
+    }
 }
 
 #[test]

@@ -260,6 +260,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         BenchCommand::Analyze { trace, size, keep } => {
             super::bench_trace::analyze_bench(trace, &size, keep)
         }
+        BenchCommand::Report { reps } => super::bench_report::bench_report(reps),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::cli::{Cli, Command};
 pub mod analyze;
 pub mod bench;
 pub mod bench_loads;
+pub mod bench_report;
 pub mod bench_trace;
 pub mod bench_wakeup;
 pub mod check;
@@ -16,8 +17,8 @@ pub mod import;
 pub mod loads;
 pub mod report;
 pub mod run;
-pub mod scenario;
 pub mod run_modes;
+pub mod scenario;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {

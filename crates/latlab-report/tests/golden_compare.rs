@@ -1,0 +1,179 @@
+//! Golden files of `latlab compare` in every format (text, markdown, json, html) on three
+//! deterministic runs: the seeded sim source with fixed metadata, different enough that the
+//! comparison has something to say (another kernel and preemption model, a load, a shorter run
+//! with another interval). Regenerate after an intended change with
+//! `INSTA_UPDATE=always cargo test -p latlab-report` and review the diff.
+
+use latlab_core::hist::{Histogram, Layout};
+use latlab_core::model::RunModel;
+use latlab_core::record::*;
+use latlab_core::sim::{SimParams, SimSource};
+use latlab_core::stats::Stats;
+use latlab_report::compare::{render, CompareFormat};
+
+struct Spec {
+    label: &'static str,
+    seed: u64,
+    seconds: usize,
+    per_second: usize,
+    interval_ns: u64,
+    kernel: &'static str,
+    preemption: &'static str,
+    loads: &'static [&'static str],
+    params: SimParams,
+}
+
+fn record(s: &Spec) -> RunRecord {
+    let layout = Layout::new(1_000, 10_000_000).unwrap();
+    let cpus = (0..2u32)
+        .map(|cpu| {
+            let mut src = SimSource::new(s.seed, cpu, s.params);
+            let mut h = Histogram::new(layout);
+            let mut per_second = Vec::new();
+            for _ in 0..s.seconds {
+                let mut m = 0;
+                for _ in 0..s.per_second {
+                    let v = src.next_latency();
+                    h.record(v);
+                    m = m.max(v);
+                }
+                per_second.push(Some(m));
+            }
+            CpuRecord {
+                cpu,
+                stats: Stats::default(),
+                histogram: h.to_record(),
+                per_second_max_ns: per_second,
+                top_spikes: vec![],
+                thread: ThreadInfo::default(),
+                mode: None,
+            }
+        })
+        .collect();
+    let measured = s.seconds as u64 * 1_000_000_000;
+    let mut r = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        label: s.label.into(),
+        source: Source::Latlab,
+        complete: true,
+        tool_version: Some("0.0.0".into()),
+        command_line: Some(format!("latlab run --backend sim --label {}", s.label)),
+        started_at: Some("2026-01-01T00:00:00Z".into()),
+        ended_at: Some("2026-01-01T00:01:00Z".into()),
+        config: RunConfig {
+            mode: "timer".into(),
+            backend: "sim".into(),
+            interval_ns: Some(s.interval_ns),
+            duration_ns: Some(measured),
+            cpus: vec![0, 1],
+            priority: Some(95),
+            policy: Some("fifo".into()),
+            measured_ns: Some(measured),
+            sim_seed: Some(s.seed),
+            loads: s.loads.iter().map(|l| l.to_string()).collect(),
+            ..RunConfig::default()
+        },
+        machine: Machine {
+            kernel_release: Some(s.kernel.into()),
+            preemption: Some(s.preemption.into()),
+            cmdline: Some(format!("BOOT_IMAGE=/vmlinuz-{} ro quiet", s.kernel)),
+            ..Machine::default()
+        },
+        inventory: None,
+        total: Stats::default(),
+        cpus,
+        spikes: vec![],
+        trace: None,
+        loads: vec![],
+        activity: None,
+        warnings: vec![],
+        notes: vec![],
+        scenario: serde_json::Value::Null,
+    };
+    r.refresh().unwrap();
+    r
+}
+
+fn runs() -> Vec<RunModel> {
+    let specs = [
+        Spec {
+            label: "stock",
+            seed: 1,
+            seconds: 20,
+            per_second: 1000,
+            interval_ns: 1_000_000,
+            kernel: "6.1.0-stock",
+            preemption: "voluntary",
+            loads: &[],
+            params: SimParams::default(),
+        },
+        Spec {
+            label: "preempt <full>",
+            seed: 2,
+            seconds: 20,
+            per_second: 1000,
+            interval_ns: 1_000_000,
+            kernel: "6.1.0-preempt",
+            preemption: "full",
+            loads: &["hackbench"],
+            params: SimParams {
+                burst_p: 5e-4,
+                spike_p: 2e-5,
+                ..SimParams::default()
+            },
+        },
+        Spec {
+            label: "short",
+            seed: 3,
+            seconds: 2,
+            per_second: 2000,
+            interval_ns: 500_000,
+            kernel: "6.1.0-stock",
+            preemption: "voluntary",
+            loads: &[],
+            params: SimParams::default(),
+        },
+    ];
+    specs
+        .iter()
+        .map(|s| RunModel::new(record(s)).unwrap())
+        .collect()
+}
+
+fn out(f: CompareFormat) -> String {
+    String::from_utf8(render(&runs(), f)).unwrap()
+}
+
+#[test]
+fn compare_text_golden() {
+    let o = out(CompareFormat::Text);
+    // The differences a reader must see before trusting a ratio are flagged.
+    assert!(o.contains("Before trusting a difference"), "{o}");
+    insta::assert_snapshot!("compare_text", o);
+}
+
+#[test]
+fn compare_markdown_golden() {
+    insta::assert_snapshot!("compare_markdown", out(CompareFormat::Markdown));
+}
+
+#[test]
+fn compare_json_golden() {
+    let o = out(CompareFormat::Json);
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["runs"].as_array().map(|a| a.len()), Some(3));
+    insta::assert_snapshot!("compare_json", o);
+}
+
+#[test]
+fn compare_html_golden() {
+    let o = out(CompareFormat::Html);
+    assert!(o.contains("preempt &lt;full&gt;") && !o.contains("preempt <full>"));
+    assert!(o.matches("<polyline").count() >= 3);
+    assert_eq!(
+        o.as_bytes(),
+        render(&runs(), CompareFormat::Html).as_slice(),
+        "html output is not deterministic"
+    );
+    insta::assert_snapshot!("compare_html", o);
+}
