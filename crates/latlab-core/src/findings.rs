@@ -569,6 +569,7 @@ fn steal_evidence(inv: &Inventory) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // fixtures are built field by field
 mod tests {
     use super::*;
     use crate::inventory::{CpuFreq, IdleState};

@@ -94,7 +94,7 @@ impl fmt::Display for Human {
         } else if ns < 10 * NS_PER_MS {
             // µs up to 10 ms: the unit the field reads latencies in.
             let us = ns as f64 / 1e3;
-            if ns % NS_PER_US == 0 || us >= 100.0 {
+            if ns.is_multiple_of(NS_PER_US) || us >= 100.0 {
                 write!(f, "{} µs", (us).round() as u64)
             } else {
                 write!(f, "{us:.1} µs")
@@ -109,8 +109,8 @@ impl fmt::Display for Human {
 
 /// A duration shown to people: `10s`, `41m`, `1h30m`, `250ms`.
 pub fn format_duration(ns: Nanos) -> String {
-    if ns % NS_PER_S != 0 || ns == 0 {
-        if ns % NS_PER_MS == 0 {
+    if !ns.is_multiple_of(NS_PER_S) || ns == 0 {
+        if ns.is_multiple_of(NS_PER_MS) {
             return format!("{}ms", ns / NS_PER_MS);
         }
         return format!("{}us", ns / NS_PER_US);

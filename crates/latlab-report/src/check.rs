@@ -323,6 +323,7 @@ pub fn render_json(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::field_reassign_with_default)] // fixtures are built field by field
 mod tests {
     use super::*;
     use latlab_core::findings::findings;

@@ -18,6 +18,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process; boxing buys nothing
 pub enum Command {
     /// Measure wake-up latency on every selected CPU and write a run directory
     Run(RunArgs),

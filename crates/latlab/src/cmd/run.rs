@@ -351,8 +351,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
 
     // Probe: what this machine allows, before anything is changed.
-    let _dma;
-    if a.backend == Backend::Real {
+    let _dma = if a.backend == Backend::Real {
         if p.policy.is_rt() && !rt::can_use_rt() {
             bail!(
                 "--backend real with --policy {} needs root (or CAP_SYS_NICE): run as root, or use --backend sim",
@@ -377,7 +376,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 format!("mlockall failed ({e}): page faults may add latency"),
             );
         }
-        _dma = match rt::DmaLatency::hold(0) {
+        match rt::DmaLatency::hold(0) {
             Ok(d) => Some(d),
             Err(e) => {
                 warn(&mut warnings, format!(
@@ -385,10 +384,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 ));
                 None
             }
-        };
+        }
     } else {
-        _dma = None;
-    }
+        None
+    };
 
     // The run directory, checked writable before measuring.
     let dir = rundir::create_run_dir(&a.results, &p.label)?;
@@ -626,10 +625,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         RunFormat::Json => latlab_report::render(&model, latlab_report::Format::Json),
     };
     rundir::emit(&out, None)?;
-    if a.format == RunFormat::Json {
-        if !a.quiet {
-            eprintln!("results: {}", dir.display());
-        }
+    if a.format == RunFormat::Json && !a.quiet {
+        eprintln!("results: {}", dir.display());
     }
     if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
         if max > limit {
