@@ -462,3 +462,49 @@ fn stress_ng_and_dbench_record_their_throughput() {
     assert!(sn["bogo_ops"]["dentry"].as_f64().unwrap() > 0.0, "{sn}");
     assert_clean(&e, &recs);
 }
+
+/// A run that ends with an error during the load warm-up (a `--load-required` load that
+/// crashes at once) still leaves a readable run.json, marked incomplete, saying why.
+#[test]
+fn a_run_that_fails_in_warm_up_leaves_a_readable_record() {
+    let e = env();
+    let results = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--backend", "sim", "--quiet", "--load", "cmd:false"])
+        .args(["--load-required", "--warmup", "20s", "--duration", "5s"])
+        .arg("--results")
+        .arg(results.path())
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("keeps crashing"), "{err}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let run = dirs[0].join("run.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+    assert_eq!(v["complete"], false, "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("warm-up") && warnings.contains("keeps crashing"),
+        "{warnings}"
+    );
+    assert_eq!(v["loads"][0]["profile"], "cmd:false", "{v}");
+    assert!(v["loads"][0]["failures"].as_u64().unwrap() >= 3, "{v}");
+    // `latlab report` reads it.
+    let rep = latlab().args(["report"]).arg(&dirs[0]).output().unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let recs = v["loads"].as_array().cloned().unwrap_or_default();
+    assert_clean(&e, &recs);
+}
