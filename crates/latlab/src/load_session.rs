@@ -477,6 +477,13 @@ impl LoadSession {
             );
             let clean = rep.exits.get("exit 0").copied().unwrap_or(0);
             d.insert("iterations_completed".into(), json!(clean));
+            // The generated tree reports each object file: progress within a build, which
+            // a short run never finishes (about 27 s on 2 CPUs).
+            if metric == Metric::Iterations && self.opts.src.is_none() && life_s > 0.0 {
+                let files = gentree::compiled_files(&log);
+                d.insert("compiled_files".into(), json!(files));
+                d.insert("compiled_files_per_s".into(), json!(files as f64 / life_s));
+            }
             if clean > 0 {
                 d.insert(
                     "s_per_iteration".into(),

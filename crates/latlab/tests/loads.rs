@@ -508,3 +508,31 @@ fn a_run_that_fails_in_warm_up_leaves_a_readable_record() {
     let recs = v["loads"].as_array().cloned().unwrap_or_default();
     assert_clean(&e, &recs);
 }
+
+/// The compile part of a short run finishes no build (about 27 s here), so its iterations/s is
+/// 0; the generated tree's per-file marks still show how far it got.
+#[test]
+fn compile_parts_record_files_compiled() {
+    let Some(_g) = latlab_sys::privileged::guard("compile_parts_record_files_compiled") else {
+        return;
+    };
+    if which("make").is_none() || which("cc").is_none() {
+        panic!("make and cc are needed (apt-get install make gcc)");
+    }
+    let e = env();
+    let (code, recs, err) = run_load(&e, "stress-kernel", "3s", &[]);
+    let log = take_logs(&recs);
+    assert_eq!(code, 0, "{err}");
+    let c = recs.iter().find(|r| r["part"] == "compile").unwrap();
+    assert_eq!(c["ops_unit"], "iterations/s", "{c}");
+    let files = c["compiled_files"].as_u64().unwrap();
+    assert!(files > 0, "{c}");
+    assert_eq!(
+        files as usize,
+        log.matches(latlab_sys::loads::gentree::COMPILED_MARK)
+            .count(),
+        "{c}"
+    );
+    assert!(c["compiled_files_per_s"].as_f64().unwrap() > 0.0, "{c}");
+    assert_clean(&e, &recs);
+}

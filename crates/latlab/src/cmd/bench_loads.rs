@@ -153,6 +153,9 @@ fn load_throughput(l: &Value) -> Vec<(String, f64, String)> {
             l["ops_unit"].as_str().unwrap_or("").to_string(),
         ));
     }
+    if let Some(x) = l["compiled_files_per_s"].as_f64() {
+        v.push((part.clone(), x, "files compiled/s".to_string()));
+    }
     let from_io = l["ops_source"]
         .as_str()
         .is_some_and(|s| s.starts_with("kernel-io"));
