@@ -141,8 +141,8 @@ fn run_one(
     Ok(row)
 }
 
-/// A load record's throughput items: its `ops`, and for a part whose `ops` is not already its
-/// kernel-accounted I/O (a script, dbench, stress-ng --hdd), the storage MB/s it wrote and read.
+/// A load record's throughput items: its `ops`, the files a compile part got through, and the
+/// kernel-accounted MB/s it wrote and read (except the direction `ops` already is).
 fn load_throughput(l: &Value) -> Vec<(String, f64, String)> {
     let part = l["part"].as_str().unwrap_or("").to_string();
     let mut v = Vec::new();
@@ -156,17 +156,17 @@ fn load_throughput(l: &Value) -> Vec<(String, f64, String)> {
     if let Some(x) = l["compiled_files_per_s"].as_f64() {
         v.push((part.clone(), x, "files compiled/s".to_string()));
     }
-    let from_io = l["ops_source"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("kernel-io"));
-    if !from_io {
-        for (key, unit) in [
-            ("io_write_mb_per_s", "MB/s written"),
-            ("io_read_mb_per_s", "MB/s read"),
-        ] {
-            if let Some(x) = l[key].as_f64().filter(|x| *x > 0.0) {
-                v.push((part.clone(), x, unit.to_string()));
-            }
+    // The direction `ops` already is, once; the other one too (io-read writes its file first).
+    let source = l["ops_source"].as_str().unwrap_or("");
+    for (key, unit, same) in [
+        ("io_write_mb_per_s", "MB/s written", "kernel-io-write"),
+        ("io_read_mb_per_s", "MB/s read", "kernel-io-read"),
+    ] {
+        if source == same {
+            continue;
+        }
+        if let Some(x) = l[key].as_f64().filter(|x| *x > 0.0) {
+            v.push((part.clone(), x, unit.to_string()));
         }
     }
     v
@@ -354,6 +354,16 @@ mod tests {
         assert_eq!(
             load_throughput(&dd),
             vec![("dd".to_string(), 512.5, "MB/s".to_string())]
+        );
+        // io-read's first iteration writes the file it then reads.
+        let rd = json!({"part": "dd", "ops": 0.01, "ops_unit": "MB/s",
+            "ops_source": "kernel-io-read", "io_write_mb_per_s": 700.0, "io_read_mb_per_s": 0.01});
+        assert_eq!(
+            load_throughput(&rd),
+            vec![
+                ("dd".to_string(), 0.01, "MB/s".to_string()),
+                ("dd".to_string(), 700.0, "MB/s written".to_string())
+            ]
         );
         let script = json!({"part": "script", "ops": 0.0, "ops_unit": "iterations/s",
             "ops_source": "iterations", "io_write_mb_per_s": 80.0, "io_read_mb_per_s": 1.5});
