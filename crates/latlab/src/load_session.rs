@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context};
 use latlab_core::record::LoadRecord;
 use latlab_sys::ledger::{Entry, EntryId, Ledger};
-use latlab_sys::loads::profiles::{self, Resolved, Scale};
+use latlab_sys::loads::profiles::{self, Metric, Resolved, Scale};
 use latlab_sys::loads::supervisor::{self, PartSpec, Supervisor};
 use latlab_sys::loads::{gentree, metrics};
 use latlab_sys::procstat::Snapshot;
@@ -76,6 +76,7 @@ fn online_cpus() -> Vec<u32> {
 struct Planned {
     spec: PartSpec,
     scratch: Option<PathBuf>,
+    metric: Metric,
 }
 
 pub struct LoadSession {
@@ -226,8 +227,12 @@ impl LoadSession {
         let mut specs = Vec::new();
         let mut used_logs = std::collections::HashSet::new();
         for (i, r) in self.resolved.iter().enumerate() {
-            let (profile, parts): (String, Vec<(String, String)>) = match r {
-                Resolved::Command(c) => (r.name(), vec![("cmd".into(), c.clone())]),
+            type Parts = Vec<(String, String, Metric, bool)>;
+            let (profile, parts): (String, Parts) = match r {
+                // Any command: its log if it is a tool we know, and its I/O from the kernel.
+                Resolved::Command(c) => {
+                    (r.name(), vec![("cmd".into(), c.clone(), Metric::Log, true)])
+                }
                 Resolved::Builtin(p) => {
                     let dir = self
                         .scratch
@@ -269,7 +274,14 @@ impl LoadSession {
                         p.name.to_string(),
                         p.parts
                             .iter()
-                            .map(|part| (part.name.to_string(), scale.expand(part.script)))
+                            .map(|part| {
+                                (
+                                    part.name.to_string(),
+                                    scale.expand(part.script),
+                                    part.metric,
+                                    part.io,
+                                )
+                            })
                             .collect(),
                     )
                 }
@@ -278,7 +290,7 @@ impl LoadSession {
                 .scratch
                 .as_ref()
                 .map(|(d, _)| d.join(format!("{i}-{profile}")));
-            for (part, command) in parts {
+            for (part, command, metric, account_io) in parts {
                 let base: String = if part == "cmd" {
                     "cmd".to_string()
                 } else {
@@ -304,10 +316,12 @@ impl LoadSession {
                     part,
                     command,
                     log: log_dir.join(name),
+                    account_io,
                 };
                 self.planned.push(Planned {
                     spec: spec.clone(),
                     scratch: scratch.clone(),
+                    metric,
                 });
                 specs.push(spec);
             }
@@ -404,8 +418,9 @@ impl LoadSession {
         }
         for rep in reports {
             let log = std::fs::read_to_string(&rep.spec.log).unwrap_or_default();
-            let tp = metrics::parse(&rep.spec.command, &log);
             let planned = self.planned.iter().find(|p| p.spec == rep.spec);
+            let metric = planned.map_or(Metric::Log, |p| p.metric);
+            let tp = throughput(metric, &rep, &log);
             let mut d = Map::new();
             d.insert("part".into(), json!(rep.spec.part));
             if let Some(Resolved::Builtin(p)) =
@@ -426,6 +441,22 @@ impl LoadSession {
                 "cpu_s".into(),
                 json!(rep.cgroup_cpu_s.unwrap_or(rep.rusage_cpu_s)),
             );
+            let life_s = (rep.stopped_unix_s - rep.started_unix_s).max(0.0);
+            if life_s > 0.0 {
+                // CPUs' worth of time the load used over its life (1.0 = one CPU busy).
+                d.insert(
+                    "cpu_per_s".into(),
+                    json!(rep.cgroup_cpu_s.unwrap_or(rep.rusage_cpu_s) / life_s),
+                );
+            }
+            d.insert(
+                "cpu_source".into(),
+                json!(if rep.cgroup_cpu_s.is_some() {
+                    "cgroup cpu.stat usage_usec"
+                } else {
+                    "wait4 rusage (processes reaped by their parents)"
+                }),
+            );
             d.insert("rusage_cpu_s".into(), json!(rep.rusage_cpu_s));
             d.insert("cgroup_cpu_s".into(), json!(rep.cgroup_cpu_s));
             d.insert("cgroup".into(), json!(rep.cgroup));
@@ -444,6 +475,41 @@ impl LoadSession {
                     "zombies": rep.stop.zombies,
                 }),
             );
+            let clean = rep.exits.get("exit 0").copied().unwrap_or(0);
+            d.insert("iterations_completed".into(), json!(clean));
+            // The generated tree reports each object file: progress within a build, which
+            // a short run never finishes (about 27 s on 2 CPUs).
+            if metric == Metric::Iterations && self.opts.src.is_none() && life_s > 0.0 {
+                let files = gentree::compiled_files(&log);
+                d.insert("compiled_files".into(), json!(files));
+                d.insert("compiled_files_per_s".into(), json!(files as f64 / life_s));
+            }
+            if clean > 0 {
+                d.insert(
+                    "s_per_iteration".into(),
+                    json!(rep.clean_iterations_s / clean as f64),
+                );
+            }
+            if let Some(io) = &rep.io {
+                let t = &io.total;
+                d.insert("io_source".into(), json!(supervisor::IO_SOURCE));
+                d.insert("io_interval_s".into(), json!(io.interval_s));
+                d.insert("io_samples".into(), json!(io.samples));
+                d.insert("io_read_bytes".into(), json!(t.read_bytes));
+                d.insert("io_write_bytes".into(), json!(t.write_bytes));
+                d.insert(
+                    "io_cancelled_write_bytes".into(),
+                    json!(t.cancelled_write_bytes),
+                );
+                d.insert("io_rchar".into(), json!(t.rchar));
+                d.insert("io_wchar".into(), json!(t.wchar));
+                if io.interval_s > 0.0 {
+                    let mbs = |b: u64| b as f64 / 1e6 / io.interval_s;
+                    d.insert("io_read_mb_per_s".into(), json!(mbs(t.read_bytes)));
+                    d.insert("io_write_mb_per_s".into(), json!(mbs(t.write_bytes)));
+                }
+            }
+            d.insert("ops_source".into(), json!(metric.as_str()));
             if let Some(t) = &tp {
                 d.insert("ops_unit".into(), json!(t.unit));
                 d.insert("ops_iterations".into(), json!(t.iterations));
@@ -483,6 +549,38 @@ impl LoadSession {
             _ => Value::Null,
         };
         (records, activity)
+    }
+}
+
+/// A part's throughput from the source its profile names ([`Metric`]).
+fn throughput(
+    metric: Metric,
+    rep: &supervisor::PartReport,
+    log: &str,
+) -> Option<metrics::Throughput> {
+    let io_rate = |bytes: fn(&supervisor::IoCounters) -> u64| {
+        let io = rep.io.as_ref().filter(|io| io.interval_s > 0.0)?;
+        Some(metrics::Throughput {
+            value: bytes(&io.total) as f64 / 1e6 / io.interval_s,
+            unit: "MB/s",
+            iterations: rep.starts as usize,
+            details: Map::new(),
+        })
+    };
+    match metric {
+        Metric::Log => metrics::parse(&rep.spec.command, log),
+        Metric::IoWrite => io_rate(|t| t.write_bytes),
+        Metric::IoRead => io_rate(|t| t.read_bytes),
+        Metric::Iterations => {
+            let life = rep.stopped_unix_s - rep.started_unix_s;
+            let clean = rep.exits.get("exit 0").copied().unwrap_or(0);
+            (life > 0.0).then(|| metrics::Throughput {
+                value: clean as f64 / life,
+                unit: "iterations/s",
+                iterations: clean as usize,
+                details: Map::new(),
+            })
+        }
     }
 }
 

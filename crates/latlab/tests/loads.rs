@@ -154,9 +154,30 @@ fn run_load(e: &Env, profile: &str, duration: &str, extra: &[&str]) -> (i32, Vec
     )
 }
 
+/// The logs of a `loads run` (its `latlab-loads-<pid>` directory in the temp dir), read and
+/// then removed, so tests leave no files behind.
+fn take_logs(recs: &[Value]) -> String {
+    let mut all = String::new();
+    for r in recs {
+        let Some(log) = r["log"].as_str().map(PathBuf::from) else {
+            continue;
+        };
+        all.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
+        if let Some(d) = log.parent().filter(|d| {
+            d.starts_with(std::env::temp_dir())
+                && d.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("latlab-loads-"))
+        }) {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+    all
+}
+
 /// Nothing of the load remains: no live process in any of its groups, no cgroup, nothing in
 /// the scratch parent, no ledger left behind.
 fn assert_clean(e: &Env, recs: &[Value]) {
+    take_logs(recs);
     for r in recs {
         for pg in r["pgids"].as_array().into_iter().flatten() {
             let pg = pg.as_i64().unwrap() as i32;
@@ -353,4 +374,171 @@ fn sigkilled_latlab_takes_its_loads_along() {
         })
         .collect();
     assert!(cgs.is_empty(), "cgroups left: {cgs:?}");
+    // The killed run could not remove its log directory.
+    let _ =
+        std::fs::remove_dir_all(std::env::temp_dir().join(format!("latlab-loads-{}", child.id())));
+}
+
+/// issue 4 §3: a full `latlab run --load io-write` records the load's write throughput, from
+/// the kernel's accounting of the dd processes (dd itself is stopped with SIGTERM and prints
+/// nothing), and leaves nothing behind.
+#[test]
+fn io_write_run_records_its_write_throughput() {
+    let Some(_g) = latlab_sys::privileged::guard("io_write_run_records_its_write_throughput")
+    else {
+        return;
+    };
+    let e = env();
+    let results = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--quiet", "--format", "json", "--load", "io-write"])
+        .args(["--duration", "3s", "--warmup", "1s", "--results"])
+        .arg(results.path())
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let recs = v["loads"].as_array().cloned().unwrap_or_default();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let r = &recs[0];
+    assert_eq!(r["ops_unit"], "MB/s", "{r}");
+    assert_eq!(r["ops_source"], "kernel-io-write", "{r}");
+    let written = r["io_write_bytes"].as_u64().unwrap();
+    let interval = r["io_interval_s"].as_f64().unwrap();
+    // dd ran for ~4 s writing 1 MiB blocks: at least a few MB reached the page cache.
+    assert!(written > 4 << 20, "{r}");
+    assert!((3.5..30.0).contains(&interval), "{r}");
+    // `ops` is exactly the recorded bytes over the recorded interval.
+    let ops = r["ops"].as_f64().unwrap();
+    assert!(
+        (ops - written as f64 / 1e6 / interval).abs() < 1e-6 * ops.max(1.0),
+        "{r}"
+    );
+    // dd wrote at least what was dirtied: the syscall count covers the storage count.
+    assert!(r["io_wchar"].as_u64().unwrap() >= written / 2, "{r}");
+    assert!(r["cpu_s"].as_f64().unwrap() > 0.0, "{r}");
+    assert_clean(&e, &recs);
+}
+
+/// issue 4 §3: stress-ng's `--metrics-brief` table is printed when latlab stops it and its
+/// bogo-ops land in the record; dbench, stopped before its own end, still reports MB/s.
+#[test]
+fn stress_ng_and_dbench_record_their_throughput() {
+    let Some(_g) = latlab_sys::privileged::guard("stress_ng_and_dbench_record_their_throughput")
+    else {
+        return;
+    };
+    if which("stress-ng").is_none() {
+        panic!("stress-ng is not installed (apt-get install stress-ng)");
+    }
+    let e = env();
+    let (code, recs, err) = run_load(&e, "stress-cpu", "2s", &[]);
+    assert_eq!(code, 0, "{err}");
+    let r = &recs[0];
+    assert_eq!(r["ops_unit"], "bogo-ops/s", "{r}");
+    assert!(r["ops"].as_f64().unwrap() > 0.0, "{r}");
+    assert!(r["bogo_ops"]["cpu"].as_f64().unwrap() > 0.0, "{r}");
+    let log = take_logs(&recs);
+    assert!(
+        log.contains("bogo ops"),
+        "no metrics table in the log:\n{log}"
+    );
+    assert_clean(&e, &recs);
+
+    if which("dbench").is_none() {
+        panic!("dbench is not installed (apt-get install dbench)");
+    }
+    let e = env();
+    // dbench prints its first progress line a second after its 32 clients are ready.
+    let (code, recs, err) = run_load(&e, "rcu-dentry", "6s", &[]);
+    let log = take_logs(&recs);
+    assert_eq!(code, 0, "{err}\n{log}");
+    let db = recs.iter().find(|r| r["part"] == "dbench").unwrap();
+    assert_eq!(db["ops_unit"], "MB/s", "{db}");
+    assert!(db["ops"].as_f64().unwrap() > 0.0, "{db}");
+    let sn = recs.iter().find(|r| r["part"] == "stress-ng").unwrap();
+    assert!(sn["ops"].as_f64().unwrap() > 0.0, "{sn}");
+    assert!(sn["bogo_ops"]["dentry"].as_f64().unwrap() > 0.0, "{sn}");
+    assert_clean(&e, &recs);
+}
+
+/// A run that ends with an error during the load warm-up (a `--load-required` load that
+/// crashes at once) still leaves a readable run.json, marked incomplete, saying why.
+#[test]
+fn a_run_that_fails_in_warm_up_leaves_a_readable_record() {
+    let e = env();
+    let results = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--backend", "sim", "--quiet", "--load", "cmd:false"])
+        .args(["--load-required", "--warmup", "20s", "--duration", "5s"])
+        .arg("--results")
+        .arg(results.path())
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("keeps crashing"), "{err}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(results.path())
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let run = dirs[0].join("run.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&run).unwrap()).unwrap();
+    assert_eq!(v["complete"], false, "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("warm-up") && warnings.contains("keeps crashing"),
+        "{warnings}"
+    );
+    assert_eq!(v["loads"][0]["profile"], "cmd:false", "{v}");
+    assert!(v["loads"][0]["failures"].as_u64().unwrap() >= 3, "{v}");
+    // `latlab report` reads it.
+    let rep = latlab().args(["report"]).arg(&dirs[0]).output().unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let recs = v["loads"].as_array().cloned().unwrap_or_default();
+    assert_clean(&e, &recs);
+}
+
+/// The compile part of a short run finishes no build (about 27 s here), so its iterations/s is
+/// 0; the generated tree's per-file marks still show how far it got.
+#[test]
+fn compile_parts_record_files_compiled() {
+    let Some(_g) = latlab_sys::privileged::guard("compile_parts_record_files_compiled") else {
+        return;
+    };
+    if which("make").is_none() || which("cc").is_none() {
+        panic!("make and cc are needed (apt-get install make gcc)");
+    }
+    let e = env();
+    // mini-ll compiles alone first (stress-kernel's compile competes with stress-ng's hogs
+    // and may not finish a file in a few seconds on 2 busy CPUs).
+    let (code, recs, err) = run_load(&e, "mini-ll", "4s", &[]);
+    let log = take_logs(&recs);
+    assert_eq!(code, 0, "{err}");
+    let c = recs.iter().find(|r| r["part"] == "script").unwrap();
+    assert_eq!(c["ops_unit"], "iterations/s", "{c}");
+    let files = c["compiled_files"].as_u64().unwrap();
+    assert!(files > 0, "{c}");
+    assert_eq!(
+        files as usize,
+        log.matches(latlab_sys::loads::gentree::COMPILED_MARK)
+            .count(),
+        "{c}"
+    );
+    assert!(c["compiled_files_per_s"].as_f64().unwrap() > 0.0, "{c}");
+    assert_clean(&e, &recs);
 }

@@ -16,12 +16,45 @@ pub struct Tool {
     pub package: &'static str,
 }
 
+/// Where a part's throughput (the record's `ops`) comes from: the most honest source for
+/// each tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// The tool's own report in the part's log: stress-ng `--metrics-brief` bogo-ops/s,
+    /// hackbench s/iteration, dbench MB/s.
+    Log,
+    /// Storage bytes written per second, as the kernel accounted them to the part's processes
+    /// (`/proc/<pid>/io` and wait4's rusage): dd is stopped with SIGTERM and reports nothing.
+    IoWrite,
+    /// Storage bytes read per second, as [`Metric::IoWrite`].
+    IoRead,
+    /// Iterations that ran to the end (exit 0) per second: a build + clean, a whole script.
+    Iterations,
+}
+
+impl Metric {
+    /// Name in the record (`details.ops_source`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Metric::Log => "log",
+            Metric::IoWrite => "kernel-io-write",
+            Metric::IoRead => "kernel-io-read",
+            Metric::Iterations => "iterations",
+        }
+    }
+}
+
 /// One supervised command of a profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Part {
     pub name: &'static str,
     /// `/bin/sh -c` script template (see the module docs for the placeholders).
     pub script: &'static str,
+    /// Where its throughput comes from.
+    pub metric: Metric,
+    /// Account the part's I/O from the kernel (`/proc/<pid>/io` of its processes, sampled by
+    /// the supervisor) and record MB/s read and written.
+    pub io: bool,
 }
 
 /// A built-in load profile.
@@ -92,10 +125,12 @@ pub const PROFILES: &[Profile] = &[
         name: "stress-kernel",
         models: "W02 Red Hat stress-kernel: compile, loopback TCP/UDP, fifo+mmap, FPU matrix, fs holes/truncate, crashme-style opcodes",
         parts: &[
-            Part { name: "compile", script: COMPILE },
+            Part { name: "compile", script: COMPILE, metric: Metric::Iterations, io: false },
             Part {
                 name: "stress-ng",
                 script: "stress-ng --temp-path {DIR} --sock 1 --sock-port {PORT} --udp 1 --udp-port {PORT2} --fifo 1 --mmap 1 --mmap-file --mmap-bytes 64M --matrix {N} --hdd 1 --hdd-bytes 1G --fallocate 1 --fallocate-bytes 256M --fpunch 1 --opcode 1 --timeout {T}s --metrics-brief",
+                metric: Metric::Log,
+                io: true,
             },
         ],
         tools: &[STRESS_NG, MAKE, CC],
@@ -112,6 +147,8 @@ pub const PROFILES: &[Profile] = &[
                      tar czf {DIR}/src.tgz -C {SRC} . && mkdir -p {DIR}/untar && tar xzf {DIR}/src.tgz -C {DIR}/untar; rm -rf {DIR}/untar {DIR}/src.tgz; \
                      dd if=/dev/zero of={DIR}/foo bs=1M count={DDMB}; rm -f {DIR}/foo; \
                      mkdir -p {DIR}/db && dbench -D {DIR}/db -t {DBT} 40; rm -rf {DIR}/db; sync",
+            metric: Metric::Iterations,
+            io: true,
         }],
         tools: &[DBENCH, MAKE, CC, TAR, GZIP, DD],
         scratch_mb: 1500,
@@ -122,10 +159,12 @@ pub const PROFILES: &[Profile] = &[
         name: "rcu-dentry",
         models: "R04 RCU mail: dbench 32 loop plus dentry/rename churn (dentry frees are RCU callbacks)",
         parts: &[
-            Part { name: "dbench", script: "mkdir -p {DIR}/db && dbench -D {DIR}/db -t {DBT} 32" },
+            Part { name: "dbench", script: "mkdir -p {DIR}/db && dbench -D {DIR}/db -t {DBT} 32", metric: Metric::Log, io: true },
             Part {
                 name: "stress-ng",
                 script: "stress-ng --temp-path {DIR} --dentry {N} --dentries 4096 --rename {N} --dir 1 --timeout {T}s --metrics-brief",
+                metric: Metric::Log,
+                io: false,
             },
         ],
         tools: &[DBENCH, STRESS_NG],
@@ -136,7 +175,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "hackbench",
         models: "E17 ELC 2017: hackbench -s 512 -l 1024 -P in a loop (400 processes on socketpairs)",
-        parts: &[Part { name: "hackbench", script: "hackbench -s 512 -l 1024 -P" }],
+        parts: &[Part { name: "hackbench", script: "hackbench -s 512 -l 1024 -P", metric: Metric::Log, io: false }],
         tools: &[HACKBENCH],
         scratch_mb: 0,
         compiles: false,
@@ -145,7 +184,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "stress-cpu",
         models: "E17 'stress --cpu 3' on 2 cores: N+1 CPU hogs (wake-up on an overloaded core)",
-        parts: &[Part { name: "stress-ng", script: "stress-ng --cpu {N1} --timeout {T}s --metrics-brief" }],
+        parts: &[Part { name: "stress-ng", script: "stress-ng --cpu {N1} --timeout {T}s --metrics-brief", metric: Metric::Log, io: false }],
         tools: &[STRESS_NG],
         scratch_mb: 0,
         compiles: false,
@@ -154,7 +193,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "stress-cpu8",
         models: "E17 'stress --cpu 8' on 2 cores: 4N CPU hogs",
-        parts: &[Part { name: "stress-ng", script: "stress-ng --cpu {N4} --timeout {T}s --metrics-brief" }],
+        parts: &[Part { name: "stress-ng", script: "stress-ng --cpu {N4} --timeout {T}s --metrics-brief", metric: Metric::Log, io: false }],
         tools: &[STRESS_NG],
         scratch_mb: 0,
         compiles: false,
@@ -166,6 +205,8 @@ pub const PROFILES: &[Profile] = &[
         parts: &[Part {
             name: "stress-ng",
             script: "stress-ng --temp-path {DIR} --cpu {N2} --io {N} --vm {N} --vm-bytes 128M --sock 1 --sock-port {PORT} --timeout {T}s --metrics-brief",
+            metric: Metric::Log,
+            io: false,
         }],
         tools: &[STRESS_NG],
         scratch_mb: 0,
@@ -178,6 +219,8 @@ pub const PROFILES: &[Profile] = &[
         parts: &[Part {
             name: "stress-ng",
             script: "stress-ng --sock {N} --sock-port {PORT} --udp {N} --udp-port {PORT2} --timeout {T}s --metrics-brief",
+            metric: Metric::Log,
+            io: false,
         }],
         tools: &[STRESS_NG],
         scratch_mb: 0,
@@ -187,7 +230,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "io-write",
         models: "L03 streaming write: dd of a large file in a loop (writes starving reads)",
-        parts: &[Part { name: "dd", script: "dd if=/dev/zero of={DIR}/stream bs=1M count={WMB}; rm -f {DIR}/stream" }],
+        parts: &[Part { name: "dd", script: "dd if=/dev/zero of={DIR}/stream bs=1M count={WMB}; rm -f {DIR}/stream", metric: Metric::IoWrite, io: true }],
         tools: &[DD],
         scratch_mb: 512,
         compiles: false,
@@ -199,6 +242,8 @@ pub const PROFILES: &[Profile] = &[
         parts: &[Part {
             name: "dd",
             script: "[ -f {DIR}/big ] || { dd if=/dev/zero of={DIR}/big.tmp bs=1M count={RMB} status=none && sync && mv {DIR}/big.tmp {DIR}/big; } && dd if={DIR}/big of=/dev/null bs=1M iflag=direct",
+            metric: Metric::IoRead,
+            io: true,
         }],
         tools: &[DD],
         scratch_mb: 512,
@@ -208,7 +253,7 @@ pub const PROFILES: &[Profile] = &[
     Profile {
         name: "proc-stress",
         models: "Senoner's '/proc stress': readers of procfs files",
-        parts: &[Part { name: "stress-ng", script: "stress-ng --procfs {N} --timeout {T}s --metrics-brief" }],
+        parts: &[Part { name: "stress-ng", script: "stress-ng --procfs {N} --timeout {T}s --metrics-brief", metric: Metric::Log, io: false }],
         tools: &[STRESS_NG],
         scratch_mb: 0,
         compiles: false,

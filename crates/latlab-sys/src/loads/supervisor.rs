@@ -36,7 +36,79 @@ pub struct PartSpec {
     pub command: String,
     /// stdout and stderr go here (appended across restarts).
     pub log: PathBuf,
+    /// Account its I/O from the kernel ([`IoReport`]).
+    pub account_io: bool,
 }
+
+/// The kernel's I/O counters of a process (`/proc/<pid>/io`), bytes. A process's counters
+/// include those of the children it has reaped (the kernel adds them in `wait`), so the sum
+/// over the live (and zombie) processes of a part is its total so far, with nothing counted
+/// twice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Bytes passed to read-like syscalls (page cache hits included).
+    pub rchar: u64,
+    /// Bytes passed to write-like syscalls.
+    pub wchar: u64,
+    /// Bytes fetched from storage.
+    pub read_bytes: u64,
+    /// Bytes sent (or, buffered, dirtied) to storage.
+    pub write_bytes: u64,
+    /// Dirty bytes that were truncated before writeback (`rm` of a file being written).
+    pub cancelled_write_bytes: u64,
+}
+
+impl IoCounters {
+    /// Parse the text of `/proc/<pid>/io`; None when a field is missing.
+    pub fn parse(s: &str) -> Option<IoCounters> {
+        let get = |k: &str| -> Option<u64> {
+            s.lines().find_map(|l| {
+                let (key, v) = l.split_once(':')?;
+                (key.trim() == k).then(|| v.trim().parse().ok())?
+            })
+        };
+        Some(IoCounters {
+            rchar: get("rchar")?,
+            wchar: get("wchar")?,
+            read_bytes: get("read_bytes")?,
+            write_bytes: get("write_bytes")?,
+            cancelled_write_bytes: get("cancelled_write_bytes")?,
+        })
+    }
+
+    fn zip(&mut self, o: &IoCounters, f: impl Fn(u64, u64) -> u64) {
+        self.rchar = f(self.rchar, o.rchar);
+        self.wchar = f(self.wchar, o.wchar);
+        self.read_bytes = f(self.read_bytes, o.read_bytes);
+        self.write_bytes = f(self.write_bytes, o.write_bytes);
+        self.cancelled_write_bytes = f(self.cancelled_write_bytes, o.cancelled_write_bytes);
+    }
+
+    pub fn add(&mut self, o: &IoCounters) {
+        self.zip(o, u64::saturating_add);
+    }
+
+    /// Field-wise maximum: both sides are lower bounds of a monotonic total.
+    pub fn max(&mut self, o: &IoCounters) {
+        self.zip(o, u64::max);
+    }
+}
+
+/// A part's I/O as the kernel accounted it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IoReport {
+    pub total: IoCounters,
+    /// From the part's first start to the last sample before it was stopped.
+    pub interval_s: f64,
+    /// /proc samples taken.
+    pub samples: u64,
+}
+
+/// How [`IoReport`] is measured, for the record.
+pub const IO_SOURCE: &str = "sum of /proc/<pid>/io over the part's cgroup (or process group), sampled every 100 ms (500 ms without a cgroup) and just before the stop; iterations that ended by themselves: at least wait4's rusage (ru_inblock/ru_oublock)";
+
+/// Interval of the /proc I/O samples.
+const IO_SAMPLE: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -129,6 +201,10 @@ pub struct PartReport {
     pub rusage_cpu_s: f64,
     /// `usage_usec` of the part's cgroup (includes everything that ran in it).
     pub cgroup_cpu_s: Option<f64>,
+    /// Wall time of the iterations that ended by themselves with exit 0.
+    pub clean_iterations_s: f64,
+    /// The kernel's I/O accounting (parts with `account_io`).
+    pub io: Option<IoReport>,
     pub pgids: Vec<i32>,
     pub stop: StopReport,
     pub notes: Vec<String>,
@@ -230,6 +306,8 @@ struct Child {
     drained: bool,
     /// Write end of the watchdog's pipe: closed when latlab dies, however it dies.
     _alive: OwnedFd,
+    /// I/O of this iteration so far (field-wise maximum of the samples).
+    io: IoCounters,
 }
 
 struct PartState {
@@ -242,6 +320,13 @@ struct PartState {
     quick_exits: u32,
     /// Failures since the last clean exit.
     consec: u32,
+    first_start: Instant,
+    /// I/O of the finished iterations.
+    io_done: IoCounters,
+    io_samples: u64,
+    io_last_sample: Option<Instant>,
+    /// Time of the last sample before the stop.
+    io_end: Option<Instant>,
 }
 
 fn run_thread(
@@ -272,6 +357,8 @@ fn run_thread(
                 final_status: None,
                 rusage_cpu_s: 0.0,
                 cgroup_cpu_s: None,
+                clean_iterations_s: 0.0,
+                io: None,
                 pgids: Vec::new(),
                 stop: StopReport::default(),
                 notes: Vec::new(),
@@ -282,6 +369,11 @@ fn run_thread(
             restart_at: None,
             quick_exits: 0,
             consec: 0,
+            first_start: Instant::now(),
+            io_done: IoCounters::default(),
+            io_samples: 0,
+            io_last_sample: None,
+            io_end: None,
         };
         if let Some(parent) = &opts.cgroup_parent {
             let name: String = format!("{}-{i}-{}", opts.tag, st.spec.part)
@@ -334,6 +426,15 @@ fn run_thread(
     if !failed {
         while !stop.load(Ordering::SeqCst) {
             for p in parts.iter_mut() {
+                // Without a cgroup the members are found by a scan of /proc: less often.
+                let every = if p.report.cgroup.is_some() {
+                    IO_SAMPLE
+                } else {
+                    IO_SAMPLE * 5
+                };
+                if p.io_last_sample.is_none_or(|t| t.elapsed() >= every) {
+                    sample_io(p);
+                }
                 tick(p, &opts, &ledger);
             }
             if let Ok(mut s) = status.lock() {
@@ -546,6 +647,7 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         started: Instant::now(),
         reaped: None,
         drained: false,
+        io: IoCounters::default(),
     })
 }
 
@@ -612,6 +714,13 @@ fn reap(c: &mut Child, report: &mut PartReport) -> bool {
     if r == c.pid {
         let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
         report.rusage_cpu_s += tv(ru.ru_utime) + tv(ru.ru_stime);
+        // The kernel's read_bytes/write_bytes of the iteration and what it reaped, in
+        // 512-byte units: a lower bound that misses nothing the samples missed at the end.
+        c.io.max(&IoCounters {
+            read_bytes: (ru.ru_inblock.max(0) as u64) * 512,
+            write_bytes: (ru.ru_oublock.max(0) as u64) * 512,
+            ..IoCounters::default()
+        });
         c.reaped = Some(status);
         true
     } else if r < 0 {
@@ -706,6 +815,40 @@ fn signal_group(c: &Child, cgroup: Option<&Path>, sig: i32) {
     }
 }
 
+/// Sum of `/proc/<pid>/io` over `pids` (processes that vanished in between are skipped).
+pub fn io_of(pids: &[i32]) -> IoCounters {
+    let mut sum = IoCounters::default();
+    for pid in pids {
+        if let Some(c) = std::fs::read_to_string(format!("/proc/{pid}/io"))
+            .ok()
+            .and_then(|s| IoCounters::parse(&s))
+        {
+            sum.add(&c);
+        }
+    }
+    sum
+}
+
+/// Sample the I/O of a part's live iteration (see [`IoCounters`]): every process of its
+/// cgroup, or of its process group without one; zombies too, whose counts are not yet
+/// passed to their parent.
+fn sample_io(p: &mut PartState) {
+    if !p.spec.account_io {
+        return;
+    }
+    let Some(c) = &mut p.child else { return };
+    if c.reaped.is_some() {
+        return;
+    }
+    let pids: Vec<i32> = match &p.report.cgroup {
+        Some(cg) => cgroup_procs(cg),
+        None => group_members(c.pid).into_iter().map(|m| m.0).collect(),
+    };
+    c.io.max(&io_of(&pids));
+    p.io_samples += 1;
+    p.io_last_sample = Some(Instant::now());
+}
+
 /// One supervision step: notice an exit, drain the group, restart when due.
 fn tick(p: &mut PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
     if let Some(c) = &mut p.child {
@@ -721,6 +864,7 @@ fn tick(p: &mut PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
             if code == Some(0) {
                 p.consec = 0;
                 p.report.crashing = false;
+                p.report.clean_iterations_s += ran.as_secs_f64();
             } else {
                 p.report.failures += 1;
                 p.consec += 1;
@@ -748,6 +892,7 @@ fn tick(p: &mut PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
         if let Ok(mut l) = ledger.lock() {
             let _ = l.forget(c.entry);
         }
+        p.io_done.add(&c.io);
         p.child = None;
     }
     if p.restart_at.is_some_and(|t| Instant::now() >= t) {
@@ -775,6 +920,12 @@ fn tick(p: &mut PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
 /// SIGTERM every group, wait out the grace period, SIGKILL what is left, verify, remove the
 /// cgroups and forget the ledger entries.
 fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>) {
+    // The last I/O sample, just before the signals: a process killed before its parent
+    // reaps it takes its counts along.
+    for p in parts.iter_mut() {
+        sample_io(p);
+        p.io_end = Some(Instant::now());
+    }
     let t0 = Instant::now();
     for p in parts.iter_mut() {
         if let Some(c) = &p.child {
@@ -820,6 +971,16 @@ fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>
     }
     for p in parts.iter_mut() {
         p.report.stopped_unix_s = now_unix();
+        if let Some(c) = &p.child {
+            p.io_done.add(&c.io);
+        }
+        if p.spec.account_io {
+            p.report.io = Some(IoReport {
+                total: p.io_done,
+                interval_s: p.io_end.map_or(0.0, |e| (e - p.first_start).as_secs_f64()),
+                samples: p.io_samples,
+            });
+        }
         if let Some(c) = p.child.take() {
             let (live, zombies) = remaining(&c, p.report.cgroup.as_deref());
             p.report.stop.survivors = live.clone();
@@ -870,5 +1031,39 @@ fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>
                     .push(format!("could not remove cgroup {}", cg.display()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `/proc/self/io` as captured on the VM; a missing field is no record, not a zero.
+    #[test]
+    fn io_counters_parse() {
+        let s = "rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        let c = IoCounters::parse(s).unwrap();
+        assert_eq!((c.rchar, c.wchar, c.write_bytes), (6976, 0, 4096));
+        assert!(IoCounters::parse("rchar: 1\nwchar: 2\n").is_none());
+        let mut a = c;
+        a.max(&IoCounters {
+            read_bytes: 512,
+            write_bytes: 1024,
+            ..IoCounters::default()
+        });
+        assert_eq!((a.rchar, a.read_bytes, a.write_bytes), (6976, 512, 4096));
+        a.add(&c);
+        assert_eq!((a.rchar, a.write_bytes), (2 * 6976, 8192));
+    }
+
+    /// The sum over pids reads the live kernel counters: this process's rchar grows when it
+    /// reads a file, and a pid that does not exist adds nothing.
+    #[test]
+    fn io_of_reads_live_counters() {
+        let me = std::process::id() as i32;
+        let before = io_of(&[me]);
+        let n = std::fs::read("/proc/self/status").unwrap().len() as u64;
+        let after = io_of(&[me, i32::MAX]);
+        assert!(after.rchar >= before.rchar + n, "{before:?} {after:?}");
     }
 }

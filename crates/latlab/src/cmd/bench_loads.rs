@@ -135,16 +135,52 @@ fn run_one(
     row.missed = t["missed_periods"].as_u64().unwrap_or(0);
     for l in v["loads"].as_array().into_iter().flatten() {
         row.restarts += l["restarts"].as_u64().unwrap_or(0);
-        if let Some(ops) = l["ops"].as_f64() {
-            row.throughput.push((
-                l["part"].as_str().unwrap_or("").to_string(),
-                ops,
-                l["ops_unit"].as_str().unwrap_or("").to_string(),
-            ));
-        }
+        row.throughput.extend(load_throughput(l));
     }
     row.run_dir = run_dir;
     Ok(row)
+}
+
+/// A load record's throughput items: its `ops`, the files a compile part got through, and the
+/// kernel-accounted MB/s it wrote and read (except the direction `ops` already is).
+fn load_throughput(l: &Value) -> Vec<(String, f64, String)> {
+    let part = l["part"].as_str().unwrap_or("").to_string();
+    let mut v = Vec::new();
+    if let Some(ops) = l["ops"].as_f64() {
+        v.push((
+            part.clone(),
+            ops,
+            l["ops_unit"].as_str().unwrap_or("").to_string(),
+        ));
+    }
+    if let Some(x) = l["compiled_files_per_s"].as_f64() {
+        v.push((part.clone(), x, "files compiled/s".to_string()));
+    }
+    // The direction `ops` already is, once; the other one too (io-read writes its file first).
+    let source = l["ops_source"].as_str().unwrap_or("");
+    for (key, unit, same) in [
+        ("io_write_mb_per_s", "MB/s written", "kernel-io-write"),
+        ("io_read_mb_per_s", "MB/s read", "kernel-io-read"),
+    ] {
+        if source == same {
+            continue;
+        }
+        if let Some(x) = l[key].as_f64().filter(|x| *x > 0.0) {
+            v.push((part.clone(), x, unit.to_string()));
+        }
+    }
+    v
+}
+
+/// Three significant digits at least: 0.037 iterations/s must not print as 0.0.
+fn num(x: f64) -> String {
+    if x == 0.0 || x.abs() >= 100.0 {
+        format!("{x:.1}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 fn lat(v: Option<u64>) -> String {
@@ -158,10 +194,10 @@ fn throughput(r: &Row) -> String {
     r.throughput
         .iter()
         .map(|(part, ops, unit)| {
-            if r.throughput.len() > 1 {
-                format!("{part}: {ops:.1} {unit}")
+            if r.throughput.len() > 1 && !part.is_empty() {
+                format!("{part}: {} {unit}", num(*ops))
             } else {
-                format!("{ops:.1} {unit}")
+                format!("{} {unit}", num(*ops))
             }
         })
         .collect::<Vec<_>>()
@@ -309,6 +345,39 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
+    /// The throughput column shows every source a load record carries: its own figure and the
+    /// kernel-accounted I/O of parts whose figure is something else (not twice for dd).
+    #[test]
+    fn throughput_items_from_load_records() {
+        let dd = json!({"part": "dd", "ops": 512.5, "ops_unit": "MB/s",
+            "ops_source": "kernel-io-write", "io_write_mb_per_s": 512.5, "io_read_mb_per_s": 0.0});
+        assert_eq!(
+            load_throughput(&dd),
+            vec![("dd".to_string(), 512.5, "MB/s".to_string())]
+        );
+        // io-read's first iteration writes the file it then reads.
+        let rd = json!({"part": "dd", "ops": 0.01, "ops_unit": "MB/s",
+            "ops_source": "kernel-io-read", "io_write_mb_per_s": 700.0, "io_read_mb_per_s": 0.01});
+        assert_eq!(
+            load_throughput(&rd),
+            vec![
+                ("dd".to_string(), 0.01, "MB/s".to_string()),
+                ("dd".to_string(), 700.0, "MB/s written".to_string())
+            ]
+        );
+        let script = json!({"part": "script", "ops": 0.0, "ops_unit": "iterations/s",
+            "ops_source": "iterations", "io_write_mb_per_s": 80.0, "io_read_mb_per_s": 1.5});
+        let v = load_throughput(&script);
+        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(
+            v[1],
+            ("script".to_string(), 80.0, "MB/s written".to_string())
+        );
+        assert_eq!(v[2].1, 1.5);
+        let none = json!({"part": "cmd", "ops": null});
+        assert!(load_throughput(&none).is_empty());
+    }
+
     #[test]
     fn idle_is_the_first_row_once() {
         let (n, _) = select(Some("idle,idle")).unwrap();
@@ -356,6 +425,8 @@ mod tests {
             lines[2].contains("1380.5 bogo-ops/s") && lines[2].ends_with('1'),
             "{t}"
         );
+        assert_eq!(num(0.0371), "0.037");
+        assert_eq!(num(9.71), "9.71");
         assert!(
             lines[3].contains("failed") && lines[3].contains("boom"),
             "{t}"

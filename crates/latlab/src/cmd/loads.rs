@@ -133,6 +133,8 @@ fn run(
         }
     }
     let (records, activity) = session.stop();
+    // Profiles without parts (idle) leave no log: no empty directory either.
+    let _ = std::fs::remove_dir(&log_dir);
     let leftovers: Vec<String> = ledger
         .lock()
         .map(|l| l.entries().map(|e| format!("{e:?}")).collect())

@@ -426,11 +426,49 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         // which reaps them, instead of to a PID 1 that may never reap them.
         // SAFETY: plain prctl.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        l.start(ledger.clone(), &dir.join("loads"))?;
-        let warm = Instant::now();
-        while warm.elapsed() < Duration::from_nanos(p.warmup_ns) && !stop.load(Ordering::Relaxed) {
-            l.poll()?;
-            std::thread::sleep(TICK);
+        let warm_up = (|| -> anyhow::Result<()> {
+            l.start(ledger.clone(), &dir.join("loads"))?;
+            let warm = Instant::now();
+            while warm.elapsed() < Duration::from_nanos(p.warmup_ns)
+                && !stop.load(Ordering::Relaxed)
+            {
+                l.poll()?;
+                std::thread::sleep(TICK);
+            }
+            Ok(())
+        })();
+        if let Err(e) = warm_up {
+            // Nothing was measured, but the run directory says why (and holds the loads'
+            // records and logs): a run.json marked incomplete, with the reason as a warning.
+            warnings.push(format!(
+                "the run ended during the load warm-up, before measuring: {e:#}"
+            ));
+            let mut record = build_record(
+                &a,
+                &p,
+                &mp,
+                &[],
+                &[],
+                None,
+                &rundir::utc_now().0,
+                &machine,
+                0,
+                &[],
+                &warnings,
+                false,
+            );
+            record.inventory = inventory;
+            if let Some(l) = loads.take() {
+                let (recs, activity) = l.stop();
+                reap_orphans();
+                record.loads = recs;
+                record.activity = Some(activity);
+            }
+            if let Err(w) = rundir::write_run(&dir, &record, false) {
+                eprintln!("latlab: warning: {w:#}");
+            }
+            drop(_restore);
+            return Err(e.context(format!("results so far: {}", dir.display())));
         }
         l.measurement_started();
     }
