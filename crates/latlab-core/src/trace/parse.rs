@@ -263,7 +263,7 @@ fn fixed_anchor(line: &str) -> Option<Anchor> {
         return None;
     }
     let fl = i + 2;
-    let fl_end = fl + memchr::memchr(b' ', b.get(fl..fl + 6)?)?;
+    let fl_end = fl + find_byte(b.get(fl..fl + 6)?, b' ')?;
     let flags = Flags::parse_bytes(&b[fl..fl_end])?;
     let mut j = fl_end;
     while b.get(j) == Some(&b' ') {
@@ -402,11 +402,21 @@ fn find_anchor(line: &str) -> Option<Anchor> {
 fn split_task(col: &str) -> (&str, i64) {
     let col = col.trim_end();
     // trace-cmd prefixes the instance name: `latlab_research: rust-lld-15780`.
-    let col = match find_sub(col, ": ") {
+    let b = col.as_bytes();
+    let colon = find_byte(b, b':').and_then(|p| {
+        let mut p = p;
+        loop {
+            if b.get(p + 1) == Some(&b' ') {
+                return Some(p);
+            }
+            p += 1 + find_byte(b.get(p + 1..)?, b':')?;
+        }
+    });
+    let col = match colon {
         Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => col[p + 2..].trim_start(),
         _ => col.trim_start(),
     };
-    if let Some(p) = memchr::memrchr(b'-', col.as_bytes()) {
+    if let Some(p) = col.as_bytes().iter().rposition(|&c| c == b'-') {
         if let Some(pid) = parse_i64(&col[p + 1..]) {
             return (&col[..p], pid);
         }
@@ -417,8 +427,17 @@ fn split_task(col: &str) -> (&str, i64) {
 /// `str::parse::<i64>` with a fast path for plain decimal digits (most fields).
 fn parse_i64(s: &str) -> Option<i64> {
     let b = s.as_bytes();
-    if !b.is_empty() && b.len() <= 18 && b.iter().all(u8::is_ascii_digit) {
-        return Some(b.iter().fold(0i64, |n, &c| n * 10 + (c - b'0') as i64));
+    if !b.is_empty() && b.len() <= 18 {
+        let mut n: i64 = 0;
+        let mut ok = true;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            ok &= d < 10;
+            n = n * 10 + d as i64;
+        }
+        if ok {
+            return Some(n);
+        }
     }
     s.parse().ok()
 }
@@ -426,10 +445,26 @@ fn parse_i64(s: &str) -> Option<i64> {
 /// `str::parse::<u64>` with the same fast path.
 fn parse_u64(s: &str) -> Option<u64> {
     let b = s.as_bytes();
-    if !b.is_empty() && b.len() <= 19 && b.iter().all(u8::is_ascii_digit) {
-        return Some(b.iter().fold(0u64, |n, &c| n * 10 + (c - b'0') as u64));
+    if !b.is_empty() && b.len() <= 19 {
+        let mut n: u64 = 0;
+        let mut ok = true;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            ok &= d < 10;
+            n = n.wrapping_mul(10).wrapping_add(d as u64);
+        }
+        if ok {
+            return Some(n);
+        }
     }
     s.parse().ok()
+}
+
+/// Position of `c` in a short slice: a plain loop (memchr's set-up costs more than it saves
+/// on the few bytes of a field or a column).
+#[inline]
+fn find_byte(b: &[u8], c: u8) -> Option<usize> {
+    b.iter().position(|&x| x == c)
 }
 
 /// `key=value` lookup in a body where values have no spaces (tokens split on spaces; a
@@ -480,7 +515,7 @@ impl<'a> Fields<'a> {
     fn get(&mut self, key: &str) -> Option<&'a str> {
         let r = self.rest.strip_prefix('[').unwrap_or(self.rest);
         if let Some(v) = r.strip_prefix(key).and_then(|v| v.strip_prefix('=')) {
-            let end = memchr::memchr(b' ', v.as_bytes()).unwrap_or(v.len());
+            let end = find_byte(v.as_bytes(), b' ').unwrap_or(v.len());
             self.rest = &v[end..];
             self.rest = self.rest.strip_prefix(' ').unwrap_or(self.rest);
             let v = &v[..end];
@@ -504,7 +539,9 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// `str::find` for short needles without the two-way searcher's setup (hot in big traces).
+/// `str::find` for short needles without the two-way searcher's setup (the reference for
+/// [`find_arrow`] in the tests).
+#[cfg(test)]
 fn find_sub(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let first = *n.first()?;
@@ -715,15 +752,19 @@ fn event_from(line: usize, text: &str) -> Result<Event<'_>, String> {
 fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
     let (task_comm, pid) = split_task(&text[..a.task_end]);
     let rest = &text[a.rest..];
-    let (name, body) = match memchr::memchr(b':', rest.as_bytes()) {
+    let (name, body) = match find_byte(rest.as_bytes(), b':') {
         Some(p) => (rest[..p].trim(), rest[p + 1..].trim_start()),
         None => (rest.trim(), ""),
     };
     if name.is_empty() || memchr::memchr(b' ', name.as_bytes()).is_some() {
         return Err(format!("bad event name {name:?}"));
     }
-    let kind = parse_body(name, body.trim_end_matches(['\r', '\n']))
-        .map_err(|e| format!("{name}: {e}"))?;
+    let bb = body.as_bytes();
+    let mut end = bb.len();
+    while end > 0 && matches!(bb[end - 1], b'\r' | b'\n') {
+        end -= 1;
+    }
+    let kind = parse_body(name, &body[..end]).map_err(|e| format!("{name}: {e}"))?;
     Ok(Event {
         line,
         cpu: a.cpu,
