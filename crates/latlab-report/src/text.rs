@@ -194,6 +194,9 @@ pub fn heading(m: &RunModel) -> String {
     s
 }
 
+/// Spikes shown with their timeline in the text report.
+const TIMELINES: usize = 10;
+
 /// "What delays this machine": every cause over the run's traced spikes (kind + name), the
 /// spikes it appeared in, total and worst time, share of the summed spike latency.
 fn delays_table(out: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
@@ -278,6 +281,16 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     delays_table(&mut out, &r.spikes);
     if !r.spikes.is_empty() {
         let _ = writeln!(out, "\nTraced spikes");
+        // A timeline under each of the largest (the rest: spikes/NNN/analysis.txt).
+        let mut by_lat: Vec<usize> = (0..r.spikes.len()).collect();
+        by_lat.sort_by_key(|&i| std::cmp::Reverse(r.spikes[i].latency_ns));
+        by_lat.truncate(TIMELINES);
+        if r.spikes.len() > TIMELINES {
+            let _ = writeln!(
+                out,
+                "  (timelines of the {TIMELINES} largest; every spike's is in its spikes/NNN/analysis.txt)"
+            );
+        }
         for (i, s) in r.spikes.iter().enumerate() {
             let causes: Vec<String> = s
                 .causes
@@ -302,6 +315,11 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                     causes.join(", ")
                 }
             );
+            if by_lat.contains(&i) {
+                for l in &s.timeline {
+                    let _ = writeln!(out, "        {}", clean(l));
+                }
+            }
         }
     }
     if !r.loads.is_empty() {
