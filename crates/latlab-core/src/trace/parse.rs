@@ -400,7 +400,7 @@ fn find_anchor(line: &str) -> Option<Anchor> {
 
 /// Split the TASK-PID column: comm is everything before the last `-digits`.
 fn split_task(col: &str) -> (&str, i64) {
-    let col = col.trim_end();
+    let col = col.trim_ascii_end();
     // trace-cmd prefixes the instance name: `latlab_research: rust-lld-15780`.
     let b = col.as_bytes();
     let colon = find_byte(b, b':').and_then(|p| {
@@ -413,8 +413,10 @@ fn split_task(col: &str) -> (&str, i64) {
         }
     });
     let col = match colon {
-        Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => col[p + 2..].trim_start(),
-        _ => col.trim_start(),
+        Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => {
+            col[p + 2..].trim_ascii_start()
+        }
+        _ => col.trim_ascii_start(),
     };
     if let Some(p) = col.as_bytes().iter().rposition(|&c| c == b'-') {
         if let Some(pid) = parse_i64(&col[p + 1..]) {
@@ -753,8 +755,8 @@ fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
     let (task_comm, pid) = split_task(&text[..a.task_end]);
     let rest = &text[a.rest..];
     let (name, body) = match find_byte(rest.as_bytes(), b':') {
-        Some(p) => (rest[..p].trim(), rest[p + 1..].trim_start()),
-        None => (rest.trim(), ""),
+        Some(p) => (rest[..p].trim_ascii(), rest[p + 1..].trim_ascii_start()),
+        None => (rest.trim_ascii(), ""),
     };
     if name.is_empty() || memchr::memchr(b' ', name.as_bytes()).is_some() {
         return Err(format!("bad event name {name:?}"));
@@ -1119,7 +1121,7 @@ mod tests {
             .join("\n")
     }
 
-    fn events(t: &str) -> Vec<Event> {
+    fn events(t: &str) -> Vec<Event<'_>> {
         parse(t)
             .unwrap()
             .into_iter()
