@@ -194,6 +194,9 @@ pub fn heading(m: &RunModel) -> String {
     s
 }
 
+/// Spikes shown with their timeline in the text report (the largest).
+const TIMELINES: usize = 10;
+
 /// "What delays this machine": every cause over the run's traced spikes (kind + name), the
 /// spikes it appeared in, total and worst time, share of the summed spike latency.
 fn delays_table(out: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
@@ -277,8 +280,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     }
     delays_table(&mut out, &r.spikes);
     if !r.spikes.is_empty() {
-        let _ = writeln!(out, "\nTraced spikes");
-        for (i, s) in r.spikes.iter().enumerate() {
+        let line = |i: usize, s: &latlab_core::record::SpikeRecord| {
             let causes: Vec<String> = s
                 .causes
                 .iter()
@@ -290,8 +292,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                     format!("{kind} {} {}", clean(&c.name), Human(c.ns))
                 })
                 .collect();
-            let _ = writeln!(
-                out,
+            format!(
                 "  #{:03} CPU {} {}: {}",
                 i + 1,
                 s.cpu,
@@ -301,7 +302,30 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                 } else {
                     causes.join(", ")
                 }
+            )
+        };
+        let _ = writeln!(out, "\nTraced spikes");
+        for (i, s) in r.spikes.iter().enumerate() {
+            let _ = writeln!(out, "{}", line(i, s));
+        }
+        // The largest with their timelines (every spike's is in its spikes/NNN/analysis.txt).
+        let mut by_lat: Vec<usize> = (0..r.spikes.len())
+            .filter(|&i| !r.spikes[i].timeline.is_empty())
+            .collect();
+        by_lat.sort_by_key(|&i| std::cmp::Reverse(r.spikes[i].latency_ns));
+        by_lat.truncate(TIMELINES);
+        if !by_lat.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nTimelines of the largest traced spikes (µs from the intended wake-up)"
             );
+            for i in by_lat {
+                let s = &r.spikes[i];
+                let _ = writeln!(out, "{}", line(i, s));
+                for l in &s.timeline {
+                    let _ = writeln!(out, "      {}", clean(l));
+                }
+            }
         }
     }
     if !r.loads.is_empty() {

@@ -10,7 +10,7 @@
 //! The same loop runs on a simulated clock (`--backend sim`), monomorphised, so the real
 //! backend pays nothing for it.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 
@@ -268,10 +268,13 @@ impl ThreadShared {
 }
 
 /// The tracefs hook: on a sample at or above `threshold_ns`, the first thread to take
-/// `armed` writes one marker to `marker_fd` (which stops the recorder in the kernel).
+/// `armed` writes one marker to the fd in `marker_fd` (which stops the recorder in the
+/// kernel). The fd is an atomic because the collector ping-pongs between two recorder
+/// instances: it stores the standby's fd, then sets `armed` (Release), so a thread that takes
+/// `armed` (Acquire) always writes to the instance that is running.
 #[derive(Clone)]
 pub struct TraceHook {
-    pub marker_fd: i32,
+    pub marker_fd: Arc<AtomicI32>,
     pub threshold_ns: u64,
     pub armed: Arc<AtomicBool>,
 }
@@ -481,8 +484,10 @@ fn measure_loop<C: Clock, W: Work>(
                 if let Some(t) = &p.trace {
                     if t.armed.swap(false, AcqRel) {
                         let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
-                        // SAFETY: fd was opened before the run; buffer is valid for n bytes.
-                        unsafe { libc::write(t.marker_fd, marker.as_ptr().cast(), n) };
+                        let fd = t.marker_fd.load(Acquire);
+                        // SAFETY: fd was opened before the run and stays open until the
+                        // engine is joined; buffer is valid for n bytes.
+                        unsafe { libc::write(fd, marker.as_ptr().cast(), n) };
                         wrote = true;
                     }
                 }

@@ -123,7 +123,8 @@ pub fn ensure_mounted(root: &Path, ledger: &mut Ledger) -> Result<Tracefs, Trace
     })
 }
 
-/// Instances named `latlab-<pid>` whose process is gone (left by a killed run).
+/// Instances named `latlab-<pid>` or `latlab-<pid>-<suffix>` whose process is gone (left by a
+/// killed run).
 pub fn leftover_instances(root: &Path) -> Vec<PathBuf> {
     let Ok(rd) = fs::read_dir(root.join("instances")) else {
         return vec![];
@@ -132,7 +133,8 @@ pub fn leftover_instances(root: &Path) -> Vec<PathBuf> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid: u32 = name.strip_prefix("latlab-")?.parse().ok()?;
+            let rest = name.strip_prefix("latlab-")?;
+            let pid: u32 = rest.split('-').next()?.parse().ok()?;
             let alive = Path::new(&format!("/proc/{pid}")).exists();
             (!alive).then(|| e.path())
         })

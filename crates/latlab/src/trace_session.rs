@@ -1,17 +1,23 @@
 //! Glue between `latlab run` and the tracefs flight recorder.
 //!
-//! `run` calls [`TraceSession::start`] before measuring, gives the measurement threads
-//! [`TraceSession::marker_fd`] and [`TraceSession::armed`] (a thread that takes `armed` on a spike
-//! writes one `LATLAB_STOP …` marker, which stops the recorder in the kernel), calls
-//! [`TraceSession::on_spike`] from the collector for every spike in order, and
-//! [`TraceSession::finish`] at the end, whose JSON goes to `run.json`'s `"trace"`. The instance is
+//! Two recorder instances play ping-pong, so the recorder is re-armed within one collector
+//! slice of a spike instead of after its trace was copied: `latlab-<pid>` and
+//! `latlab-<pid>-b`, both in the ledger, configured alike. One is *armed* (running; its
+//! `trace_marker` fd is in [`TraceSession::marker_fd`], an atomic the measurement threads load
+//! after taking [`TraceSession::armed`]). A thread that takes `armed` on a spike writes one
+//! `LATLAB_STOP …` marker, which stops that instance in the kernel. The collector calls
+//! [`TraceSession::poll`] every slice: it sees `armed` cleared, moves the stopped instance to
+//! the *pending* queue, starts the *standby* one, stores its fd and sets `armed` again — the
+//! recorder is back within a slice (~1 ms). Then [`TraceSession::on_spike`] (once per spike,
+//! in order) copies the pending instance's buffer at leisure, analyzes it, clears it and makes
+//! it the standby. A stopped instance whose spike never reaches the collector (the spike ring
+//! was full) is recycled by [`TraceSession::reap`], so the recorder never stays disarmed.
+//! [`TraceSession::finish`] returns the JSON for `run.json`'s `"trace"`. The instances are
 //! removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
 
-#![allow(dead_code)] // the lead's `run` wires this in
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +27,8 @@ use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
 
 pub struct TraceOptions {
+    /// The measuring threads' threshold (they hold it; kept here for the caller's record).
+    #[allow(dead_code)]
     pub threshold_ns: u64,
     pub buffer_kb: u64,
     pub max_spikes: u32,
@@ -30,8 +38,30 @@ pub struct TraceOptions {
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
 
+/// A stopped instance whose spike has not been handed over by a drain of the spike rings that
+/// began this long after the stop is an orphan (its spike record was dropped: ring full). The
+/// measuring thread pushes the record microseconds after its marker; the margin covers a
+/// preempted measuring thread on a busy VM.
+const ORPHAN_AFTER: Duration = Duration::from_millis(100);
+
+/// One stopped instance waiting for its spike.
+struct Pending {
+    slot: usize,
+    stopped: Instant,
+    /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
+    rearmed_ns: Option<u64>,
+}
+
 pub struct TraceSession {
-    recorder: Option<Recorder>,
+    /// One or two instances (two unless the second could not be created).
+    recorders: Vec<Recorder>,
+    /// The armed instance, if any.
+    active: Option<usize>,
+    /// Stopped instances, oldest first, waiting to be copied.
+    pending: VecDeque<Pending>,
+    /// Cleared, stopped instances ready to take over.
+    standby: Vec<usize>,
+    marker_fd: Arc<AtomicI32>,
     tracefs: Tracefs,
     ledger: Arc<Mutex<Ledger>>,
     armed: Arc<AtomicBool>,
@@ -40,6 +70,8 @@ pub struct TraceSession {
     virtualized: bool,
     traced: u32,
     not_traced: u64,
+    /// Instances recycled because their spike never reached the collector.
+    orphaned: u32,
     /// Overwritten events per CPU, summed over every clear.
     overruns: BTreeMap<u32, u64>,
     /// Spikes whose marker was not found in the copied trace.
@@ -47,6 +79,7 @@ pub struct TraceSession {
     /// Spike (its clock read) → recorder running again, over every traced spike: (sum, max, n).
     rearm_ns: (u64, u64, u64),
     instance: PathBuf,
+    instances: Vec<PathBuf>,
     clock: String,
     events: Vec<String>,
     missing: Vec<String>,
@@ -118,6 +151,23 @@ impl TraceSession {
                 return fail(e.to_string(), warnings);
             }
         };
+        // The standby for the ping-pong; without it, re-arming waits for the copy.
+        let standby = match Recorder::create(
+            &tfs.root,
+            &RecorderConfig {
+                name: format!("latlab-{}-b", std::process::id()),
+                buffer_kb: opts.buffer_kb,
+            },
+            &mut l,
+        ) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                warnings.push(format!(
+                    "no second recorder instance ({e}): the recorder re-arms only after each spike's trace is copied"
+                ));
+                None
+            }
+        };
         drop(l);
         if !rec.missing.is_empty() {
             warnings.push(format!(
@@ -126,15 +176,24 @@ impl TraceSession {
             ));
         }
         warnings.extend(rec.warnings.iter().cloned());
-        let s = TraceSession {
-            instance: rec.dir().to_path_buf(),
-            clock: rec.clock.clone(),
-            events: rec.events.clone(),
-            missing: rec.missing.clone(),
-            trigger: rec.trigger,
-            buffer_kb: rec.buffer_kb,
-            warnings: rec.warnings.clone(),
-            recorder: Some(rec),
+        let mut recorders = vec![rec];
+        recorders.extend(standby);
+        let r = &recorders[0];
+        let mut s = TraceSession {
+            instance: r.dir().to_path_buf(),
+            instances: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
+            clock: r.clock.clone(),
+            events: r.events.clone(),
+            missing: r.missing.clone(),
+            // Both instances must stop in the kernel for the marker path to be the fast one.
+            trigger: recorders.iter().all(|r| r.trigger),
+            buffer_kb: r.buffer_kb,
+            warnings: r.warnings.clone(),
+            marker_fd: Arc::new(AtomicI32::new(-1)),
+            active: None,
+            pending: VecDeque::new(),
+            standby: (0..recorders.len()).rev().collect(),
+            recorders,
             tracefs: tfs,
             ledger,
             armed: Arc::new(AtomicBool::new(false)),
@@ -143,36 +202,107 @@ impl TraceSession {
             virtualized: tracefs::virtualized(),
             traced: 0,
             not_traced: 0,
+            orphaned: 0,
             overruns: BTreeMap::new(),
             unmatched: 0,
             rearm_ns: (0, 0, 0),
         };
-        let r = s.recorder.as_ref().expect("just set");
-        r.clear()?;
-        r.start()?;
-        s.armed.store(opts.max_spikes > 0, Ordering::SeqCst);
+        for r in &s.recorders {
+            r.clear()?;
+        }
+        s.poll();
         Ok(Some(s))
     }
 
-    /// Pre-opened fd of the instance's trace_marker. The measurement thread, on a sample above
-    /// the threshold, does `if armed.swap(false) { write(fd, "LATLAB_STOP cpu=<c> intended=<ns>
-    /// actual=<ns> latency=<ns>\n") }` (one write syscall; no allocation).
-    pub fn marker_fd(&self) -> std::os::fd::RawFd {
-        self.recorder.as_ref().map_or(-1, |r| r.marker_fd())
+    /// The armed instance's pre-opened `trace_marker` fd, as an atomic the collector switches.
+    /// The measurement thread, on a sample above the threshold, does `if armed.swap(false) {
+    /// write(marker_fd.load(), "LATLAB_STOP cpu=<c> intended=<ns> actual=<ns> latency=<ns>\n")
+    /// }` (one write syscall; no allocation).
+    pub fn marker_fd(&self) -> Arc<AtomicI32> {
+        self.marker_fd.clone()
     }
 
-    /// True when a marker has stopped the recorder and the collector should save the spike and
-    /// re-arm now: until then, further spikes go untraced. The collector polls this (it is an
-    /// atomic the measurement thread already clears), so the hot path signals nothing.
+    /// True when a stopped instance waits for its spike to be collected (the collector should
+    /// drain the spike rings now).
     pub fn wants_collector(&self) -> bool {
-        self.recorder.is_some()
-            && self.traced < self.max_spikes
-            && !self.armed.load(Ordering::Acquire)
+        !self.pending.is_empty()
     }
 
-    /// Shared flag: true while the recorder runs and may be stopped by a marker.
+    /// Shared flag: true while the armed instance runs and may be stopped by a marker.
     pub fn armed(&self) -> Arc<AtomicBool> {
         self.armed.clone()
+    }
+
+    /// Spikes that may still be traced (copied or waiting to be).
+    fn budget_left(&self) -> bool {
+        (self.traced as usize + self.pending.len()) < self.max_spikes as usize
+    }
+
+    /// Collector, every slice: when a marker has disarmed the recorder, move the stopped
+    /// instance to the pending queue and arm the standby at once. Cheap when nothing happened
+    /// (one atomic load).
+    pub fn poll(&mut self) {
+        if let Some(a) = self.active {
+            if self.armed.load(Ordering::Acquire) {
+                return;
+            }
+            // A marker went to instance `a`. Without the trigger, stop it ourselves.
+            if !self.trigger {
+                let _ = self.recorders[a].stop();
+            }
+            self.active = None;
+            self.pending.push_back(Pending {
+                slot: a,
+                stopped: Instant::now(),
+                rearmed_ns: None,
+            });
+        }
+        if !self.budget_left() {
+            return;
+        }
+        let Some(next) = self.standby.pop() else {
+            return;
+        };
+        if self.recorders[next].start().is_err() {
+            self.standby.push(next);
+            return;
+        }
+        self.marker_fd
+            .store(self.recorders[next].marker_fd(), Ordering::Release);
+        self.active = Some(next);
+        self.armed.store(true, Ordering::Release);
+        let now = mono_ns();
+        for p in self.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
+            p.rearmed_ns = Some(now);
+        }
+    }
+
+    /// Collector, after handing every drained spike to [`TraceSession::on_spike`]: instances
+    /// stopped before `drained_at - ORPHAN_AFTER` that no spike claimed lost their spike record
+    /// (spike ring full): clear them and make them standbys, so the recorder re-arms.
+    pub fn reap(&mut self, drained_at: Instant) {
+        while let Some(p) = self.pending.front() {
+            if p.stopped + ORPHAN_AFTER > drained_at {
+                break;
+            }
+            let p = self.pending.pop_front().expect("front exists");
+            self.recycle(p.slot);
+            self.orphaned += 1;
+        }
+        self.poll();
+    }
+
+    /// Count the overruns of a copied (or abandoned) instance, clear it, make it the standby.
+    fn recycle(&mut self, slot: usize) {
+        let rec = &self.recorders[slot];
+        let _ = rec.stop();
+        for &c in &self.cpus {
+            if let Some(o) = rec.overruns(c) {
+                *self.overruns.entry(c).or_default() += o;
+            }
+        }
+        let _ = rec.clear();
+        self.standby.push(slot);
     }
 
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
@@ -185,15 +315,18 @@ impl TraceSession {
         marker_written: bool,
         run_dir: &Path,
     ) -> Option<SpikeRecord> {
+        self.poll();
         if !marker_written || self.traced >= self.max_spikes {
             self.not_traced += 1;
             return None;
         }
-        let rec = self.recorder.as_ref()?;
-        // Wait (bounded) for the in-kernel stop; without the trigger, stop it ourselves.
-        if !self.trigger {
-            let _ = rec.stop();
-        }
+        let Some(p) = self.pending.pop_front() else {
+            // Its instance was already recycled as an orphan.
+            self.not_traced += 1;
+            return None;
+        };
+        let rec = &self.recorders[p.slot];
+        // Wait (bounded) for the in-kernel stop.
         let t0 = Instant::now();
         while rec.is_on() && t0.elapsed() < STOP_WAIT {
             std::thread::sleep(Duration::from_millis(1));
@@ -210,6 +343,16 @@ impl TraceSession {
         let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
         let _ = std::fs::write(dir.join("trace.txt"), &text);
+        self.recycle(p.slot);
+        // Not re-armed yet (no standby was free): the instance just cleared takes over now.
+        self.poll();
+        let rearmed = p.rearmed_ns.unwrap_or_else(mono_ns);
+        let d = rearmed.saturating_sub(actual_ns);
+        self.rearm_ns = (
+            self.rearm_ns.0 + d,
+            self.rearm_ns.1.max(d),
+            self.rearm_ns.2 + 1,
+        );
         let analysis = analyze_text(
             &text,
             &AnalyzeOptions {
@@ -255,46 +398,40 @@ impl TraceSession {
             txt.push('\n');
         }
         let _ = std::fs::write(dir.join("analysis.txt"), txt);
-        // Overruns counted since the last clear, then restart.
-        for &c in &self.cpus {
-            if let Some(o) = rec.overruns(c) {
-                *self.overruns.entry(c).or_default() += o;
-            }
-        }
-        let _ = rec.clear();
-        let _ = rec.start();
-        let d = mono_ns().saturating_sub(actual_ns);
-        self.rearm_ns = (
-            self.rearm_ns.0 + d,
-            self.rearm_ns.1.max(d),
-            self.rearm_ns.2 + 1,
-        );
-        if self.traced < self.max_spikes {
-            self.armed.store(true, Ordering::SeqCst);
-        }
         Some(spike)
     }
 
-    /// Stop, remove the instance (and unmount if we mounted), forget the ledger entries;
+    /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
     /// return the summary stored as run.json's "trace".
     pub fn finish(mut self) -> serde_json::Value {
         self.armed.store(false, Ordering::SeqCst);
         let mut removal = None;
-        if let Some(rec) = self.recorder.take() {
+        let in_use: Vec<usize> = self
+            .active
+            .iter()
+            .copied()
+            .chain(self.pending.iter().map(|p| p.slot))
+            .collect();
+        let recs = std::mem::take(&mut self.recorders);
+        for (i, rec) in recs.into_iter().enumerate() {
             let _ = rec.stop();
-            for &c in &self.cpus {
-                if let Some(o) = rec.overruns(c) {
-                    *self.overruns.entry(c).or_default() += o;
+            // Standbys were counted when they were cleared.
+            if in_use.contains(&i) {
+                for &c in &self.cpus {
+                    if let Some(o) = rec.overruns(c) {
+                        *self.overruns.entry(c).or_default() += o;
+                    }
                 }
             }
             let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
             if let Err(e) = rec.remove(&mut l) {
-                removal = Some(e.to_string());
+                removal.get_or_insert(e.to_string());
             }
         }
         self.unmount();
         serde_json::json!({
             "instance": self.instance,
+            "instances": self.instances,
             "clock": self.clock,
             "events": self.events,
             "missing_events": self.missing,
@@ -303,6 +440,7 @@ impl TraceSession {
             "max_spikes": self.max_spikes,
             "traced": self.traced,
             "not_traced": self.not_traced,
+            "orphaned": self.orphaned,
             "unmatched": self.unmatched,
             "rearm_mean_ns": self.rearm_ns.0.checked_div(self.rearm_ns.2),
             "rearm_max_ns": self.rearm_ns.1,
@@ -325,10 +463,10 @@ impl TraceSession {
 }
 
 impl Drop for TraceSession {
-    /// Removes the instance too if finish() was not called (panic path).
+    /// Removes the instances too if finish() was not called (panic path).
     fn drop(&mut self) {
         self.armed.store(false, Ordering::SeqCst);
-        if let Some(rec) = self.recorder.take() {
+        for rec in std::mem::take(&mut self.recorders) {
             let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
             let _ = rec.remove(&mut l);
         }
@@ -356,7 +494,10 @@ mod tests {
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n == &format!("latlab-{}", std::process::id()))
+                    .filter(|n| {
+                        let me = format!("latlab-{}", std::process::id());
+                        n == &me || n.starts_with(&format!("{me}-"))
+                    })
                     .collect()
             })
             .unwrap_or_default()
@@ -417,8 +558,9 @@ mod tests {
             .unwrap();
         assert_eq!(s.clock, "mono");
         assert!(s.armed().load(Ordering::SeqCst));
-        let fd = s.marker_fd();
+        let fd = s.marker_fd().load(Ordering::SeqCst);
         assert!(fd >= 0);
+        assert_eq!(instances_left().len(), 2, "the ping-pong pair");
         let armed = s.armed();
         // Stand in for the measurement thread, pinned to CPU 0.
         let (e, r) = std::thread::spawn(move || {
@@ -448,10 +590,7 @@ mod tests {
         .join()
         .unwrap();
         // The trigger stopped the recorder in the kernel.
-        assert!(
-            !s.recorder.as_ref().unwrap().is_on(),
-            "trigger did not stop the instance"
-        );
+        assert!(!s.recorders[0].is_on(), "trigger did not stop the instance");
         let run = t.path().join("rundir");
         let sp = s
             .on_spike(0, e, r, r - e, true, &run)
@@ -461,8 +600,8 @@ mod tests {
         assert!(trace.contains("LATLAB_STOP"), "{trace}");
         assert!(run.join("spikes/001/analysis.txt").exists());
         assert!(sp.causes.iter().map(|c| c.ns).sum::<u64>() <= sp.latency_ns);
-        // Restarted, but max_spikes reached: no longer armed; later spikes are counted.
-        assert!(s.recorder.as_ref().unwrap().is_on());
+        // max_spikes reached: no instance re-armed; later spikes are counted.
+        assert!(s.recorders.iter().all(|r| !r.is_on()));
         assert!(!s.armed().load(Ordering::SeqCst));
         assert!(s.on_spike(0, e, r, r - e, false, &run).is_none());
         let v = s.finish();
@@ -480,11 +619,111 @@ mod tests {
             let _s = TraceSession::start(&opts, &[0], l2, &mut w)
                 .unwrap()
                 .unwrap();
-            assert_eq!(instances_left().len(), 1);
+            assert_eq!(instances_left().len(), 2);
             panic!("collector panic");
         });
         assert!(res.is_err());
         assert!(instances_left().is_empty(), "instance left after a panic");
+        assert_eq!(l.lock().unwrap().entries().count(), 0);
+    }
+
+    /// Stand in for a measurement thread: take `armed`, write one marker to the armed fd.
+    fn mark(s: &TraceSession, cpu: u32) -> (u64, u64) {
+        // On `cpu`, so the marker lands in that CPU's buffer (the one on_spike copies).
+        // SAFETY: plain syscall on the calling (test) thread with a valid set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                0
+            );
+        }
+        let r = mono_ns();
+        let e = r - 300_000;
+        assert!(s.armed().swap(false, Ordering::SeqCst), "not armed");
+        let m = format!(
+            "LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={}\n",
+            r - e
+        );
+        let fd = s.marker_fd().load(Ordering::SeqCst);
+        let n = unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
+        assert_eq!(n as usize, m.len());
+        (e, r)
+    }
+
+    /// The ping-pong: a marker stops instance A; one poll arms B (running, its fd in the
+    /// atomic) before A's trace is copied; the copy makes A the standby. And the ring-full
+    /// bug: a marker whose spike record never arrives is reaped, so the recorder re-arms.
+    #[test]
+    fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("ping_pong_rearms_before_the_copy_and_reaps_orphans")
+        else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            required: true,
+        };
+        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.recorders.len(), 2, "{w:?}");
+        // Both instances in the ledger (plus the mount, when the session mounted tracefs).
+        let mount = s.tracefs.mounted.is_some() as usize;
+        assert_eq!(l.lock().unwrap().entries().count(), 2 + mount);
+        let fd_a = s.marker_fd().load(Ordering::SeqCst);
+        assert_eq!(fd_a, s.recorders[0].marker_fd());
+        let (e1, r1) = mark(&s, 0);
+        assert!(!s.recorders[0].is_on(), "the marker stopped A");
+        s.poll();
+        assert!(s.armed().load(Ordering::SeqCst), "re-armed before the copy");
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[1].marker_fd()
+        );
+        assert!(s.recorders[1].is_on());
+        assert!(s.wants_collector());
+        let run = t.path().join("rundir");
+        let sp = s.on_spike(0, e1, r1, r1 - e1, true, &run).expect("traced");
+        assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.txt"));
+        let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
+        assert!(trace.contains(&format!("intended={e1}")), "{trace}");
+        assert!(!s.wants_collector());
+        assert!(s.recorders[1].is_on(), "B still armed");
+        // Ring full: B's marker is written, its spike record never arrives.
+        let _ = mark(&s, 1);
+        s.poll();
+        assert!(s.armed().load(Ordering::SeqCst), "A took over");
+        assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd_a);
+        // Only a drain that began well after the stop may call B an orphan.
+        s.reap(Instant::now());
+        assert!(s.wants_collector());
+        s.reap(Instant::now() + ORPHAN_AFTER);
+        assert!(!s.wants_collector());
+        assert_eq!(s.orphaned, 1);
+        // A's next marker: B (recycled) takes over again; the recorder never stays disarmed.
+        let (e3, r3) = mark(&s, 0);
+        s.poll();
+        assert!(s.armed().load(Ordering::SeqCst));
+        assert!(s.recorders[1].is_on());
+        let sp = s.on_spike(0, e3, r3, r3 - e3, true, &run).expect("traced");
+        assert_eq!(sp.trace_file.as_deref(), Some("spikes/002/trace.txt"));
+        assert!(std::fs::read_to_string(run.join("spikes/002/trace.txt"))
+            .unwrap()
+            .contains(&format!("intended={e3}")));
+        let v = s.finish();
+        assert_eq!(v["traced"], 2);
+        assert_eq!(v["orphaned"], 1);
+        assert!(v["rearm_max_ns"].as_u64().unwrap() > 0);
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
 }

@@ -30,7 +30,9 @@
 //! from E (its hrtimer's `expires`, or the timer's `now=` when the arming is not in the trace)
 //! to its switch-in S: there is no user-space clock read in a trace, so S stands for R.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 
 use super::parse::{Event, EventKind, ParseError, Parser, Record};
 use crate::record::{Cause, CauseKind, SpikeRecord};
@@ -194,33 +196,54 @@ impl EscapeControl for char {
     }
 }
 
-type Key = (CauseKind, String, i64, i64);
+type Key<'a> = (CauseKind, Cow<'a, str>, i64, i64);
+
+/// Multiplicative hash for pid keys: the analyzer looks a pid up for almost every event, and
+/// SipHash's DoS resistance buys nothing for a trace file.
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl std::hash::Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0 ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PidMap<V> = HashMap<i64, V, BuildHasherDefault<PidHasher>>;
 
 /// A sample's end from its marker: (intended, actual, latency, marker timestamp).
 type MarkerEnd = (Nanos, Nanos, Option<Nanos>, Nanos);
 
 #[derive(Debug, Clone)]
-struct Ctx {
+struct Ctx<'a> {
     kind: CauseKind,
-    name: String,
+    name: Cow<'a, str>,
     /// irq number / vector / softirq vec, to match the exit.
     id: i64,
     start: Nanos,
 }
 
 #[derive(Debug, Clone)]
-struct Cur {
+struct Cur<'a> {
     pid: i64,
-    comm: String,
+    comm: Cow<'a, str>,
     /// 120 (CFS default) when not known yet.
     prio: i64,
     prio_known: bool,
 }
 
 #[derive(Debug, Clone)]
-struct Window {
+struct Window<'a> {
     pid: i64,
-    comm: String,
+    comm: Cow<'a, str>,
     prio: Option<i64>,
     e: Nanos,
     /// Time from which the trace covered this window (E, or later when history is missing).
@@ -228,16 +251,16 @@ struct Window {
     timer_irq: Option<Nanos>,
     woken: Option<Nanos>,
     switched: Option<Nanos>,
-    acc: Vec<(Key, Nanos)>,
+    acc: Vec<(Key<'a>, Nanos)>,
     /// `acc` at the switch-in.
-    at_switch: Vec<(Key, Nanos)>,
+    at_switch: Vec<(Key<'a>, Nanos)>,
     last_key: Option<usize>,
     /// The previous switch-in of this thread on this CPU (for cascades).
     prev_switch: Option<Nanos>,
 }
 
-impl Window {
-    fn add(&mut self, key: Key, ns: Nanos) {
+impl<'a> Window<'a> {
+    fn add(&mut self, key: Key<'a>, ns: Nanos) {
         if ns == 0 {
             return;
         }
@@ -255,18 +278,18 @@ impl Window {
 }
 
 #[derive(Debug, Default)]
-struct CpuState {
+struct CpuState<'a> {
     last_ts: Option<Nanos>,
-    current: Option<Cur>,
-    stack: Vec<Ctx>,
+    current: Option<Cur<'a>>,
+    stack: Vec<Ctx<'a>>,
     /// The previous event was in task context with IRQs off (not a sched_* event, which
     /// always runs under the runqueue lock).
     task_irqs_off: bool,
     /// `now=` of the hrtimer being expired, if inside one.
     expiring: Option<Nanos>,
-    windows: Vec<Window>,
+    windows: Vec<Window<'a>>,
     /// Last switch-in per pid, for cascades.
-    last_switch: HashMap<i64, Nanos>,
+    last_switch: PidMap<Nanos>,
 }
 
 /// The result of an analysis.
@@ -282,13 +305,14 @@ pub struct Analysis {
     pub mode: Option<SampleMode>,
 }
 
-/// The state machine. Feed events in time order per CPU.
-pub struct Analyzer {
+/// The state machine. Feed events in time order per CPU. Names are borrowed from the events
+/// (so from the trace text) for as long as the analysis needs them: no string per event.
+pub struct Analyzer<'a> {
     opts: AnalyzeOptions,
     mode: SampleMode,
-    cpus: BTreeMap<u32, CpuState>,
+    cpus: BTreeMap<u32, CpuState<'a>>,
     /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
-    known: HashMap<i64, (String, i64)>,
+    known: PidMap<(Cow<'a, str>, i64)>,
     out: Analysis,
 }
 
@@ -316,13 +340,13 @@ pub fn parse_marker(text: &str) -> Option<(Nanos, Nanos, Option<Nanos>)> {
     }
 }
 
-impl Analyzer {
-    pub fn new(opts: AnalyzeOptions, mode: SampleMode) -> Analyzer {
+impl<'a> Analyzer<'a> {
+    pub fn new(opts: AnalyzeOptions, mode: SampleMode) -> Analyzer<'a> {
         Analyzer {
             opts,
             mode,
             cpus: BTreeMap::new(),
-            known: HashMap::new(),
+            known: PidMap::default(),
             out: Analysis {
                 mode: Some(mode),
                 ..Default::default()
@@ -340,7 +364,7 @@ impl Analyzer {
     }
 
     /// Feed one event.
-    pub fn feed(&mut self, ev: &Event) {
+    pub fn feed(&mut self, ev: &Event<'a>) {
         self.out.events += 1;
         let virtualized = self.opts.virtualized;
         let mode = self.mode;
@@ -359,7 +383,7 @@ impl Analyzer {
         if ev.pid >= 0 && st.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
             let (comm, prio, prio_known) = match self.known.get(&ev.pid) {
                 Some((c, p)) => (c.clone(), *p, true),
-                None if ev.pid == 0 => ("swapper".to_string(), 120, true),
+                None if ev.pid == 0 => (Cow::Borrowed("swapper"), 120, true),
                 None => (ev.task_comm.clone(), 120, false),
             };
             st.current = Some(Cur {
@@ -410,7 +434,7 @@ impl Analyzer {
             && !is_sched(&ev.kind);
 
         // 2. Update the state.
-        let mut finished: Vec<(Window, Option<MarkerEnd>)> = Vec::new();
+        let mut finished: Vec<(Window<'a>, Option<MarkerEnd>)> = Vec::new();
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } => {
                 st.stack.clear();
@@ -574,7 +598,7 @@ impl Analyzer {
         }
     }
 
-    fn finish_window(&mut self, cpu: u32, w: Window, marker: Option<MarkerEnd>) {
+    fn finish_window(&mut self, cpu: u32, w: Window<'a>, marker: Option<MarkerEnd>) {
         let st = self.cpus.entry(cpu).or_default();
         let (e, r, latency, mut acc) = match marker {
             Some((e, r, l, _)) => (e, Some(r), l.unwrap_or(r.saturating_sub(e)), w.acc.clone()),
@@ -594,7 +618,7 @@ impl Analyzer {
             let mut extra = m.saturating_sub(r);
             let own = (
                 CauseKind::Task,
-                switch_to_user(&w.comm),
+                Cow::Owned(switch_to_user(&w.comm)),
                 w.pid,
                 w.prio.unwrap_or(0),
             );
@@ -620,7 +644,7 @@ impl Analyzer {
             .filter(|(_, ns)| *ns > 0)
             .map(|((kind, name, pid, prio), ns)| Cause {
                 kind,
-                name,
+                name: name.into_owned(),
                 pid,
                 prio,
                 ns,
@@ -634,7 +658,7 @@ impl Analyzer {
         let sample = Sample {
             cpu,
             pid: w.pid,
-            comm: w.comm,
+            comm: w.comm.into_owned(),
             prio: w.prio.unwrap_or(0),
             intended_ns: e,
             timer_irq_ns: w.timer_irq,
@@ -668,7 +692,7 @@ impl Analyzer {
     }
 }
 
-fn learn(known: &mut HashMap<i64, (String, i64)>, t: &super::parse::TaskRef) {
+fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &super::parse::TaskRef<'a>) {
     if t.pid <= 0 {
         return;
     }
@@ -681,19 +705,19 @@ fn learn(known: &mut HashMap<i64, (String, i64)>, t: &super::parse::TaskRef) {
     }
 }
 
-fn pop(stack: &mut Vec<Ctx>, kind: CauseKind, id: i64) {
+fn pop(stack: &mut Vec<Ctx<'_>>, kind: CauseKind, id: i64) {
     if let Some(i) = stack.iter().rposition(|c| c.kind == kind && c.id == id) {
         stack.truncate(i);
     }
 }
 
-fn classify(
-    w: &Window,
-    stack: &[Ctx],
-    current: &Option<Cur>,
+fn classify<'a>(
+    w: &Window<'a>,
+    stack: &[Ctx<'a>],
+    current: &Option<Cur<'a>>,
     irqs_off: bool,
     virtualized: bool,
-) -> Key {
+) -> Key<'a> {
     if let Some(c) = stack.last() {
         return (c.kind, c.name.clone(), 0, 0);
     }
@@ -703,28 +727,33 @@ fn classify(
         CauseKind::Unknown
     };
     let Some(cur) = current else {
-        return (CauseKind::Unknown, "unknown task".into(), 0, 0);
+        return (CauseKind::Unknown, Cow::Borrowed("unknown task"), 0, 0);
     };
     if cur.pid == w.pid {
         // τ itself: after switch-in, its way back to user space.
         return (
             CauseKind::Task,
-            switch_to_user(&w.comm),
+            Cow::Owned(switch_to_user(&w.comm)),
             w.pid,
             w.prio.unwrap_or(cur.prio),
         );
     }
     if w.woken.is_none() {
         if cur.pid == 0 {
-            return (silent, "timer delivery (idle)".into(), 0, 0);
+            return (silent, Cow::Borrowed("timer delivery (idle)"), 0, 0);
         }
         if irqs_off {
             return (CauseKind::IrqOff, cur.comm.clone(), cur.pid, cur.prio);
         }
-        return (silent, "timer delivery".into(), 0, 0);
+        return (silent, Cow::Borrowed("timer delivery"), 0, 0);
     }
     if cur.pid == 0 {
-        return (CauseKind::Unknown, "idle while runnable".into(), 0, 0);
+        return (
+            CauseKind::Unknown,
+            Cow::Borrowed("idle while runnable"),
+            0,
+            0,
+        );
     }
     let tp = w.prio.unwrap_or(0);
     if cur.prio < tp || (cur.prio == tp && tp < 100) {
@@ -777,8 +806,14 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
 pub fn has_markers(text: &str) -> bool {
     let b = text.as_bytes();
-    memchr::memmem::find(b, b"LATLAB_STOP").is_some()
-        || memchr::memmem::find(b, b"latlab seq=").is_some()
+    // Both forms are trace_marker writes (`tracing_mark_write: …`, `print: tracing_mark_write:
+    // …`): one pass for those, then a look at the rest of each such line.
+    memchr::memmem::find_iter(b, b"tracing_mark_write").any(|at| {
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |p| at + p);
+        let l = &b[at..end];
+        memchr::memmem::find(l, b"LATLAB_STOP").is_some()
+            || memchr::memmem::find(l, b"latlab seq=").is_some()
+    })
 }
 
 /// One row of "what delays this machine".
@@ -838,15 +873,15 @@ mod tests {
 
     /// A synthetic trace on CPU 1, one event at a time, times in ns from an origin.
     struct B {
-        ev: Vec<Event>,
+        ev: Vec<Event<'static>>,
     }
 
     const TAU: i64 = 100; // the measured RT thread, FIFO 80 → prio 19
     const E: u64 = 1_000_000;
 
-    fn task(comm: &str, pid: i64, prio: i64) -> TaskRef {
+    fn task(comm: &str, pid: i64, prio: i64) -> TaskRef<'static> {
         TaskRef {
-            comm: comm.into(),
+            comm: comm.to_string().into(),
             pid,
             prio,
         }
@@ -856,7 +891,7 @@ mod tests {
         fn new() -> B {
             B { ev: vec![] }
         }
-        fn push(&mut self, ts: u64, pid: i64, flags: &str, kind: EventKind) -> &mut Self {
+        fn push(&mut self, ts: u64, pid: i64, flags: &str, kind: EventKind<'static>) -> &mut Self {
             self.ev.push(Event {
                 line: self.ev.len() + 1,
                 cpu: 1,
@@ -868,7 +903,7 @@ mod tests {
             });
             self
         }
-        fn switch(&mut self, ts: u64, from: TaskRef, to: TaskRef) -> &mut Self {
+        fn switch(&mut self, ts: u64, from: TaskRef<'static>, to: TaskRef<'static>) -> &mut Self {
             let pid = from.pid;
             self.push(
                 ts,
@@ -882,7 +917,7 @@ mod tests {
             )
         }
         /// τ arms its timer for E at t=0 and sleeps; `other` takes the CPU.
-        fn sleep(&mut self, other: TaskRef) -> &mut Self {
+        fn sleep(&mut self, other: TaskRef<'static>) -> &mut Self {
             self.push(
                 0,
                 TAU,
@@ -940,7 +975,7 @@ mod tests {
                 "LATLAB_STOP cpu=1 intended={E} actual={actual} latency={}",
                 actual - E
             );
-            self.push(ts, TAU, "....1", EventKind::Marker { text })
+            self.push(ts, TAU, "....1", EventKind::Marker { text: text.into() })
         }
         fn run(&self, virtualized: bool, mode: SampleMode) -> Analysis {
             let mut a = Analyzer::new(
@@ -1339,7 +1374,7 @@ mod tests {
                     7 => EventKind::IrqEntry { irq: 5, name: "eth".into() },
                     8 => EventKind::IrqExit { irq: 5 },
                     9 => EventKind::Nmi { handler: "n".into(), delta_ns: dt },
-                    10 => EventKind::Marker { text: format!("LATLAB_STOP cpu=1 intended={} actual={} latency={}", ts.saturating_sub(dt), ts, dt) },
+                    10 => EventKind::Marker { text: format!("LATLAB_STOP cpu=1 intended={} actual={} latency={}", ts.saturating_sub(dt), ts, dt).into() },
                     _ => EventKind::HrtimerExpireEntry { hrtimer: "h".into(), function: "hrtimer_wakeup".into(), now: ts },
                 };
                 b.push(ts, pids[w], if k % 3 == 0 { "d..1." } else { "....." }, kind);

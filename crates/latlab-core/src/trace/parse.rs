@@ -13,6 +13,7 @@
 //! We join it to whichever side makes a complete event; anything else is an error naming the
 //! line. The parser never panics on any input (property-tested).
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// Errors carry the 1-based line number; the caller adds the file name.
@@ -40,7 +41,10 @@ pub struct Flags {
 impl Flags {
     /// Parse the 4- or 5-character flags field. None when it is not one.
     pub fn parse(s: &str) -> Option<Flags> {
-        let b = s.as_bytes();
+        Flags::parse_bytes(s.as_bytes())
+    }
+
+    fn parse_bytes(b: &[u8]) -> Option<Flags> {
         if !(4..=5).contains(&b.len()) {
             return None;
         }
@@ -81,8 +85,8 @@ impl Flags {
 
 /// One scheduler entity as an event names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskRef {
-    pub comm: String,
+pub struct TaskRef<'a> {
+    pub comm: Cow<'a, str>,
     pub pid: i64,
     /// Kernel priority: FIFO N shows as `99-N`; CFS 100..139.
     pub prio: i64,
@@ -90,92 +94,92 @@ pub struct TaskRef {
 
 /// What happened, typed. Events latlab does not analyze are kept as [`EventKind::Other`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventKind {
+pub enum EventKind<'a> {
     SchedSwitch {
-        prev: TaskRef,
+        prev: TaskRef<'a>,
         /// `R+` = preempted, `R` = switched through schedule() itself, `S`, `D` …
-        prev_state: String,
-        next: TaskRef,
+        prev_state: Cow<'a, str>,
+        next: TaskRef<'a>,
     },
     SchedWaking {
-        task: TaskRef,
+        task: TaskRef<'a>,
         target_cpu: Option<u32>,
     },
     SchedWakeup {
-        task: TaskRef,
+        task: TaskRef<'a>,
         target_cpu: Option<u32>,
     },
     IrqEntry {
         irq: i64,
-        name: String,
+        name: Cow<'a, str>,
     },
     IrqExit {
         irq: i64,
     },
     SoftirqEntry {
         vec: i64,
-        name: String,
+        name: Cow<'a, str>,
     },
     SoftirqExit {
         vec: i64,
-        name: String,
+        name: Cow<'a, str>,
     },
     /// `irq_vectors` entry events: `local_timer`, `reschedule`, `call_function_single` …
     VectorEntry {
-        name: String,
+        name: Cow<'a, str>,
         vector: i64,
     },
     VectorExit {
-        name: String,
+        name: Cow<'a, str>,
         vector: i64,
     },
     HrtimerStart {
-        hrtimer: String,
-        function: String,
+        hrtimer: Cow<'a, str>,
+        function: Cow<'a, str>,
         expires: u64,
     },
     HrtimerExpireEntry {
-        hrtimer: String,
-        function: String,
+        hrtimer: Cow<'a, str>,
+        function: Cow<'a, str>,
         now: u64,
     },
     HrtimerExpireExit {
-        hrtimer: String,
+        hrtimer: Cow<'a, str>,
     },
     /// `nmi:nmi_handler`: recorded at the end of the handler, with its duration.
     Nmi {
-        handler: String,
+        handler: Cow<'a, str>,
         delta_ns: u64,
     },
     /// A `trace_marker` write (`tracing_mark_write: TEXT` or `print: tracing_mark_write: TEXT`).
     Marker {
-        text: String,
+        text: Cow<'a, str>,
     },
     Other {
-        name: String,
+        name: Cow<'a, str>,
     },
 }
 
 /// One trace event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub struct Event<'a> {
     /// 1-based line where the event starts.
     pub line: usize,
     pub cpu: u32,
     /// Timestamp in ns on the trace clock (`mono` = CLOCK_MONOTONIC in latlab's instances).
     pub ts: u64,
     /// TASK column (looked up at read time: may be stale or `<...>`).
-    pub task_comm: String,
+    pub task_comm: Cow<'a, str>,
     /// PID column (exact).
     pub pid: i64,
     pub flags: Flags,
-    pub kind: EventKind,
+    pub kind: EventKind<'a>,
 }
 
 /// A line of the trace that is not an event but matters.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record {
-    Event(Event),
+pub enum Record<'a> {
+    Event(Event<'a>),
     /// `CPU:N [LOST M EVENTS]` (trace_pipe) — history before it is incomplete.
     Lost {
         line: usize,
@@ -234,6 +238,75 @@ fn parse_ts(s: &str) -> Option<u64> {
         frac *= 10;
     }
     secs.checked_mul(1_000_000_000)?.checked_add(frac)
+}
+
+/// The anchor at the kernel's own fixed layout, `%16s-%-7d [CPU] FLAGS SECS.USECS: `, which puts
+/// ` [` at byte 24 of (almost) every line: checked byte by byte, no search. None when the line
+/// does not have that layout (long pids, trace-cmd output, odd comms); [`find_anchor`] then
+/// searches. Where both succeed they agree: the search takes the first `TIMESTAMP: ` that is
+/// preceded by flags and `[CPU]`, and 24 bytes of TASK-PID column cannot hold a whole anchor
+/// (plus its leading space) before this one unless a comm imitates one.
+#[inline]
+fn fixed_anchor(line: &str) -> Option<Anchor> {
+    const COL: usize = 24;
+    let b = line.as_bytes();
+    if b.len() < COL + 16 || b[COL] != b' ' || b[COL + 1] != b'[' {
+        return None;
+    }
+    let mut i = COL + 2;
+    let mut cpu: u32 = 0;
+    while i < COL + 8 && b[i].is_ascii_digit() {
+        cpu = cpu * 10 + (b[i] - b'0') as u32;
+        i += 1;
+    }
+    if i == COL + 2 || b[i] != b']' || b[i + 1] != b' ' {
+        return None;
+    }
+    let fl = i + 2;
+    let fl_end = fl + find_byte(b.get(fl..fl + 6)?, b' ')?;
+    let flags = Flags::parse_bytes(&b[fl..fl_end])?;
+    let mut j = fl_end;
+    while b.get(j) == Some(&b' ') {
+        j += 1;
+    }
+    let ts_start = j;
+    let mut secs: u64 = 0;
+    while j < b.len() && b[j].is_ascii_digit() {
+        secs = secs.checked_mul(10)?.checked_add((b[j] - b'0') as u64)?;
+        j += 1;
+    }
+    if j == ts_start || j - ts_start > 11 || b.get(j) != Some(&b'.') {
+        return None;
+    }
+    j += 1;
+    let f0 = j;
+    let mut frac: u64 = 0;
+    while j < b.len() && b[j].is_ascii_digit() {
+        frac = frac * 10 + (b[j] - b'0') as u64;
+        j += 1;
+        if j - f0 > 9 {
+            return None;
+        }
+    }
+    if j == f0 || b.get(j) != Some(&b':') || b.get(j + 1) != Some(&b' ') {
+        return None;
+    }
+    for _ in (j - f0)..9 {
+        frac *= 10;
+    }
+    Some(Anchor {
+        task_end: COL,
+        cpu,
+        flags,
+        ts: secs.checked_mul(1_000_000_000)?.checked_add(frac)?,
+        rest: j + 2,
+    })
+}
+
+/// The anchor of a line: [`fixed_anchor`], else the search.
+#[inline]
+fn anchor(line: &str) -> Option<Anchor> {
+    fixed_anchor(line).or_else(|| find_anchor(line))
 }
 
 /// Find the anchor in a line: the first `TIMESTAMP: ` preceded by a flags field and a CPU.
@@ -326,26 +399,81 @@ fn find_anchor(line: &str) -> Option<Anchor> {
 }
 
 /// Split the TASK-PID column: comm is everything before the last `-digits`.
-fn split_task(col: &str) -> (String, i64) {
-    let col = col.trim_end();
+fn split_task(col: &str) -> (&str, i64) {
+    let col = col.trim_ascii_end();
     // trace-cmd prefixes the instance name: `latlab_research: rust-lld-15780`.
-    let col = match find_sub(col, ": ") {
-        Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => col[p + 2..].trim_start(),
-        _ => col.trim_start(),
+    let b = col.as_bytes();
+    let colon = find_byte(b, b':').and_then(|p| {
+        let mut p = p;
+        loop {
+            if b.get(p + 1) == Some(&b' ') {
+                return Some(p);
+            }
+            p += 1 + find_byte(b.get(p + 1..)?, b':')?;
+        }
+    });
+    let col = match colon {
+        Some(p) if !col[..p].contains(' ') && !col[..p].contains('-') => {
+            col[p + 2..].trim_ascii_start()
+        }
+        _ => col.trim_ascii_start(),
     };
-    if let Some(p) = col.rfind('-') {
-        if let Ok(pid) = col[p + 1..].parse::<i64>() {
-            return (col[..p].to_string(), pid);
+    if let Some(p) = col.as_bytes().iter().rposition(|&c| c == b'-') {
+        if let Some(pid) = parse_i64(&col[p + 1..]) {
+            return (&col[..p], pid);
         }
     }
-    (col.to_string(), -1)
+    (col, -1)
+}
+
+/// `str::parse::<i64>` with a fast path for plain decimal digits (most fields).
+fn parse_i64(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= 18 {
+        let mut n: i64 = 0;
+        let mut ok = true;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            ok &= d < 10;
+            n = n * 10 + d as i64;
+        }
+        if ok {
+            return Some(n);
+        }
+    }
+    s.parse().ok()
+}
+
+/// `str::parse::<u64>` with the same fast path.
+fn parse_u64(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if !b.is_empty() && b.len() <= 19 {
+        let mut n: u64 = 0;
+        let mut ok = true;
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            ok &= d < 10;
+            n = n.wrapping_mul(10).wrapping_add(d as u64);
+        }
+        if ok {
+            return Some(n);
+        }
+    }
+    s.parse().ok()
+}
+
+/// Position of `c` in a short slice: a plain loop (memchr's set-up costs more than it saves
+/// on the few bytes of a field or a column).
+#[inline]
+fn find_byte(b: &[u8], c: u8) -> Option<usize> {
+    b.iter().position(|&x| x == c)
 }
 
 /// `key=value` lookup in a body where values have no spaces (tokens split on spaces; a
 /// leading `[` as in `[action=SCHED]` is allowed).
 fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
     // Same answer as splitting on ' ' and taking the first token `key=…` (or `[key=…`), found
-    // from the '=' signs instead: no per-token work (this runs several times per event).
+    // from the '=' signs instead: no per-token work.
     let (b, k) = (body.as_bytes(), key.as_bytes());
     // Bodies are short: a plain loop beats memchr's set-up here.
     for eq in (0..b.len()).filter(|&i| b[i] == b'=') {
@@ -370,24 +498,57 @@ fn kv<'a>(body: &'a str, key: &str) -> Option<&'a str> {
     None
 }
 
-fn kv_i(body: &str, key: &str) -> Result<i64, String> {
-    let v = kv(body, key).ok_or_else(|| format!("no {key}= field"))?;
-    v.parse()
-        .map_err(|_| format!("{key}={v:?} is not an integer"))
+/// Reads a body's `key=value` fields in the order the kernel prints them (the fast path), and
+/// answers exactly as [`kv`] on the whole body whenever the next token is not the key asked
+/// for. Values have no spaces, so a key found as the next token is also its first occurrence.
+struct Fields<'a> {
+    whole: &'a str,
+    rest: &'a str,
 }
 
-fn kv_u(body: &str, key: &str) -> Result<u64, String> {
-    let v = kv(body, key).ok_or_else(|| format!("no {key}= field"))?;
-    v.parse()
-        .map_err(|_| format!("{key}={v:?} is not an integer"))
+impl<'a> Fields<'a> {
+    fn new(body: &'a str) -> Fields<'a> {
+        Fields {
+            whole: body,
+            rest: body,
+        }
+    }
+
+    fn get(&mut self, key: &str) -> Option<&'a str> {
+        let r = self.rest.strip_prefix('[').unwrap_or(self.rest);
+        if let Some(v) = r.strip_prefix(key).and_then(|v| v.strip_prefix('=')) {
+            let end = find_byte(v.as_bytes(), b' ').unwrap_or(v.len());
+            self.rest = &v[end..];
+            self.rest = self.rest.strip_prefix(' ').unwrap_or(self.rest);
+            let v = &v[..end];
+            return Some(v.strip_suffix(']').unwrap_or(v));
+        }
+        kv(self.whole, key)
+    }
+
+    fn str(&mut self, key: &str) -> Result<&'a str, String> {
+        self.get(key).ok_or_else(|| format!("no {key}= field"))
+    }
+
+    fn i(&mut self, key: &str) -> Result<i64, String> {
+        let v = self.str(key)?;
+        parse_i64(v).ok_or_else(|| format!("{key}={v:?} is not an integer"))
+    }
+
+    fn u(&mut self, key: &str) -> Result<u64, String> {
+        let v = self.str(key)?;
+        parse_u64(v).ok_or_else(|| format!("{key}={v:?} is not an integer"))
+    }
 }
 
-/// `str::find` for short needles without the two-way searcher's setup (hot in big traces).
+/// `str::find` for short needles without the two-way searcher's setup (the reference for
+/// [`find_arrow`] in the tests).
+#[cfg(test)]
 fn find_sub(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let first = *n.first()?;
     let mut i = 0;
-    while let Some(p) = h.get(i..)?.iter().position(|&c| c == first) {
+    while let Some(p) = memchr::memchr(first, h.get(i..)?) {
         let at = i + p;
         if h.get(at..at + n.len()) == Some(n) {
             return Some(at);
@@ -402,7 +563,7 @@ fn rfind_sub(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
     let first = *n.first()?;
     let mut end = h.len();
-    while let Some(at) = h[..end].iter().rposition(|&c| c == first) {
+    while let Some(at) = memchr::memrchr(first, &h[..end]) {
         if h.get(at..at + n.len()) == Some(n) {
             return Some(at);
         }
@@ -425,45 +586,61 @@ fn comm_between<'a>(
 }
 
 /// trace-cmd's compact task: `comm:pid [prio]` (comm may hold ':').
-fn compact_task(s: &str) -> Result<TaskRef, String> {
+fn compact_task(s: &str) -> Result<TaskRef<'_>, String> {
     let s = s.trim();
     let open = rfind_sub(s, " [").ok_or("expected 'comm:pid [prio]'")?;
     let prio = s[open + 2..]
         .trim_end()
         .strip_suffix(']')
-        .and_then(|p| p.parse().ok())
+        .and_then(parse_i64)
         .ok_or("bad [prio]")?;
     let cp = &s[..open];
     let colon = cp.rfind(':').ok_or("expected comm:pid")?;
-    let pid = cp[colon + 1..].parse().map_err(|_| "bad pid")?;
+    let pid = parse_i64(&cp[colon + 1..]).ok_or("bad pid")?;
     Ok(TaskRef {
-        comm: cp[..colon].to_string(),
+        comm: Cow::Borrowed(&cp[..colon]),
         pid,
         prio,
     })
 }
 
-fn strip_fn(f: &str) -> String {
-    f.split('/').next().unwrap_or(f).to_string()
+fn strip_fn(f: &str) -> &str {
+    f.split('/').next().unwrap_or(f)
 }
 
-fn parse_switch(body: &str) -> Result<EventKind, String> {
-    let p = find_sub(body, " ==> ").ok_or("sched_switch without ' ==> '")?;
+/// `find_sub(body, " ==> ")`, searching for the rare '>' instead of the many spaces.
+fn find_arrow(body: &str) -> Option<usize> {
+    let b = body.as_bytes();
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'>', &b[i..]) {
+        let gt = i + p;
+        if gt >= 3 && b.get(gt - 3..gt + 2) == Some(b" ==> ") {
+            return Some(gt - 3);
+        }
+        i = gt + 1;
+    }
+    None
+}
+
+fn parse_switch(body: &str) -> Result<EventKind<'_>, String> {
+    let p = find_arrow(body).ok_or("sched_switch without ' ==> '")?;
     let (l, r) = (&body[..p], &body[p + 5..]);
     if l.starts_with("prev_comm=") {
         let (pc, lrest) = comm_between(l, "prev_comm=", " prev_pid=")?;
         let (nc, rrest) = comm_between(r, "next_comm=", " next_pid=")?;
+        let mut lf = Fields::new(lrest);
+        let mut rf = Fields::new(rrest);
         Ok(EventKind::SchedSwitch {
             prev: TaskRef {
-                comm: pc.to_string(),
-                pid: kv_i(lrest, "prev_pid")?,
-                prio: kv_i(lrest, "prev_prio")?,
+                comm: Cow::Borrowed(pc),
+                pid: lf.i("prev_pid")?,
+                prio: lf.i("prev_prio")?,
             },
-            prev_state: kv(lrest, "prev_state").ok_or("no prev_state")?.to_string(),
+            prev_state: Cow::Borrowed(lf.get("prev_state").ok_or("no prev_state")?),
             next: TaskRef {
-                comm: nc.to_string(),
-                pid: kv_i(rrest, "next_pid")?,
-                prio: kv_i(rrest, "next_prio")?,
+                comm: Cow::Borrowed(nc),
+                pid: rf.i("next_pid")?,
+                prio: rf.i("next_prio")?,
             },
         })
     } else {
@@ -472,22 +649,23 @@ fn parse_switch(body: &str) -> Result<EventKind, String> {
         let sp = l.rfind(' ').ok_or("bad sched_switch")?;
         Ok(EventKind::SchedSwitch {
             prev: compact_task(&l[..sp])?,
-            prev_state: l[sp + 1..].to_string(),
+            prev_state: Cow::Borrowed(&l[sp + 1..]),
             next: compact_task(r)?,
         })
     }
 }
 
-fn parse_wake(body: &str) -> Result<(TaskRef, Option<u32>), String> {
+fn parse_wake(body: &str) -> Result<(TaskRef<'_>, Option<u32>), String> {
     if body.starts_with("comm=") {
         let (c, rest) = comm_between(body, "comm=", " pid=")?;
+        let mut f = Fields::new(rest);
         Ok((
             TaskRef {
-                comm: c.to_string(),
-                pid: kv_i(rest, "pid")?,
-                prio: kv_i(rest, "prio")?,
+                comm: Cow::Borrowed(c),
+                pid: f.i("pid")?,
+                prio: f.i("prio")?,
             },
-            kv(rest, "target_cpu").and_then(|v| v.parse().ok()),
+            f.get("target_cpu").and_then(|v| v.parse().ok()),
         ))
     } else {
         // trace-cmd: `python3:15520 [19] CPU:001`
@@ -499,7 +677,8 @@ fn parse_wake(body: &str) -> Result<(TaskRef, Option<u32>), String> {
     }
 }
 
-fn parse_body(name: &str, body: &str) -> Result<EventKind, String> {
+fn parse_body<'a>(name: &'a str, body: &'a str) -> Result<EventKind<'a>, String> {
+    let mut f = Fields::new(body);
     Ok(match name {
         "sched_switch" => parse_switch(body)?,
         "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => {
@@ -511,15 +690,13 @@ fn parse_body(name: &str, body: &str) -> Result<EventKind, String> {
             }
         }
         "irq_handler_entry" => EventKind::IrqEntry {
-            irq: kv_i(body, "irq")?,
-            name: kv(body, "name").unwrap_or("?").to_string(),
+            irq: f.i("irq")?,
+            name: Cow::Borrowed(f.get("name").unwrap_or("?")),
         },
-        "irq_handler_exit" => EventKind::IrqExit {
-            irq: kv_i(body, "irq")?,
-        },
+        "irq_handler_exit" => EventKind::IrqExit { irq: f.i("irq")? },
         "softirq_entry" | "softirq_exit" => {
-            let vec = kv_i(body, "vec")?;
-            let action = kv(body, "action").ok_or("no action= field")?.to_string();
+            let vec = f.i("vec")?;
+            let action = Cow::Borrowed(f.str("action")?);
             if name == "softirq_entry" {
                 EventKind::SoftirqEntry { vec, name: action }
             } else {
@@ -527,72 +704,183 @@ fn parse_body(name: &str, body: &str) -> Result<EventKind, String> {
             }
         }
         "hrtimer_start" => EventKind::HrtimerStart {
-            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
-            function: strip_fn(kv(body, "function").unwrap_or("?")),
-            expires: kv_u(body, "expires")?,
+            hrtimer: Cow::Borrowed(f.str("hrtimer")?),
+            function: Cow::Borrowed(strip_fn(f.get("function").unwrap_or("?"))),
+            expires: f.u("expires")?,
         },
         "hrtimer_expire_entry" => EventKind::HrtimerExpireEntry {
-            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
-            function: strip_fn(kv(body, "function").unwrap_or("?")),
-            now: kv_u(body, "now")?,
+            hrtimer: Cow::Borrowed(f.str("hrtimer")?),
+            function: Cow::Borrowed(strip_fn(f.get("function").unwrap_or("?"))),
+            now: f.u("now")?,
         },
         "hrtimer_expire_exit" => EventKind::HrtimerExpireExit {
-            hrtimer: kv(body, "hrtimer").ok_or("no hrtimer= field")?.to_string(),
+            hrtimer: Cow::Borrowed(f.str("hrtimer")?),
         },
         "nmi_handler" => EventKind::Nmi {
-            handler: kv(body, "handler").unwrap_or("nmi").to_string(),
-            delta_ns: kv_u(body, "delta_ns")?,
+            handler: Cow::Borrowed(f.get("handler").unwrap_or("nmi")),
+            delta_ns: f.u("delta_ns")?,
         },
         "tracing_mark_write" => EventKind::Marker {
-            text: body.to_string(),
+            text: Cow::Borrowed(body),
         },
         "print" => match body.trim_start().strip_prefix("tracing_mark_write:") {
             Some(t) => EventKind::Marker {
-                text: t.trim_start().to_string(),
+                text: Cow::Borrowed(t.trim_start()),
             },
-            None => EventKind::Other { name: name.into() },
+            None => EventKind::Other {
+                name: Cow::Borrowed(name),
+            },
         },
-        n if n.ends_with("_entry") && body.starts_with("vector=") => EventKind::VectorEntry {
-            name: n.trim_end_matches("_entry").to_string(),
-            vector: kv_i(body, "vector")?,
+        n if body.starts_with("vector=") && n.ends_with("_entry") => EventKind::VectorEntry {
+            name: Cow::Borrowed(n.trim_end_matches("_entry")),
+            vector: f.i("vector")?,
         },
-        n if n.ends_with("_exit") && body.starts_with("vector=") => EventKind::VectorExit {
-            name: n.trim_end_matches("_exit").to_string(),
-            vector: kv_i(body, "vector")?,
+        n if body.starts_with("vector=") && n.ends_with("_exit") => EventKind::VectorExit {
+            name: Cow::Borrowed(n.trim_end_matches("_exit")),
+            vector: f.i("vector")?,
         },
-        n => EventKind::Other { name: n.into() },
+        n => EventKind::Other {
+            name: Cow::Borrowed(n),
+        },
     })
 }
 
 /// Build an event from one (possibly joined) anchored text.
-fn event_from(line: usize, text: &str) -> Result<Event, String> {
-    let a = find_anchor(text).ok_or("no ' [CPU] FLAGS TIMESTAMP: ' anchor")?;
+fn event_from(line: usize, text: &str) -> Result<Event<'_>, String> {
+    let a = anchor(text).ok_or("no ' [CPU] FLAGS TIMESTAMP: ' anchor")?;
     event_at(line, text, a)
 }
 
-fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event, String> {
+fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
     let (task_comm, pid) = split_task(&text[..a.task_end]);
     let rest = &text[a.rest..];
-    let (name, body) = match memchr::memchr(b':', rest.as_bytes()) {
-        Some(p) => (rest[..p].trim(), rest[p + 1..].trim_start()),
-        None => (rest.trim(), ""),
+    let (name, body) = match find_byte(rest.as_bytes(), b':') {
+        Some(p) => (rest[..p].trim_ascii(), rest[p + 1..].trim_ascii_start()),
+        None => (rest.trim_ascii(), ""),
     };
-    if name.is_empty() || name.contains(' ') {
+    if name.is_empty() || memchr::memchr(b' ', name.as_bytes()).is_some() {
         return Err(format!("bad event name {name:?}"));
     }
-    let kind = parse_body(name, body.trim_end_matches(['\r', '\n']))
-        .map_err(|e| format!("{name}: {e}"))?;
+    let bb = body.as_bytes();
+    let mut end = bb.len();
+    while end > 0 && matches!(bb[end - 1], b'\r' | b'\n') {
+        end -= 1;
+    }
+    let kind = parse_body(name, &body[..end]).map_err(|e| format!("{name}: {e}"))?;
     Ok(Event {
         line,
         cpu: a.cpu,
         ts: a.ts,
-        task_comm,
+        task_comm: Cow::Borrowed(task_comm),
         pid,
         flags: a.flags,
         kind,
     })
 }
 
+impl TaskRef<'_> {
+    /// The same task with its name owned (for events built from a joined, temporary text).
+    pub fn into_owned(self) -> TaskRef<'static> {
+        TaskRef {
+            comm: Cow::Owned(self.comm.into_owned()),
+            pid: self.pid,
+            prio: self.prio,
+        }
+    }
+}
+
+fn own(c: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(c.into_owned())
+}
+
+impl EventKind<'_> {
+    /// The same event kind with every string owned.
+    pub fn into_owned(self) -> EventKind<'static> {
+        use EventKind as K;
+        match self {
+            K::SchedSwitch {
+                prev,
+                prev_state,
+                next,
+            } => K::SchedSwitch {
+                prev: prev.into_owned(),
+                prev_state: own(prev_state),
+                next: next.into_owned(),
+            },
+            K::SchedWaking { task, target_cpu } => K::SchedWaking {
+                task: task.into_owned(),
+                target_cpu,
+            },
+            K::SchedWakeup { task, target_cpu } => K::SchedWakeup {
+                task: task.into_owned(),
+                target_cpu,
+            },
+            K::IrqEntry { irq, name } => K::IrqEntry {
+                irq,
+                name: own(name),
+            },
+            K::IrqExit { irq } => K::IrqExit { irq },
+            K::SoftirqEntry { vec, name } => K::SoftirqEntry {
+                vec,
+                name: own(name),
+            },
+            K::SoftirqExit { vec, name } => K::SoftirqExit {
+                vec,
+                name: own(name),
+            },
+            K::VectorEntry { name, vector } => K::VectorEntry {
+                name: own(name),
+                vector,
+            },
+            K::VectorExit { name, vector } => K::VectorExit {
+                name: own(name),
+                vector,
+            },
+            K::HrtimerStart {
+                hrtimer,
+                function,
+                expires,
+            } => K::HrtimerStart {
+                hrtimer: own(hrtimer),
+                function: own(function),
+                expires,
+            },
+            K::HrtimerExpireEntry {
+                hrtimer,
+                function,
+                now,
+            } => K::HrtimerExpireEntry {
+                hrtimer: own(hrtimer),
+                function: own(function),
+                now,
+            },
+            K::HrtimerExpireExit { hrtimer } => K::HrtimerExpireExit {
+                hrtimer: own(hrtimer),
+            },
+            K::Nmi { handler, delta_ns } => K::Nmi {
+                handler: own(handler),
+                delta_ns,
+            },
+            K::Marker { text } => K::Marker { text: own(text) },
+            K::Other { name } => K::Other { name: own(name) },
+        }
+    }
+}
+
+impl Event<'_> {
+    /// The same event with every string owned.
+    pub fn into_owned(self) -> Event<'static> {
+        Event {
+            line: self.line,
+            cpu: self.cpu,
+            ts: self.ts,
+            task_comm: own(self.task_comm),
+            pid: self.pid,
+            flags: self.flags,
+            kind: self.kind.into_owned(),
+        }
+    }
+}
 fn lost_marker(l: &str) -> Option<(u32, u64)> {
     // `CPU:0 [LOST 6045 EVENTS]`
     let rest = l.strip_prefix("CPU:")?;
@@ -631,7 +919,7 @@ pub struct Parser<'a> {
     prev: Option<(usize, String)>,
     /// Lines without an anchor, waiting to be joined.
     pending: Option<(usize, String, usize)>,
-    out: std::collections::VecDeque<Result<Record, ParseError>>,
+    out: std::collections::VecDeque<Result<Record<'a>, ParseError>>,
     done: bool,
 }
 
@@ -651,8 +939,9 @@ impl<'a> Parser<'a> {
     }
 
     fn emit(&mut self, line: usize, text: &str) {
+        // `text` is a joined, temporary string: the event owns its names.
         let r = event_from(line, text)
-            .map(Record::Event)
+            .map(|e| Record::Event(e.into_owned()))
             .map_err(|msg| ParseError { line, msg });
         self.out.push_back(r);
     }
@@ -715,8 +1004,8 @@ fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-impl Iterator for Parser<'_> {
-    type Item = Result<Record, ParseError>;
+impl<'a> Iterator for Parser<'a> {
+    type Item = Result<Record<'a>, ParseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -740,13 +1029,14 @@ impl Iterator for Parser<'_> {
             };
             let line = i + 1;
             let l = raw.strip_suffix('\r').unwrap_or(raw);
-            if let Some(a) = find_anchor(l) {
+            if let Some(a) = anchor(l) {
                 let head = self.settle(false);
                 match head {
                     Some((hl, ht)) => self.prev = Some((hl, format!("{ht}\n{l}"))),
                     // Fast path: a line that is a complete event is emitted at once (only an
                     // incomplete one can have a tail on the next line).
                     None => match event_at(line, l, a) {
+                        Ok(ev) if self.out.is_empty() => return Some(Ok(Record::Event(ev))),
                         Ok(ev) => self.out.push_back(Ok(Record::Event(ev))),
                         Err(_) => self.prev = Some((line, l.to_string())),
                     },
@@ -794,7 +1084,7 @@ impl Iterator for Parser<'_> {
 }
 
 /// Parse a whole trace. Errors name the line; a file without a single event is an error too.
-pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
+pub fn parse(text: &str) -> Result<Vec<Record<'_>>, ParseError> {
     let v: Vec<Record> = Parser::new(text).collect::<Result<_, _>>()?;
     if !v.iter().any(|r| matches!(r, Record::Event(_))) {
         return Err(ParseError {
@@ -805,7 +1095,7 @@ pub fn parse(text: &str) -> Result<Vec<Record>, ParseError> {
     Ok(v)
 }
 
-impl fmt::Display for TaskRef {
+impl fmt::Display for TaskRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{} [{}]", self.comm, self.pid, self.prio)
     }
@@ -831,7 +1121,7 @@ mod tests {
             .join("\n")
     }
 
-    fn events(t: &str) -> Vec<Event> {
+    fn events(t: &str) -> Vec<Event<'_>> {
         parse(t)
             .unwrap()
             .into_iter()
@@ -865,8 +1155,8 @@ mod tests {
                 prev_state,
                 next,
             } => {
-                assert_eq!((prev.pid, prev.prio, prev_state.as_str()), (6861, 120, "S"));
-                assert_eq!((next.comm.as_str(), next.pid), ("record.sh", 6876));
+                assert_eq!((prev.pid, prev.prio, &**prev_state), (6861, 120, "S"));
+                assert_eq!((&*next.comm, next.pid), ("record.sh", 6876));
             }
             k => panic!("{k:?}"),
         }
@@ -911,7 +1201,8 @@ mod tests {
 
     #[test]
     fn odd_comms_and_events_spanning_two_lines() {
-        let ev = events(&un_cat_a(ODD));
+        let odd = un_cat_a(ODD);
+        let ev = events(&odd);
         assert_eq!(ev.len(), 11);
         assert_eq!(ev[0].task_comm, "evil name-9 [x]");
         // Head joined: the TASK column held the newline.
@@ -965,7 +1256,8 @@ mod tests {
     fn lost_events_and_header() {
         // The fixture is a composite: stats, header, then trace_pipe lines.
         let pipe = &LOST[LOST.find("CPU:0 [LOST").unwrap()..];
-        let r = parse(&pipe.replace("\n--\n", "\n")).unwrap();
+        let pipe = pipe.replace("\n--\n", "\n");
+        let r = parse(&pipe).unwrap();
         let lost: Vec<_> = r
             .iter()
             .filter_map(|r| match r {
@@ -1000,10 +1292,7 @@ mod tests {
                  rust-lld-15780 [001]  1549.929758453: sched_switch:         rust-lld:15780 [120] R ==> python3:15520 [19]\n";
         let ev = events(t);
         assert_eq!(ev.len(), 2);
-        assert_eq!(
-            (ev[0].cpu, ev[0].pid, ev[0].task_comm.as_str()),
-            (1, 0, "<idle>")
-        );
+        assert_eq!((ev[0].cpu, ev[0].pid, &*ev[0].task_comm), (1, 0, "<idle>"));
         assert!(matches!(&ev[1].kind, EventKind::SchedSwitch { next, .. } if next.pid == 15520));
     }
 
@@ -1017,8 +1306,32 @@ mod tests {
             ("aaa", "aa"),
         ] {
             assert_eq!(find_sub(h, n), h.find(n), "{h} {n}");
+            assert_eq!(find_arrow(h), h.find(" ==> "), "{h}");
             assert_eq!(rfind_sub(h, n), h.rfind(n), "{h} {n}");
         }
+    }
+
+    /// The fixed-layout fast path finds the same anchor as the search wherever it applies.
+    #[test]
+    fn fixed_anchor_agrees_with_the_search() {
+        let odd = un_cat_a(ODD);
+        let mut fixed = 0;
+        for t in [EVENTS, ODD, WORST, LOST, odd.as_str()] {
+            for l in t.split('\n') {
+                if let Some(f) = fixed_anchor(l) {
+                    let s = find_anchor(l).expect("search finds it too");
+                    assert_eq!(
+                        (f.task_end, f.cpu, f.flags, f.ts, f.rest),
+                        (s.task_end, s.cpu, s.flags, s.ts, s.rest),
+                        "{l}"
+                    );
+                    fixed += 1;
+                }
+            }
+        }
+        assert!(fixed > 50, "{fixed}");
+        // Not the kernel layout: left to the search.
+        assert!(fixed_anchor("  rust-lld-15780 [001]  1549.929758453: sched_switch: x").is_none());
     }
 
     #[test]

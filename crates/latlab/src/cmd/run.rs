@@ -549,10 +549,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             interrupted = true;
             engine.stop.store(true, Ordering::Release);
         }
+        let drained_at = Instant::now();
         for t in &threads {
             t.drain_spikes(&mut events);
         }
         trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
+        if let Some(tr) = tracer.as_mut() {
+            // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
+            tr.reap(drained_at);
+        }
         if let Some(l) = loads.as_mut() {
             if let Err(e) = l.poll() {
                 if load_error.is_none() {
@@ -594,7 +599,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 panic!("LATLAB_INJECT_PANIC_MS: injected collector panic");
             }
         }
-        collector_sleep(tracer.as_ref());
+        collector_sleep(tracer.as_mut());
     }
     let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
         p.duration_ns
@@ -602,10 +607,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         (started.elapsed().as_nanos() as u64).min(p.duration_ns)
     };
     let results = engine.join();
+    if let Some(tr) = tracer.as_mut() {
+        // The last marker may have stopped the armed instance after the last poll.
+        tr.poll();
+    }
+    for t in &threads {
+        t.drain_spikes(&mut events);
+    }
+    trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
     for (t, s) in threads.iter().zip(seconds.iter_mut()) {
         t.drain_seconds(s);
-        t.drain_spikes(&mut events);
-        trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
         let dropped = t.dropped_spikes();
         if dropped > 0 {
             warnings.push(format!(
@@ -679,11 +690,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Wait one collector tick; with a recorder, in short slices that end as soon as a marker has
-/// stopped it, so the spike is saved and the recorder re-armed within ~2 ms instead of up to a
-/// whole tick (spikes in between would go untraced).
-fn collector_sleep(tracer: Option<&crate::trace_session::TraceSession>) {
-    const SLICE: Duration = Duration::from_millis(2);
+/// Wait one collector tick; with a recorder, in short slices: each slice re-arms the recorder
+/// (the standby instance takes over) as soon as a marker has stopped it, and the wait ends so
+/// the stopped instance's spike is collected and its trace saved (spikes while the recorder is
+/// disarmed would go untraced).
+fn collector_sleep(tracer: Option<&mut crate::trace_session::TraceSession>) {
+    const SLICE: Duration = Duration::from_millis(1);
     let Some(tr) = tracer else {
         std::thread::sleep(TICK);
         return;
@@ -693,6 +705,7 @@ fn collector_sleep(tracer: Option<&crate::trace_session::TraceSession>) {
     let t0 = Instant::now();
     loop {
         std::thread::sleep(SLICE);
+        tr.poll();
         if t0.elapsed() >= TICK || tr.wants_collector() {
             break;
         }
@@ -735,6 +748,9 @@ fn trace_spikes(
     spikes: &mut Vec<SpikeRecord>,
 ) {
     if let Some(tr) = tracer {
+        // In the order the markers were written (the rings are drained CPU by CPU): each
+        // marked spike claims the oldest stopped recorder instance.
+        events.sort_by_key(|e| e.actual_ns);
         for e in events.iter() {
             spikes.extend(tr.on_spike(
                 e.cpu,
