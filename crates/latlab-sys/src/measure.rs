@@ -149,6 +149,10 @@ impl LiveHistogram {
                 _ => (0, 0, 0, 0),
             }
         };
+        // A bucket may hold a sample the totals do not have yet (the writer bumps the bucket
+        // before opening its sequence): with one non-empty bucket and totals still empty, the
+        // clamps above give min = upper - 1 > max = lower. Both lie in the bucket either way.
+        let min = min.min(max);
         Histogram::from_parts(self.layout, counts, min, max, sum, sumsq, 0, true)
             .expect("a live histogram snapshot is consistent")
     }
@@ -849,6 +853,28 @@ mod tests {
         }
         assert_eq!(live.snapshot(), plain);
         assert_eq!(live.totals().count, 7);
+    }
+
+    #[test]
+    fn snapshot_between_bucket_and_totals_is_consistent() {
+        // The state a checkpoint can see while the writer is inside `record`: the bucket is
+        // bumped, the totals are not. First sample (totals empty), then a later one.
+        let layout = Layout::default();
+        let live = LiveHistogram::new(layout);
+        let i = layout.index(28_500);
+        live.counts[i].store(1, Relaxed);
+        let h = live.snapshot();
+        assert_eq!(h.count(), 1);
+        let (mn, mx) = (h.min().unwrap(), h.max().unwrap());
+        assert!(mn <= mx);
+        assert!(mn >= layout.lower(i) && mx < layout.upper(i));
+        live.counts[i].store(0, Relaxed);
+        live.record(28_700);
+        live.counts[layout.index(5_000)].store(1, Relaxed);
+        let h = live.snapshot();
+        assert_eq!(h.count(), 2);
+        assert!(h.min().unwrap() < layout.upper(layout.index(5_000)));
+        assert_eq!(h.max(), Some(28_700));
     }
 
     #[test]
