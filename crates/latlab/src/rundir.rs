@@ -103,6 +103,7 @@ pub fn write_run(dir: &Path, record: &RunRecord, final_files: bool) -> anyhow::R
         for (name, fmt) in [
             ("histogram.txt", latlab_report::Format::Cyclictest),
             ("summary.txt", latlab_report::Format::Text),
+            ("report.html", latlab_report::Format::Html),
         ] {
             write_atomic(&dir.join(name), &latlab_report::render(&model, fmt))
                 .with_context(|| format!("cannot write {}", dir.join(name).display()))?;
