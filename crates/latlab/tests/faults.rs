@@ -320,9 +320,12 @@ fn round(r: &mut Round, seed: u64) -> String {
         "the recorder's instance {} exists",
         instance.display()
     );
+    // The crashing load comes and goes: between its exit and its restart it has no group (and
+    // no ledger entry), so only the profile's own group is certain at this moment.
+    let expected_groups = if r.kind == Fault::LoadCrash { 1 } else { 2 };
     assert!(
-        groups.len() >= 2,
-        "both loads run in their own groups: {groups:?}"
+        groups.len() >= expected_groups,
+        "the loads run in their own groups: {groups:?}"
     );
     if profile == "io-write" {
         assert!(
