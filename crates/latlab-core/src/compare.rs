@@ -390,6 +390,38 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, Strin
     }
 }
 
+/// Inventory values that are readings of the moment, not the machine's set-up: they differ
+/// between any two runs (interrupt counts, free memory, steal time), so listing them in "what
+/// changed" would bury the kernel, cmdline or governor change a reader is looking for.
+const MEASURED: &[&str] = &[
+    "/memory/available_kb",
+    "/memory/swap_free_kb",
+    "/virt/steal_since_boot",
+    "/virt/steal_sampled",
+    "/virt/steal_sample_ms",
+];
+
+/// The inventory without the readings listed in [`MEASURED`] and without the interrupt
+/// counts of the busiest IRQs (their names and affinities stay: those are set-up).
+fn settings_only(inv: &serde_json::Value) -> serde_json::Value {
+    let mut v = inv.clone();
+    for p in MEASURED {
+        if let Some((parent, key)) = p.rsplit_once('/') {
+            if let Some(serde_json::Value::Object(o)) = v.pointer_mut(parent) {
+                o.remove(key);
+            }
+        }
+    }
+    if let Some(serde_json::Value::Array(irqs)) = v.pointer_mut("/irqs/busiest") {
+        for irq in irqs.iter_mut() {
+            if let serde_json::Value::Object(o) = irq {
+                o.remove("count");
+            }
+        }
+    }
+    v
+}
+
 /// Keys of config, machine, inventory and the run's provenance that differ between runs.
 fn changes(runs: &[RunModel]) -> Vec<Change> {
     let maps: Vec<BTreeMap<String, String>> = runs
@@ -408,7 +440,7 @@ fn changes(runs: &[RunModel]) -> Vec<Change> {
                 flatten("machine", &v, &mut m);
             }
             if let Some(inv) = &rec.inventory {
-                flatten("inventory", inv, &mut m);
+                flatten("inventory", &settings_only(inv), &mut m);
             }
             m
         })
@@ -493,6 +525,38 @@ mod tests {
         assert_eq!(c.buckets_us.counts[0][5], 0);
         assert_eq!(c.buckets_us.counts[0].iter().sum::<u64>(), 5);
         assert!(c.changes.is_empty());
+    }
+
+    /// Two runs on one machine a minute apart: interrupt counts, free memory and steal time
+    /// moved, the set-up did not. Only the governor change is "what changed".
+    #[test]
+    fn what_changed_ignores_readings_of_the_moment() {
+        let inv = |irq_count: u64, avail: u64, steal: f64, governor: &str| {
+            serde_json::json!({
+                "memory": {"total_kb": 1000, "available_kb": avail, "swap_free_kb": avail},
+                "virt": {"hypervisor": true, "steal_since_boot": steal, "steal_sampled": steal},
+                "irqs": {"busiest": [{"irq": 36, "name": "virtio1", "count": irq_count,
+                                      "affinity": "0-1"}]},
+                "cpufreq": {"0": {"governor": governor}},
+            })
+        };
+        let mut a = run("a", [1000u64].into_iter(), 1_000_000);
+        let mut b = a.clone();
+        a.record.inventory = Some(inv(56_622, 24_121_320, 0.0016, "performance"));
+        b.record.inventory = Some(inv(56_858, 24_058_248, 0.0017, "powersave"));
+        let c = compare(&[a.clone(), b]);
+        let keys: Vec<&str> = c.changes.iter().map(|ch| ch.key.as_str()).collect();
+        assert_eq!(keys, ["inventory.cpufreq.0.governor"]);
+        // An affinity is set-up: moving an IRQ is a change.
+        let mut d = a.clone();
+        let mut i = inv(56_622, 24_121_320, 0.0016, "performance");
+        i["irqs"]["busiest"][0]["affinity"] = "1".into();
+        d.record.inventory = Some(i);
+        let c = compare(&[a, d]);
+        assert!(c
+            .changes
+            .iter()
+            .any(|ch| ch.key == "inventory.irqs.busiest"));
     }
 
     #[test]
