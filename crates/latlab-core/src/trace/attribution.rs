@@ -803,6 +803,105 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
     Ok(a.finish())
 }
 
+/// [`analyze_text`] with the parsing spread over `threads` threads (the attribution stays one
+/// state machine fed in trace order). Same result, same first error, for any block size: text
+/// is cut only where the streaming parser holds no state ([`super::parse::blocks`]). Memory
+/// stays bounded: one round of `threads` blocks is parsed while the previous one is fed.
+pub fn analyze_text_parallel(
+    text: &str,
+    opts: &AnalyzeOptions,
+    threads: usize,
+) -> Result<Analysis, ParseError> {
+    analyze_blocks(text, opts, threads, PARALLEL_BLOCK)
+}
+
+/// Bytes per parsed block: large enough that a thread's start-up is noise, small enough that
+/// two rounds of events in memory stay far below the text's own size.
+const PARALLEL_BLOCK: usize = 8 << 20;
+
+fn analyze_blocks(
+    text: &str,
+    opts: &AnalyzeOptions,
+    threads: usize,
+    block: usize,
+) -> Result<Analysis, ParseError> {
+    if threads <= 1 || text.len() < 2 * block {
+        return analyze_text(text, opts);
+    }
+    let mode = opts.mode.unwrap_or_else(|| {
+        if has_markers(text) {
+            SampleMode::Markers
+        } else {
+            SampleMode::Wakeups
+        }
+    });
+    let mut a = Analyzer::new(opts.clone(), mode);
+    let mut any = false;
+    let mut offset = 0usize;
+    let blocks = super::parse::blocks(text, block);
+    let mut ready: Option<Parsed<'_>> = None;
+    for round in blocks.chunks(threads) {
+        // Parse this round while the previous one is fed on this thread.
+        let (fed, parsed) = std::thread::scope(|s| {
+            let hs: Vec<_> = round
+                .iter()
+                .map(|b| s.spawn(move || super::parse::parse_block(b)))
+                .collect();
+            let fed = ready
+                .take()
+                .map_or(Ok(()), |p| feed_parsed(p, &mut a, &mut any, &mut offset));
+            let parsed: Parsed<'_> = hs
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect();
+            (fed, parsed)
+        });
+        fed?;
+        ready = Some(parsed);
+    }
+    if let Some(p) = ready.take() {
+        feed_parsed(p, &mut a, &mut any, &mut offset)?;
+    }
+    if !any {
+        return Err(ParseError {
+            line: text.split('\n').count(),
+            msg: "no trace events found (is this a tracefs text trace?)".into(),
+        });
+    }
+    Ok(a.finish())
+}
+
+/// Parsed blocks with the lines each spans.
+type Parsed<'t> = Vec<(Vec<Result<Record<'t>, ParseError>>, usize)>;
+
+/// Feed parsed blocks in order, numbering lines from the start of the text (`offset`: lines of
+/// the blocks before); the first error ends it.
+fn feed_parsed<'t>(
+    parsed: Parsed<'t>,
+    a: &mut Analyzer<'t>,
+    any: &mut bool,
+    offset: &mut usize,
+) -> Result<(), ParseError> {
+    for (recs, lines) in parsed {
+        for r in recs {
+            let mut r = r.map_err(|mut e| {
+                e.line += *offset;
+                e
+            })?;
+            r.shift_line(*offset);
+            match r {
+                Record::Event(e) => {
+                    *any = true;
+                    a.feed(&e)
+                }
+                Record::Lost { cpu, events, .. } => a.lost(cpu, events),
+            }
+        }
+        *offset += lines;
+    }
+    Ok(())
+}
+
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
 pub fn has_markers(text: &str) -> bool {
     let b = text.as_bytes();
@@ -870,6 +969,53 @@ mod tests {
     use crate::trace::parse::{Flags, TaskRef};
 
     const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
+
+    /// Every fixture, parsed in blocks of many sizes on 2 and 3 threads, gives the analysis of
+    /// the one streaming parser; so does each fixture with a garbage line at any of several
+    /// places (same first error, same line number) — the cuts land next to multi-line events
+    /// (comms holding a newline), `[LOST]` markers and comments.
+    #[test]
+    fn parallel_blocks_give_the_sequential_analysis_and_errors() {
+        const FIXTURES: [&str; 6] = [
+            WORST,
+            include_str!("../../tests/fixtures/trace/trace-events.txt"),
+            include_str!("../../tests/fixtures/trace/trace-oddcomm.txt"),
+            include_str!("../../tests/fixtures/trace/trace-lost-events.txt"),
+            include_str!("../../tests/fixtures/trace/trace-missing-switch-cpu1.txt"),
+            include_str!("../../tests/fixtures/trace/trace-header.txt"),
+        ];
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: true,
+            mode: None,
+        };
+        let mut split = 0;
+        for fixture in FIXTURES {
+            let text = fixture.repeat(3);
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let mut texts = vec![text.clone()];
+            for at in [1, lines.len() / 3, lines.len() / 2, lines.len() - 2] {
+                let mut t = lines[..at].concat();
+                t.push_str("this is not a trace line\n");
+                t.push_str(&lines[at..].concat());
+                texts.push(t);
+            }
+            for t in &texts {
+                let want = format!("{:?}", analyze_text(t, &opts));
+                for block in [1, 40, 200, 1000, 3000] {
+                    let bl = crate::trace::parse::blocks(t, block);
+                    assert_eq!(bl.concat(), *t);
+                    split += bl.len() - 1;
+                    for threads in [2, 3] {
+                        let got = format!("{:?}", analyze_blocks(t, &opts, threads, block));
+                        assert_eq!(got, want, "block {block}, {threads} threads");
+                    }
+                }
+            }
+        }
+        // The cuts happened (a test of blocks that were never split would prove nothing).
+        assert!(split > 1000, "{split}");
+    }
 
     /// A synthetic trace on CPU 1, one event at a time, times in ns from an origin.
     struct B {

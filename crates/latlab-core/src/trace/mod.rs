@@ -6,7 +6,8 @@ pub mod attribution;
 pub mod parse;
 
 pub use attribution::{
-    analyze_text, summarize, Analysis, AnalyzeOptions, Analyzer, Sample, SampleMode, SummaryRow,
+    analyze_text, analyze_text_parallel, summarize, Analysis, AnalyzeOptions, Analyzer, Sample,
+    SampleMode, SummaryRow,
 };
 
 pub use parse::{parse, Event, EventKind, Flags, ParseError, Parser, Record, TaskRef};

@@ -1083,6 +1083,73 @@ impl<'a> Iterator for Parser<'a> {
     }
 }
 
+/// Split `text` into blocks of about `target` bytes that separate [`Parser`]s can parse
+/// independently (in parallel) with the same records as one parser over the whole text.
+///
+/// A block ends after a line L such that L−1 and L both carry an anchor and L is a complete
+/// event. The streaming parser then holds nothing: unanchored lines (the only state carried
+/// forward, as the head of a comm split by a newline) are settled at L−1 at the latest, and L
+/// itself is emitted at once. A fresh parser on the next line starts in that same state. Where
+/// no such line follows within 256 lines of the nominal cut, the block simply grows.
+pub fn blocks(text: &str, target: usize) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    while text.len() - start > target + target / 2 {
+        let Some(cut) = clean_cut(text, start + target) else {
+            break;
+        };
+        out.push(&text[start..cut]);
+        start = cut;
+        debug_assert!(start == 0 || b[start - 1] == b'\n');
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// The first offset at or after `from` that starts a line and follows a clean line pair.
+fn clean_cut(text: &str, from: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    // Start of the first whole line after `from`.
+    let mut pos = from + memchr::memchr(b'\n', b.get(from..)?)? + 1;
+    let mut prev_anchored = false;
+    for _ in 0..256 {
+        let end = pos + memchr::memchr(b'\n', b.get(pos..)?)?;
+        // `text` is str and '\n' is ASCII: both ends are char boundaries.
+        let l = &text[pos..end];
+        let l = l.strip_suffix('\r').unwrap_or(l);
+        let a = anchor(l);
+        if prev_anchored {
+            if let Some(a) = a {
+                if event_at(0, l, a).is_ok() {
+                    return Some(end + 1).filter(|&c| c < text.len());
+                }
+            }
+        }
+        prev_anchored = a.is_some();
+        pos = end + 1;
+    }
+    None
+}
+
+/// Parse one block from [`blocks`]: its records up to and including its first error (after
+/// which the parser stops, as over a whole text), and how many lines it spans (its newlines),
+/// so that the caller can shift line numbers by the lines of the blocks before it.
+pub fn parse_block(block: &str) -> (Vec<Result<Record<'_>, ParseError>>, usize) {
+    let recs = Parser::new(block).collect();
+    (recs, memchr::memchr_iter(b'\n', block.as_bytes()).count())
+}
+
+impl Record<'_> {
+    /// Shift the line number by `by` (a block's records, numbered from its first line).
+    pub fn shift_line(&mut self, by: usize) {
+        match self {
+            Record::Event(e) => e.line += by,
+            Record::Lost { line, .. } => *line += by,
+        }
+    }
+}
+
 /// Parse a whole trace. Errors name the line; a file without a single event is an error too.
 pub fn parse(text: &str) -> Result<Vec<Record<'_>>, ParseError> {
     let v: Vec<Record> = Parser::new(text).collect::<Result<_, _>>()?;
