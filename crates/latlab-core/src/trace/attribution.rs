@@ -697,7 +697,7 @@ fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &super::parse::TaskRef<
         return;
     }
     match known.get_mut(&t.pid) {
-        Some(k) if k.1 == t.prio && k.0 == t.comm => {}
+        Some(k) if k.1 == t.prio && super::parse::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
         Some(k) => *k = (t.comm.clone(), t.prio),
         None => {
             known.insert(t.pid, (t.comm.clone(), t.prio));
@@ -806,7 +806,7 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
 /// [`analyze_text`] with the parsing spread over `threads` threads (the attribution stays one
 /// state machine fed in trace order). Same result, same first error, for any block size: text
 /// is cut only where the streaming parser holds no state ([`super::parse::blocks`]). Memory
-/// stays bounded: one round of `threads` blocks is parsed while the previous one is fed.
+/// stays bounded: each worker runs at most two blocks ahead of the feeder.
 pub fn analyze_text_parallel(
     text: &str,
     opts: &AnalyzeOptions,
@@ -815,9 +815,9 @@ pub fn analyze_text_parallel(
     analyze_blocks(text, opts, threads, PARALLEL_BLOCK)
 }
 
-/// Bytes per parsed block: large enough that a thread's start-up is noise, small enough that
-/// two rounds of events in memory stay far below the text's own size.
-const PARALLEL_BLOCK: usize = 8 << 20;
+/// Bytes per parsed block: its records (~168 bytes per ~135-byte line) stay in a core's cache
+/// between the worker that writes them and the feeder that reads them.
+const PARALLEL_BLOCK: usize = 256 << 10;
 
 fn analyze_blocks(
     text: &str,
@@ -839,29 +839,40 @@ fn analyze_blocks(
     let mut any = false;
     let mut offset = 0usize;
     let blocks = super::parse::blocks(text, block);
-    let mut ready: Option<Parsed<'_>> = None;
-    for round in blocks.chunks(threads) {
-        // Parse this round while the previous one is fed on this thread.
-        let (fed, parsed) = std::thread::scope(|s| {
-            let hs: Vec<_> = round
-                .iter()
-                .map(|b| s.spawn(move || super::parse::parse_block(b)))
-                .collect();
-            let fed = ready
-                .take()
-                .map_or(Ok(()), |p| feed_parsed(p, &mut a, &mut any, &mut offset));
-            let parsed: Parsed<'_> = hs
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect();
-            (fed, parsed)
-        });
-        fed?;
-        ready = Some(parsed);
-    }
-    if let Some(p) = ready.take() {
-        feed_parsed(p, &mut a, &mut any, &mut offset)?;
-    }
+    let n = threads.min(blocks.len());
+    std::thread::scope(|s| -> Result<(), ParseError> {
+        // Worker w parses blocks w, w+n, w+2n, … and hands them over in that order through
+        // its own bounded channel (at most 2 blocks ahead, so the records are still in cache
+        // when fed); the fed buffers go back to it for reuse.
+        let mut ways = Vec::with_capacity(n);
+        for w in 0..n {
+            type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
+            let (tx, rx) = std::sync::mpsc::sync_channel::<(Buf<'_>, usize)>(2);
+            let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
+            let mine = blocks.iter().skip(w).step_by(n);
+            s.spawn(move || {
+                for b in mine {
+                    let mut buf = recycled.try_recv().unwrap_or_default();
+                    let lines = super::parse::parse_block(b, &mut buf);
+                    let stop = matches!(buf.last(), Some(Err(_)));
+                    // A closed channel: the feeder stopped at an error.
+                    if tx.send((buf, lines)).is_err() || stop {
+                        return;
+                    }
+                }
+            });
+            ways.push((rx, back));
+        }
+        for i in 0..blocks.len() {
+            let (rx, back) = &ways[i % n];
+            // A worker that panicked closed its channel: the scope re-raises its panic.
+            let Ok(got) = rx.recv() else { break };
+            let mut one = vec![got];
+            feed_parsed(&mut one, &mut a, &mut any, &mut offset)?;
+            let _ = back.send(one.pop().expect("one block").0);
+        }
+        Ok(())
+    })?;
     if !any {
         return Err(ParseError {
             line: text.split('\n').count(),
@@ -877,29 +888,69 @@ type Parsed<'t> = Vec<(Vec<Result<Record<'t>, ParseError>>, usize)>;
 /// Feed parsed blocks in order, numbering lines from the start of the text (`offset`: lines of
 /// the blocks before); the first error ends it.
 fn feed_parsed<'t>(
-    parsed: Parsed<'t>,
+    parsed: &mut Parsed<'t>,
     a: &mut Analyzer<'t>,
     any: &mut bool,
     offset: &mut usize,
 ) -> Result<(), ParseError> {
-    for (recs, lines) in parsed {
-        for r in recs {
-            let mut r = r.map_err(|mut e| {
-                e.line += *offset;
-                e
-            })?;
-            r.shift_line(*offset);
+    // By reference: a record is 168 bytes, and moving each one out was a memcpy per event.
+    for (recs, lines) in parsed.iter_mut() {
+        for r in recs.iter_mut() {
             match r {
-                Record::Event(e) => {
-                    *any = true;
-                    a.feed(&e)
+                Ok(r) => {
+                    r.shift_line(*offset);
+                    match r {
+                        Record::Event(e) => {
+                            *any = true;
+                            a.feed(e)
+                        }
+                        Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
+                    }
                 }
-                Record::Lost { cpu, events, .. } => a.lost(cpu, events),
+                Err(e) => {
+                    let mut e = e.clone();
+                    e.line += *offset;
+                    return Err(e);
+                }
             }
         }
-        *offset += lines;
+        *offset += *lines;
     }
     Ok(())
+}
+
+/// `(std::str::from_utf8(bytes).ok(), has_markers(..))` computed on `threads` line-aligned
+/// chunks at once: over a trace of hundreds of MB these two passes were the serial part of a
+/// parallel analysis. Cut at '\n' (ASCII), a valid text gives valid chunks, and a marker line
+/// is never split.
+pub fn text_and_markers(bytes: &[u8], threads: usize) -> (Option<&str>, bool) {
+    let n = threads.max(1);
+    let mut cuts = vec![0];
+    for k in 1..n {
+        let from = (bytes.len() * k / n).max(*cuts.last().unwrap());
+        match memchr::memchr(b'\n', &bytes[from..]) {
+            Some(p) => cuts.push(from + p + 1),
+            None => break,
+        }
+    }
+    cuts.push(bytes.len());
+    let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
+    let per: Vec<Option<bool>> = std::thread::scope(|s| {
+        let hs: Vec<_> = chunks
+            .iter()
+            .map(|c| s.spawn(move || std::str::from_utf8(c).ok().map(has_markers)))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    if per.iter().any(Option::is_none) {
+        return (None, false);
+    }
+    // SAFETY: every chunk is valid UTF-8 (checked above) and the chunks are `bytes` in order;
+    // a concatenation of valid UTF-8 strings is valid UTF-8.
+    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+    (Some(text), per.contains(&Some(true)))
 }
 
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
@@ -974,6 +1025,44 @@ mod tests {
     /// the one streaming parser; so does each fixture with a garbage line at any of several
     /// places (same first error, same line number) — the cuts land next to multi-line events
     /// (comms holding a newline), `[LOST]` markers and comments.
+    /// The chunked check answers as `from_utf8` and `has_markers` do, for any chunk count,
+    /// with the marker or an invalid byte anywhere (including at a chunk edge).
+    #[test]
+    fn text_and_markers_answers_as_the_whole_text_checks() {
+        let base = include_str!("../../tests/fixtures/trace/trace-events.txt").repeat(4);
+        assert!(
+            !has_markers(&base),
+            "the base must have no marker of its own"
+        );
+        let marker =
+            "  latlab-cpu1-7 [001] ..... 1471.6: tracing_mark_write: LATLAB_STOP t=1 a=2\n";
+        assert!(has_markers(marker));
+        let lines: Vec<&str> = base.split_inclusive('\n').collect();
+        // (text is Some and the whole input, markers): short to print when it fails.
+        let check = |b: &[u8], threads| {
+            let (t, m) = text_and_markers(b, threads);
+            (t.map(|t| t.as_ptr() == b.as_ptr() && t.len() == b.len()), m)
+        };
+        for at in [0, 1, lines.len() / 2, lines.len() - 1, lines.len()] {
+            let mut with = lines[..at].concat();
+            with.push_str(marker);
+            with.push_str(&lines[at..].concat());
+            let mut bad = lines[..at].concat().into_bytes();
+            bad.extend_from_slice(b"\xff\xfe\n");
+            bad.extend_from_slice(lines[at..].concat().as_bytes());
+            for threads in 1..6 {
+                assert_eq!(check(base.as_bytes(), threads), (Some(true), false));
+                assert_eq!(
+                    check(with.as_bytes(), threads),
+                    (Some(true), true),
+                    "{at} {threads}"
+                );
+                assert_eq!(check(&bad, threads), (None, false), "{at} {threads}");
+            }
+        }
+        assert_eq!(text_and_markers(b"", 3), (Some(""), false));
+    }
+
     #[test]
     fn parallel_blocks_give_the_sequential_analysis_and_errors() {
         const FIXTURES: [&str; 6] = [

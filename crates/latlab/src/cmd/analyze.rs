@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::{kind_str, printable};
+use latlab_core::trace::attribution::{kind_str, printable, text_and_markers};
 use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
 use latlab_core::units::parse_latency;
 
@@ -45,13 +45,17 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
 pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
     let bytes =
         trace_bytes(path).with_context(|| format!("cannot read trace file {}", path.display()))?;
-    // Valid UTF-8 (the usual case) is checked at memory speed and borrowed as it is.
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(_) => String::from_utf8_lossy(&bytes),
+    // Valid UTF-8 (the usual case) is checked on every CPU at once and borrowed as it is.
+    let (text, has_markers) = match text_and_markers(&bytes, threads()) {
+        (Some(t), m) => (std::borrow::Cow::Borrowed(t), m),
+        (None, _) => {
+            let t = String::from_utf8_lossy(&bytes);
+            let m = latlab_core::trace::attribution::has_markers(&t);
+            (t, m)
+        }
     };
     let virtualized = run_is_virtualized(path);
-    analyze_trace(&text, threshold, virtualized).map_err(|e| {
+    analyze_trace(&text, has_markers, threshold, virtualized).map_err(|e| {
         anyhow::anyhow!(
             "{}:{}: {} (latlab analyze reads tracefs text traces)",
             path.display(),
@@ -87,7 +91,7 @@ fn trace_bytes(path: &Path) -> std::io::Result<TraceBytes> {
         // SAFETY: a private read-only map of a saved trace. Only a file shrunk by another
         // process while mapped could fault, as with any reader that maps; saved traces are
         // written once and not touched again.
-        if let Ok(m) = unsafe { memmap2::MmapOptions::new().populate().map(&f) } {
+        if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
             return Ok(TraceBytes::Mapped(m));
         }
     }
@@ -96,13 +100,18 @@ fn trace_bytes(path: &Path) -> std::io::Result<TraceBytes> {
     Ok(TraceBytes::Read(v))
 }
 
-/// Analyze with the command's defaults (shared with `latlab bench`).
+/// The CPUs latlab may use (its affinity and cgroup limits): the parsing threads.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Analyze with the command's defaults; `has_markers`: the text holds latlab markers.
 pub fn analyze_trace(
     text: &str,
+    has_markers: bool,
     threshold: Option<u64>,
     virtualized: bool,
 ) -> Result<Analysis, latlab_core::trace::ParseError> {
-    let has_markers = latlab_core::trace::attribution::has_markers(text);
     let mode = if has_markers {
         SampleMode::Markers
     } else {
@@ -114,7 +123,6 @@ pub fn analyze_trace(
         DEFAULT_WAKEUP_THRESHOLD_NS
     });
     // Parsing is spread over the CPUs latlab may use; attribution stays one pass in order.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     analyze_text_parallel(
         text,
         &AnalyzeOptions {
@@ -122,7 +130,7 @@ pub fn analyze_trace(
             virtualized,
             mode: Some(mode),
         },
-        threads,
+        threads(),
     )
 }
 
