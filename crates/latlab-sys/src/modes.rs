@@ -29,6 +29,8 @@ pub enum Ipc {
     Eventfd,
     /// std Mutex + Condvar (pthread mutex/condvar).
     Condvar,
+    /// A POSIX message queue, `mq_send` / `mq_receive` of the 8-byte stamp (rt-tests' pmqtest).
+    Mqueue,
 }
 
 impl Ipc {
@@ -38,6 +40,7 @@ impl Ipc {
             Ipc::Pipe => "pipe",
             Ipc::Eventfd => "eventfd",
             Ipc::Condvar => "condvar",
+            Ipc::Mqueue => "mqueue",
         }
     }
 }
@@ -340,6 +343,7 @@ impl Channel {
                 }
                 fds = [fd, fd];
             }
+            Ipc::Mqueue => fds = open_mqueue()?,
             Ipc::Futex | Ipc::Condvar => {}
         }
         Ok(Channel {
@@ -381,6 +385,13 @@ impl Channel {
                 let v = 1u64;
                 // SAFETY: valid fd and 8-byte buffer.
                 unsafe { libc::write(self.fds[1], (&v as *const u64).cast(), 8) };
+            }
+            Ipc::Mqueue => {
+                self.seq.fetch_add(1, Release);
+                // SAFETY: the sender's descriptor and an 8-byte message. It is non-blocking:
+                // a queue the receiver is 8 signals behind on drops this one (the receiver
+                // learns of it from `seq`) instead of stalling the sender's schedule.
+                unsafe { libc::mq_send(self.fds[1], (&stamp as *const u64).cast(), 8, 0) };
             }
             Ipc::Condvar => {
                 let mut g = self.cv.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -425,6 +436,22 @@ impl Channel {
                     return w;
                 }
             },
+            Ipc::Mqueue => loop {
+                let mut buf = 0u64;
+                // SAFETY: the receiver's descriptor; buf holds the queue's 8-byte messages.
+                unsafe {
+                    libc::mq_receive(
+                        self.fds[0],
+                        (&mut buf as *mut u64).cast(),
+                        8,
+                        std::ptr::null_mut(),
+                    )
+                };
+                let w = self.seq.load(Acquire);
+                if w != last {
+                    return w;
+                }
+            },
             Ipc::Condvar => {
                 let mut g = self.cv.0.lock().unwrap_or_else(|e| e.into_inner());
                 while *g == last {
@@ -439,7 +466,7 @@ impl Channel {
 impl Drop for Channel {
     fn drop(&mut self) {
         let fds: &[i32] = match self.ipc {
-            Ipc::Pipe => &self.fds[..],
+            Ipc::Pipe | Ipc::Mqueue => &self.fds[..],
             Ipc::Eventfd => &self.fds[..1],
             _ => &[],
         };
@@ -448,6 +475,60 @@ impl Drop for Channel {
             unsafe { libc::close(fd) };
         }
     }
+}
+
+/// A message queue of 8-byte messages: `[receiver fd, sender fd (non-blocking)]`. Its name is
+/// unlinked at once, so the queue lives exactly as long as the two descriptors and a killed
+/// run leaves nothing in `/dev/mqueue`.
+fn open_mqueue() -> std::io::Result<[i32; 2]> {
+    use std::sync::atomic::AtomicU32;
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = std::ffi::CString::new(format!(
+        "/latlab-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Relaxed)
+    ))
+    .expect("no NUL in the name");
+    let unavailable = |e: std::io::Error| {
+        match e.raw_os_error() {
+        Some(libc::ENOSYS) => std::io::Error::other(
+            "POSIX message queues are not available (a kernel without CONFIG_POSIX_MQUEUE); use --ipc futex, pipe, eventfd or condvar",
+        ),
+        _ => e,
+    }
+    };
+    // SAFETY: mq_attr is plain data; zeroed then filled.
+    let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
+    attr.mq_maxmsg = 8; // within fs.mqueue.msg_max (10 by default)
+    attr.mq_msgsize = 8;
+    // SAFETY: a NUL-terminated name, a mode and a valid attr pointer, as mq_open(3) takes them.
+    let rx = unsafe {
+        libc::mq_open(
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDONLY | libc::O_CLOEXEC,
+            0o600 as libc::c_uint,
+            &attr as *const libc::mq_attr,
+        )
+    };
+    if rx < 0 {
+        return Err(unavailable(std::io::Error::last_os_error()));
+    }
+    // SAFETY: the same name, opened again for writing.
+    let tx = unsafe {
+        libc::mq_open(
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the name we created.
+    unsafe { libc::mq_unlink(name.as_ptr()) };
+    if tx < 0 {
+        // SAFETY: our own descriptor.
+        unsafe { libc::mq_close(rx) };
+        return Err(unavailable(err));
+    }
+    Ok([rx, tx])
 }
 
 /// The receiver's "clock": the wake-up it waits for is the sender's signal.
@@ -518,7 +599,13 @@ mod tests {
 
     #[test]
     fn channel_delivers_every_ipc_in_order_and_stops() {
-        for ipc in [Ipc::Futex, Ipc::Pipe, Ipc::Eventfd, Ipc::Condvar] {
+        for ipc in [
+            Ipc::Futex,
+            Ipc::Pipe,
+            Ipc::Eventfd,
+            Ipc::Condvar,
+            Ipc::Mqueue,
+        ] {
             let ch = Arc::new(Channel::new(ipc).unwrap());
             let ack = Arc::new(AtomicU64::new(0));
             let rx = {

@@ -279,7 +279,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         pairs: u32,
     },
-    /// latlab --mode wakeup (futex, pipe) against ptsematest and pmqtest, alternated on one CPU
+    /// latlab --mode wakeup (futex, mqueue) against ptsematest and pmqtest, alternated on one CPU
     Wakeup {
         /// CPU of the pair
         #[arg(long, default_value_t = 1)]

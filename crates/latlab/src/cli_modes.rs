@@ -22,6 +22,8 @@ pub enum IpcKind {
     Pipe,
     Eventfd,
     Condvar,
+    /// POSIX message queue (as rt-tests' pmqtest)
+    Mqueue,
 }
 
 #[derive(Debug, Args, Default)]

@@ -1,6 +1,7 @@
-//! `latlab bench wakeup`: latlab's thread → thread wake-up latency (`--mode wakeup`, futex
-//! and pipe) against rt-tests' ptsematest (a pthread mutex, futex inside) and pmqtest (a
-//! POSIX message queue), alternated, one pair on one CPU at the same priority and interval.
+//! `latlab bench wakeup`: latlab's thread → thread wake-up latency (`--mode wakeup`) against
+//! rt-tests' tools on the same IPC: futex against ptsematest (a pthread mutex, futex inside)
+//! and mqueue against pmqtest (a POSIX message queue), alternated, one pair on one CPU at the
+//! same priority and interval.
 //! Prints each run's min/avg/max and the ratios of the means; never asserts a speed.
 
 use std::process::{Command, ExitCode, Stdio};
@@ -96,7 +97,7 @@ pub fn bench_wakeup(cpu: u32, duration: &str, pairs: u32) -> anyhow::Result<Exit
     if secs == 0 {
         bail!("--duration: at least 1s (ptsematest and pmqtest count whole seconds)");
     }
-    let tools = ["latlab futex", "ptsematest", "latlab pipe", "pmqtest"];
+    let tools = ["latlab futex", "ptsematest", "latlab mqueue", "pmqtest"];
     let mut figs: Vec<Vec<Fig>> = vec![Vec::new(); tools.len()];
     println!("wake-up latency, one pair on CPU {cpu}, fifo 95, interval 1 ms, {secs}s per run, alternated");
     println!(
@@ -107,7 +108,7 @@ pub fn bench_wakeup(cpu: u32, duration: &str, pairs: u32) -> anyhow::Result<Exit
         for (i, t) in tools.iter().enumerate() {
             let f = match *t {
                 "latlab futex" => latlab("futex", cpu, secs)?,
-                "latlab pipe" => latlab("pipe", cpu, secs)?,
+                "latlab mqueue" => latlab("mqueue", cpu, secs)?,
                 tool => rt_tests(tool, cpu, secs)?,
             };
             println!(

@@ -85,6 +85,7 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
                 IpcKind::Pipe => Ipc::Pipe,
                 IpcKind::Eventfd => Ipc::Eventfd,
                 IpcKind::Condvar => Ipc::Condvar,
+                IpcKind::Mqueue => Ipc::Mqueue,
             };
             if m.cross_cpu && online.len() < 2 {
                 bail!(
