@@ -129,9 +129,32 @@ pub fn format_duration(ns: Nanos) -> String {
     out
 }
 
+/// A measured duration shown to people (a report's header): rounded to whole seconds from 1 s
+/// up (`20s`, not the exact `20000216us`), else [`format_duration`] to the millisecond or µs.
+pub fn format_measured(ns: Nanos) -> String {
+    if ns >= NS_PER_S {
+        format_duration((ns + NS_PER_S / 2) / NS_PER_S * NS_PER_S)
+    } else if ns >= NS_PER_MS {
+        format_duration((ns + NS_PER_MS / 2) / NS_PER_MS * NS_PER_MS)
+    } else {
+        format_duration(ns / NS_PER_US * NS_PER_US)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_durations_are_rounded_for_people() {
+        assert_eq!(format_measured(20_000_216_000), "20s");
+        assert_eq!(format_measured(60 * NS_PER_S), "1m");
+        assert_eq!(format_measured(2_460_600_000_000), "41m1s");
+        assert_eq!(format_measured(1_499_999_999), "1s");
+        assert_eq!(format_measured(1_500_000_000), "2s");
+        assert_eq!(format_measured(250_400_000), "250ms");
+        assert_eq!(format_measured(1_234), "1us");
+    }
 
     #[test]
     fn latencies() {

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use latlab_core::model::RunModel;
 use latlab_core::stats::{Stats, BELOW};
-use latlab_core::units::{format_duration, Human};
+use latlab_core::units::{format_measured, Human};
 
 use crate::svg::{self, esc};
 use crate::text::bound;
@@ -146,7 +146,7 @@ fn heading(m: &RunModel) -> String {
         parts.push(format!("interval {}", Human(i)));
     }
     if let Some(d) = c.measured_ns.or(c.duration_ns) {
-        parts.push(format!("measured {}", format_duration(d)));
+        parts.push(format!("measured {}", format_measured(d)));
     }
     if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
         parts.push(format!("{p} {pr}"));

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use comfy_table::{presets, CellAlignment, Table};
 use latlab_core::model::RunModel;
 use latlab_core::stats::{Stats, BELOW};
-use latlab_core::units::{format_duration, Human};
+use latlab_core::units::{format_measured, Human};
 
 /// Untrusted text for a terminal: control characters (ANSI escapes included) are shown as
 /// `\u{..}` escapes, never interpreted.
@@ -176,7 +176,7 @@ pub fn heading(m: &RunModel) -> String {
         parts.push(format!("interval {}", Human(i)));
     }
     if let Some(d) = c.measured_ns.or(c.duration_ns) {
-        parts.push(format!("measured {}", format_duration(d)));
+        parts.push(format!("measured {}", format_measured(d)));
     }
     if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
         parts.push(format!("{p} {pr}"));
