@@ -14,4 +14,5 @@ pub mod privileged;
 pub mod procstat;
 pub mod rt;
 pub mod scenario;
+pub mod shortio;
 pub mod tracefs;

@@ -343,9 +343,10 @@ impl Recorder {
         fs::read_to_string(self.dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1")
     }
 
-    /// One CPU's buffer as text (non-consuming).
+    /// One CPU's buffer as text (non-consuming), a page per `read()`: the kernel formats a
+    /// read's events without a preemption point (see [`crate::shortio`]).
     pub fn read_cpu(&self, cpu: u32) -> io::Result<Vec<u8>> {
-        fs::read(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
+        crate::shortio::read_file(&self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
     }
 
     /// Empty every CPU's buffer.

@@ -18,7 +18,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let mut f = fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
+    // In short calls: checkpoints are written while the measurement runs (latlab_sys::shortio).
+    latlab_sys::shortio::write_chunked(&mut f, bytes, latlab_sys::shortio::WRITE_CHUNK)?;
     f.sync_all()?;
     drop(f);
     fs::rename(&tmp, path)

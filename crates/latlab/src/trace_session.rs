@@ -342,7 +342,14 @@ impl TraceSession {
         let text = rec.read_cpu(cpu).unwrap_or_default();
         let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
-        let _ = std::fs::write(dir.join("trace.txt"), &text);
+        // Several MB: written in short calls, as it was read (latlab_sys::shortio).
+        let _ = std::fs::File::create(dir.join("trace.txt")).and_then(|mut f| {
+            latlab_sys::shortio::write_chunked(
+                &mut f,
+                text.as_bytes(),
+                latlab_sys::shortio::WRITE_CHUNK,
+            )
+        });
         self.recycle(p.slot);
         // Not re-armed yet (no standby was free): the instance just cleared takes over now.
         self.poll();
