@@ -293,3 +293,58 @@ fn cleanup_removes_a_dead_pids_tracefs_instance() {
     );
     assert!(mine_left, "the live pid's instance was removed: {text}");
 }
+
+/// Instances outlive an unmount: a killed run's instance must be found even when tracefs is
+/// mounted nowhere (a later run mounted and unmounted it). Run in a private mount namespace
+/// where tracefs is unmounted, whatever the host has mounted; instances are kernel-global, so
+/// the one planted here is what cleanup must remove there. Afterwards tracefs is unmounted
+/// again in that namespace (cleanup mounts only to look).
+#[test]
+fn cleanup_finds_instances_when_tracefs_is_not_mounted() {
+    let Some(_g) =
+        latlab_sys::privileged::guard("cleanup_finds_instances_when_tracefs_is_not_mounted")
+    else {
+        return;
+    };
+    let t = Tracefs::get();
+    let pid = dead_pid();
+    let inst = t.path.join("instances").join(format!("latlab-{pid}-b"));
+    fs::create_dir(&inst).unwrap();
+    let rt = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("latlab");
+    let script = format!(
+        "umount /sys/kernel/debug/tracing 2>/dev/null; umount /sys/kernel/tracing 2>/dev/null; \
+         test -d /sys/kernel/tracing/instances && exit 99; \
+         {} cleanup; rc=$?; \
+         if test -d /sys/kernel/tracing/instances; then echo STILL-MOUNTED; fi; exit $rc",
+        bin.display()
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env("LATLAB_RUNTIME_DIR", rt.path())
+        .output()
+        .expect("unshare (util-linux)");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let left = inst.exists();
+    let _ = fs::remove_dir(&inst);
+    assert_ne!(
+        out.status.code(),
+        Some(99),
+        "could not unmount tracefs in the namespace"
+    );
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!left, "instance of dead pid {pid} still there: {text}");
+    assert!(
+        text.contains(&format!("latlab-{pid}-b (pid {pid} is dead)"))
+            && text.contains("tracefs was not mounted"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("STILL-MOUNTED"),
+        "cleanup left its mount: {text}"
+    );
+}

@@ -148,9 +148,27 @@ fn tracefs_mounts() -> BTreeSet<String> {
 }
 
 /// tracefs instances named after `pid` (`latlab-<pid>`, `latlab-<pid>-…`) under every mount
-/// and the usual paths.
+/// and the usual paths. Instances outlive an unmount: with tracefs mounted nowhere, it is
+/// mounted for the look and unmounted again (an unmounted tracefs once hid a leftover).
 fn instances_of(pid: u32) -> Vec<PathBuf> {
-    let mut roots: BTreeSet<String> = tracefs_mounts();
+    if tracefs_mounts().is_empty() {
+        let root = "/sys/kernel/tracing";
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", root])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            mounted,
+            "cannot mount tracefs at {root} to look for instances"
+        );
+        let out = instances_under(pid, tracefs_mounts());
+        let _ = std::process::Command::new("umount").arg(root).status();
+        return out;
+    }
+    instances_under(pid, tracefs_mounts())
+}
+
+fn instances_under(pid: u32, mut roots: BTreeSet<String>) -> Vec<PathBuf> {
     roots.insert("/sys/kernel/tracing".into());
     roots.insert("/sys/kernel/debug/tracing".into());
     let mut out = Vec::new();

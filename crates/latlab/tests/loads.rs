@@ -298,6 +298,100 @@ fn a_load_that_exits_is_restarted_and_counted() {
     assert_clean(&e, &recs);
 }
 
+/// A watchdog is a fork of latlab without exec: it must not keep latlab's descriptors. One that
+/// held the recorder's tracefs files made `cleanup`'s rmdir fail (EBUSY) after a SIGKILL and
+/// left the instance behind; one holding /dev/cpu_dma_latency kept the latency request alive.
+/// A load that exits at once is restarted every ~0.2 s, so watchdogs are forked while the
+/// recorder and the cpu_dma_latency request are open.
+#[test]
+fn watchdogs_hold_none_of_latlabs_descriptors() {
+    let Some(_g) = latlab_sys::privileged::guard("watchdogs_hold_none_of_latlabs_descriptors")
+    else {
+        return;
+    };
+    let e = env();
+    let results = tempfile::tempdir().unwrap();
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--load", "cmd:sleep 0.2", "--warmup", "0s"])
+        .args(["--trace-threshold", "5ms", "--trace-buffer", "512KiB"])
+        .args(["--duration", "30s", "--cpus", "0", "--quiet", "--results"])
+        .arg(results.path())
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed and reaped if the test fails, so no latlab outlives it.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(child);
+    let pid = child.0.id();
+    let instance = Path::new(latlab_sys::tracefs::DEFAULT_ROOT)
+        .join("instances")
+        .join(format!("latlab-{pid}"));
+    let ledger = e.rt.path().join(format!("{pid}.json"));
+    let groups = || -> Vec<i32> {
+        std::fs::read(&ledger)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<latlab_sys::ledger::LedgerFile>(&b).ok())
+            .map(|f| {
+                f.entries
+                    .iter()
+                    .filter_map(|(_, en)| match en {
+                        latlab_sys::ledger::Entry::ProcessGroup { pgid, .. } => Some(*pgid),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Wait for the recorder, then for three watchdogs forked after it (a restart forgets the
+    // old group's ledger entry and adds the new one's: new pgids are new watchdogs).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !instance.exists() {
+        assert!(Instant::now() < deadline, "the recorder never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut seen: std::collections::BTreeSet<i32> = groups().into_iter().collect();
+    let mut checked = 0;
+    while checked < 3 {
+        assert!(Instant::now() < deadline, "the load was not restarted");
+        for pg in groups() {
+            // The group leader is the watchdog; read its descriptors while it lives.
+            let Ok(rd) = std::fs::read_dir(format!("/proc/{pg}/fd")) else {
+                continue;
+            };
+            let links: Vec<String> = rd
+                .flatten()
+                .filter_map(|f| std::fs::read_link(f.path()).ok())
+                .map(|l| l.display().to_string())
+                .collect();
+            if links.is_empty() || !seen.insert(pg) {
+                continue;
+            }
+            let held: Vec<&String> = links
+                .iter()
+                .filter(|l| l.contains("tracing") || l.contains("cpu_dma_latency"))
+                .collect();
+            assert!(held.is_empty(), "watchdog {pg} holds {held:?}");
+            checked += 1;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain syscall on our child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let st = child.0.wait().unwrap();
+    assert!(st.success(), "{st}");
+    assert!(!instance.exists(), "the run left its instance");
+}
+
 #[test]
 fn sigkilled_latlab_takes_its_loads_along() {
     let Some(_g) = latlab_sys::privileged::guard("sigkilled_latlab_takes_its_loads_along") else {

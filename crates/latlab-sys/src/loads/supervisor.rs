@@ -567,6 +567,12 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             libc::sigemptyset(&mut set);
             libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
             libc::close(wr_fd);
+            // A fork without exec keeps every descriptor latlab had open: the tracefs
+            // instances' (after a SIGKILL, rmdir failed with EBUSY while a watchdog lived, and
+            // the instance outlived the run), /dev/cpu_dma_latency, and the pipes of the
+            // other loads' watchdogs (which then saw latlab's death only when this one exited).
+            // Keep what this process and the load need: the pipe, cgroup.kill, log, /dev/null.
+            close_all_but([rd_fd, kill_fd, log_fd, null_fd]);
             let mut b = 0u8;
             if libc::read(rd_fd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
                 libc::_exit(1);
@@ -593,6 +599,9 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
                 libc::execve(sh.as_ptr(), argv.as_ptr(), envp.as_ptr());
                 libc::_exit(127);
             }
+            // The load has its log and /dev/null; the watchdog needs neither.
+            libc::close(log_fd);
+            libc::close(null_fd);
             watchdog(gc, rd_fd, kill_fd);
         }
     }
@@ -649,6 +658,38 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         drained: false,
         io: IoCounters::default(),
     })
+}
+
+/// Close every descriptor from 3 up except `keep` (negative entries ignored). System calls
+/// only, no allocation: this runs between fork and _exit in a multi-threaded process.
+fn close_all_but<const N: usize>(mut keep: [i32; N]) {
+    keep.sort_unstable();
+    let mut lo: u32 = 3;
+    for k in keep {
+        if k >= lo as i32 {
+            close_range(lo, k as u32 - 1);
+            lo = k as u32 + 1;
+        }
+    }
+    close_range(lo, u32::MAX);
+}
+
+/// Close `lo..=hi` (nothing when `lo > hi`): close_range(2), or close() one by one up to the
+/// descriptor limit on kernels without it (before 5.9).
+fn close_range(lo: u32, hi: u32) {
+    if lo > hi {
+        return;
+    }
+    // SAFETY: plain system calls on our own descriptor table.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, lo, hi, 0) == 0 {
+            return;
+        }
+        let max = libc::sysconf(libc::_SC_OPEN_MAX).clamp(1024, 1 << 20) as u32;
+        for fd in lo..=hi.min(max) {
+            libc::close(fd as i32);
+        }
+    }
 }
 
 /// The group leader after fork: waits for the load (grandchild `gc`) and passes its status
@@ -1037,6 +1078,48 @@ fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In a forked child (closing descriptors here would break the test harness): after
+    /// `close_all_but`, exactly the kept descriptors from 3 up are open. Exit code 0 = right.
+    #[test]
+    fn close_all_but_keeps_only_the_kept_descriptors() {
+        use std::os::fd::AsRawFd;
+        let files: Vec<std::fs::File> = (0..6)
+            .map(|_| std::fs::File::open("/dev/null").unwrap())
+            .collect();
+        let fds: Vec<i32> = files.iter().map(|f| f.as_raw_fd()).collect();
+        let top = *fds.iter().max().unwrap() + 8;
+        for keep in [
+            [fds[4], fds[1], fds[3], fds[3]],
+            [-1, fds[2], -1, fds[0]],
+            [fds[0], fds[5], fds[1], fds[2]],
+        ] {
+            // SAFETY: the child makes system calls only, then _exit.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                close_all_but(keep);
+                let mut wrong = 0;
+                for fd in 3..=top {
+                    // SAFETY: F_GETFD on any number is harmless.
+                    let open = unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1;
+                    if open != keep.contains(&fd) {
+                        wrong = 1;
+                    }
+                }
+                // SAFETY: leave the child without running the harness's destructors.
+                unsafe { libc::_exit(wrong) };
+            }
+            let mut st = 0;
+            // SAFETY: our own child.
+            unsafe { libc::waitpid(pid, &mut st, 0) };
+            assert!(
+                libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+                "keep {keep:?} of {fds:?}: status {st:#x}"
+            );
+        }
+        drop(files);
+    }
 
     /// `/proc/self/io` as captured on the VM; a missing field is no record, not a zero.
     #[test]

@@ -7,7 +7,8 @@
 //!    then the ledger file is deleted.
 //! 2. tracefs instances named `latlab-<pid>` (under `/sys/kernel/tracing` and
 //!    `/sys/kernel/debug/tracing`) whose pid no longer exists: a run killed before its ledger
-//!    recorded the instance still leaves nothing behind.
+//!    recorded the instance still leaves nothing behind. Instances outlive an unmount, so when
+//!    tracefs is mounted nowhere, cleanup mounts it to look (and unmounts it again).
 //!
 //! What a live process owns is never touched: its ledger is not orphaned, and an instance whose
 //! pid exists is skipped (even if the pid was recycled: better a leftover than a broken run).
@@ -51,8 +52,15 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         )),
     }
-    for base in TRACEFS {
-        lines.extend(stale_instances(Path::new(base)));
+    if TRACEFS
+        .iter()
+        .any(|b| Path::new(b).join("instances").is_dir())
+    {
+        for base in TRACEFS {
+            lines.extend(stale_instances(Path::new(base)));
+        }
+    } else {
+        lines.extend(stale_instances_unmounted());
     }
     if lines.is_empty() {
         println!("nothing to clean up");
@@ -93,6 +101,32 @@ fn stale_instances(tracefs: &Path) -> Vec<String> {
             undo(&Entry::TracefsInstance { path })
         ));
     }
+    out
+}
+
+/// tracefs is mounted nowhere, yet instances outlive an unmount (a later run may have mounted
+/// and unmounted it after the killed one): mount it for the look, through a ledger of our own
+/// so a killed cleanup is undone too, then unmount it again. Needs root; without it there is
+/// nothing to look at.
+fn stale_instances_unmounted() -> Vec<String> {
+    use latlab_sys::ledger::Ledger;
+    use latlab_sys::tracefs;
+    let Ok(mut ledger) = Ledger::open() else {
+        return vec![];
+    };
+    let root = Path::new(tracefs::DEFAULT_ROOT);
+    let mut out = Vec::new();
+    if let Ok(t) = tracefs::ensure_mounted(root, &mut ledger) {
+        out = stale_instances(&t.root);
+        if !out.is_empty() {
+            out.push(format!(
+                "  (tracefs was not mounted: mounted at {} to look, unmounted again)",
+                t.root.display()
+            ));
+        }
+    }
+    // Undoes our mount, if we made one, and removes this ledger.
+    let _ = ledger.close();
     out
 }
 
