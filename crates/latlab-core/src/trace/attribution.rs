@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use super::parse::{Event, EventKind, ParseError, Parser, Record};
+use super::parse::{no_events, Event, EventKind, ParseError, Parser, Record};
 use crate::record::{Cause, CauseKind, SpikeRecord};
 use crate::units::Nanos;
 
@@ -773,16 +773,21 @@ pub fn sort_causes(c: &mut [Cause]) {
     });
 }
 
-/// Analyze a whole text trace. With `opts.mode == None` the mode is markers if the trace holds
-/// a latlab marker, else wake-ups.
-pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
-    let mode = opts.mode.unwrap_or_else(|| {
+/// `opts.mode`, or when None: markers if the trace holds a latlab marker, else wake-ups.
+fn mode_of(text: &str, opts: &AnalyzeOptions) -> SampleMode {
+    opts.mode.unwrap_or_else(|| {
         if has_markers(text) {
             SampleMode::Markers
         } else {
             SampleMode::Wakeups
         }
-    });
+    })
+}
+
+/// Analyze a whole text trace. With `opts.mode == None` the mode is markers if the trace holds
+/// a latlab marker, else wake-ups.
+pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
+    let mode = mode_of(text, opts);
     let mut a = Analyzer::new(opts.clone(), mode);
     let mut any = false;
     for r in Parser::new(text) {
@@ -795,10 +800,7 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
         }
     }
     if !any {
-        return Err(ParseError {
-            line: text.split('\n').count(),
-            msg: "no trace events found (is this a tracefs text trace?)".into(),
-        });
+        return Err(no_events(text));
     }
     Ok(a.finish())
 }
@@ -819,7 +821,10 @@ pub fn analyze_text_parallel(
 /// between the worker that writes them and the feeder that reads them.
 const PARALLEL_BLOCK: usize = 256 << 10;
 
-fn analyze_blocks(
+/// [`analyze_text_parallel`] with a chosen block size (tests and the fuzz target use tiny
+/// blocks to cut small inputs many times).
+#[doc(hidden)]
+pub fn analyze_blocks(
     text: &str,
     opts: &AnalyzeOptions,
     threads: usize,
@@ -828,13 +833,7 @@ fn analyze_blocks(
     if threads <= 1 || text.len() < 2 * block {
         return analyze_text(text, opts);
     }
-    let mode = opts.mode.unwrap_or_else(|| {
-        if has_markers(text) {
-            SampleMode::Markers
-        } else {
-            SampleMode::Wakeups
-        }
-    });
+    let mode = mode_of(text, opts);
     let mut a = Analyzer::new(opts.clone(), mode);
     let mut any = false;
     let mut offset = 0usize;
@@ -874,10 +873,7 @@ fn analyze_blocks(
         Ok(())
     })?;
     if !any {
-        return Err(ParseError {
-            line: text.split('\n').count(),
-            msg: "no trace events found (is this a tracefs text trace?)".into(),
-        });
+        return Err(no_events(text));
     }
     Ok(a.finish())
 }

@@ -1257,14 +1257,19 @@ impl Record<'_> {
     }
 }
 
+/// The error for a text without a single event, at its last line.
+pub(crate) fn no_events(text: &str) -> ParseError {
+    ParseError {
+        line: text.split('\n').count(),
+        msg: "no trace events found (is this a tracefs text trace?)".into(),
+    }
+}
+
 /// Parse a whole trace. Errors name the line; a file without a single event is an error too.
 pub fn parse(text: &str) -> Result<Vec<Record<'_>>, ParseError> {
     let v: Vec<Record> = Parser::new(text).collect::<Result<_, _>>()?;
     if !v.iter().any(|r| matches!(r, Record::Event(_))) {
-        return Err(ParseError {
-            line: text.split('\n').count(),
-            msg: "no trace events found (is this a tracefs text trace?)".into(),
-        });
+        return Err(no_events(text));
     }
     Ok(v)
 }
