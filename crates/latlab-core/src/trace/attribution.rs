@@ -865,10 +865,12 @@ pub fn analyze_blocks(
         for i in 0..blocks.len() {
             let (rx, back) = &ways[i % n];
             // A worker that panicked closed its channel: the scope re-raises its panic.
-            let Ok(got) = rx.recv() else { break };
-            let mut one = vec![got];
-            feed_parsed(&mut one, &mut a, &mut any, &mut offset)?;
-            let _ = back.send(one.pop().expect("one block").0);
+            let Ok((mut recs, lines)) = rx.recv() else {
+                break;
+            };
+            feed_block(&mut recs, &mut a, &mut any, offset)?;
+            offset += lines;
+            let _ = back.send(recs);
         }
         Ok(())
     })?;
@@ -878,39 +880,33 @@ pub fn analyze_blocks(
     Ok(a.finish())
 }
 
-/// Parsed blocks with the lines each spans.
-type Parsed<'t> = Vec<(Vec<Result<Record<'t>, ParseError>>, usize)>;
-
-/// Feed parsed blocks in order, numbering lines from the start of the text (`offset`: lines of
-/// the blocks before); the first error ends it.
-fn feed_parsed<'t>(
-    parsed: &mut Parsed<'t>,
+/// Feed one parsed block whose lines start at line `offset` of the text; its first error ends
+/// the analysis (with the line number in the whole text).
+fn feed_block<'t>(
+    recs: &mut [Result<Record<'t>, ParseError>],
     a: &mut Analyzer<'t>,
     any: &mut bool,
-    offset: &mut usize,
+    offset: usize,
 ) -> Result<(), ParseError> {
     // By reference: a record is 168 bytes, and moving each one out was a memcpy per event.
-    for (recs, lines) in parsed.iter_mut() {
-        for r in recs.iter_mut() {
-            match r {
-                Ok(r) => {
-                    r.shift_line(*offset);
-                    match r {
-                        Record::Event(e) => {
-                            *any = true;
-                            a.feed(e)
-                        }
-                        Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
+    for r in recs.iter_mut() {
+        match r {
+            Ok(r) => {
+                r.shift_line(offset);
+                match r {
+                    Record::Event(e) => {
+                        *any = true;
+                        a.feed(e)
                     }
-                }
-                Err(e) => {
-                    let mut e = e.clone();
-                    e.line += *offset;
-                    return Err(e);
+                    Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
                 }
             }
+            Err(e) => {
+                let mut e = e.clone();
+                e.line += offset;
+                return Err(e);
+            }
         }
-        *offset += *lines;
     }
     Ok(())
 }
