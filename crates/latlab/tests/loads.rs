@@ -298,11 +298,11 @@ fn a_load_that_exits_is_restarted_and_counted() {
     assert_clean(&e, &recs);
 }
 
-/// A watchdog is a fork of latlab without exec: it must not keep latlab's descriptors. One that
-/// held the recorder's tracefs files made `cleanup`'s rmdir fail (EBUSY) after a SIGKILL and
-/// left the instance behind; one holding /dev/cpu_dma_latency kept the latency request alive.
-/// A load that exits at once is restarted every ~0.2 s, so watchdogs are forked while the
-/// recorder and the cpu_dma_latency request are open.
+/// A watchdog is a fork of latlab without exec: from the moment the ledger names it, it must
+/// not hold latlab's descriptors (the recorder's tracefs files keep an instance from being
+/// removed; /dev/cpu_dma_latency keeps the latency request alive). It used to hold them until
+/// latlab's go-ahead. A load that exits at once is restarted every ~0.2 s, so watchdogs are
+/// forked while the recorder and the cpu_dma_latency request are open.
 #[test]
 fn watchdogs_hold_none_of_latlabs_descriptors() {
     let Some(_g) = latlab_sys::privileged::guard("watchdogs_hold_none_of_latlabs_descriptors")

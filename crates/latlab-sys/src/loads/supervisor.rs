@@ -567,11 +567,11 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             libc::sigemptyset(&mut set);
             libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
             libc::close(wr_fd);
-            // A fork without exec keeps every descriptor latlab had open: the tracefs
-            // instances' (after a SIGKILL, rmdir failed with EBUSY while a watchdog lived, and
-            // the instance outlived the run), /dev/cpu_dma_latency, and the pipes of the
-            // other loads' watchdogs (which then saw latlab's death only when this one exited).
-            // Keep what this process and the load need: the pipe, cgroup.kill, log, /dev/null.
+            // A fork without exec keeps every descriptor latlab had open: the recorder's
+            // tracefs files (an instance cannot be removed while they are open),
+            // /dev/cpu_dma_latency, other watchdogs' pipes. `watchdog` closes them once it
+            // runs; close them now, not after the go-ahead and the load's fork. Keep what this
+            // process and the load need: the pipe, cgroup.kill, log, /dev/null.
             close_all_but([rd_fd, kill_fd, log_fd, null_fd]);
             let mut b = 0u8;
             if libc::read(rd_fd, &mut b as *mut u8 as *mut libc::c_void, 1) != 1 {
