@@ -303,7 +303,8 @@ fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
     o.push_str("<h2>Statistics (Williams)</h2>\n");
     columns_table(&mut o, "", &williams_cols(c));
     if !c.changes.is_empty() {
-        o.push_str("<h2>What changed</h2>\n<table><tr><th class=\"k\">key</th>");
+        // Several columns of long values (command lines, JSON): share the page width.
+        o.push_str("<h2>What changed</h2>\n<table class=\"fit\"><tr><th class=\"k\">key</th>");
         for r in &c.runs {
             let _ = write!(o, "<th class=\"k\">{}</th>", esc(&r.label));
         }
