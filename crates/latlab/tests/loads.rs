@@ -114,6 +114,23 @@ fn live(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The process groups a run's ledger names now (an unreadable or half-written ledger: none).
+fn ledger_groups(ledger: &Path) -> Vec<i32> {
+    std::fs::read(ledger)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<latlab_sys::ledger::LedgerFile>(&b).ok())
+        .map(|f| {
+            f.entries
+                .iter()
+                .filter_map(|(_, en)| match en {
+                    latlab_sys::ledger::Entry::ProcessGroup { pgid, .. } => Some(*pgid),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 struct Env {
     rt: tempfile::TempDir,
     dir: tempfile::TempDir,
@@ -337,21 +354,7 @@ fn watchdogs_hold_none_of_latlabs_descriptors() {
         .join("instances")
         .join(format!("latlab-{pid}"));
     let ledger = e.rt.path().join(format!("{pid}.json"));
-    let groups = || -> Vec<i32> {
-        std::fs::read(&ledger)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<latlab_sys::ledger::LedgerFile>(&b).ok())
-            .map(|f| {
-                f.entries
-                    .iter()
-                    .filter_map(|(_, en)| match en {
-                        latlab_sys::ledger::Entry::ProcessGroup { pgid, .. } => Some(*pgid),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let groups = || ledger_groups(&ledger);
     // Wait for the recorder, then for three watchdogs forked after it (a restart forgets the
     // old group's ledger entry and adds the new one's: new pgids are new watchdogs).
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -416,17 +419,7 @@ fn sigkilled_latlab_takes_its_loads_along() {
     let ledger = e.rt.path().join(format!("{}.json", child.id()));
     let deadline = Instant::now() + Duration::from_secs(10);
     let pgid = loop {
-        let pg = std::fs::read(&ledger)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<latlab_sys::ledger::LedgerFile>(&b).ok())
-            .and_then(|f| {
-                f.entries.iter().find_map(|(_, en)| match en {
-                    latlab_sys::ledger::Entry::ProcessGroup { pgid, .. } if *pgid > 1 => {
-                        Some(*pgid)
-                    }
-                    _ => None,
-                })
-            });
+        let pg = ledger_groups(&ledger).into_iter().find(|&pg| pg > 1);
         if let Some(pg) = pg {
             if live(pg).len() >= 3 {
                 break pg; // watchdog, sh, sleep
