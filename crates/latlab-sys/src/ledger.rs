@@ -104,11 +104,7 @@ impl Ledger {
     }
 
     fn persist(&self) -> io::Result<()> {
-        let tmp = self.path.with_extension("json.tmp");
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(&serde_json::to_vec_pretty(&self.file).map_err(io::Error::other)?)?;
-        f.sync_all()?;
-        fs::rename(&tmp, &self.path)
+        write_file(&self.path, &self.file)
     }
 
     /// Write down an entry (before the change it describes is made).
@@ -149,21 +145,39 @@ impl Ledger {
         Ok(id)
     }
 
-    /// Undo every entry, newest first. Returns one line per thing undone or failed.
+    /// Undo every entry, newest first. Returns one line per thing undone or failed (failures
+    /// start with "could not"). What could not be undone stays in the ledger.
     pub fn restore_all(&mut self) -> Vec<String> {
         let mut out = Vec::new();
-        while let Some((id, e)) = self.file.entries.last().cloned() {
-            out.push(undo(&e));
-            let _ = self.forget(EntryId(id));
+        let entries = self.file.entries.clone();
+        for (id, e) in entries.iter().rev() {
+            let (line, ok) = undo_checked(e);
+            out.push(if ok || line.starts_with("could not") {
+                line
+            } else {
+                format!("could not finish: {line}")
+            });
+            if ok {
+                let _ = self.forget(EntryId(*id));
+            }
         }
         out
     }
 
-    /// Undo everything and delete the ledger file.
+    /// Undo everything and delete the ledger file, unless something could not be undone: then
+    /// the file keeps those entries, and `latlab cleanup` retries them once this process is
+    /// gone.
     pub fn close(mut self) -> Vec<String> {
         let out = self.restore_all();
-        let _ = fs::remove_file(&self.path);
+        if self.file.entries.is_empty() {
+            let _ = fs::remove_file(&self.path);
+        }
         out
+    }
+
+    /// True when every entry has been undone (or none was made).
+    pub fn is_empty(&self) -> bool {
+        self.file.entries.is_empty()
     }
 }
 
@@ -179,19 +193,71 @@ pub fn knob_value(content: &str) -> String {
     t.to_string()
 }
 
+/// How long a killed load's cgroup may take to empty before its removal is given up. A
+/// SIGKILLed writer blocked in the block layer (dd under dirty-page writeback) leaves only
+/// when its I/O completes: seconds on a busy disk, so 2 s was not enough (a CI run left
+/// `latlab-<pid>-0-dd` behind).
+pub const CGROUP_EMPTY_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Kill what is left in a cgroup (`cgroup.kill`, where the kernel has it) and remove it,
+/// retrying while it is still populated, up to `wait`. Already gone counts as removed. Returns
+/// how long its processes took to leave.
+pub fn remove_cgroup(cg: &Path, wait: std::time::Duration) -> io::Result<std::time::Duration> {
+    let t0 = std::time::Instant::now();
+    let deadline = t0 + wait;
+    let mut killed = false;
+    loop {
+        match fs::remove_dir(cg) {
+            Ok(()) => return Ok(t0.elapsed()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(t0.elapsed()),
+            Err(e) => {
+                if std::time::Instant::now() >= deadline {
+                    let procs = fs::read_to_string(cg.join("cgroup.procs")).unwrap_or_default();
+                    let procs: Vec<&str> = procs.split_whitespace().collect();
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{e} after {:.0} s; processes still in it: {procs:?}",
+                            wait.as_secs_f64()
+                        ),
+                    ));
+                }
+                if !killed {
+                    // Once: cgroup.kill reaches processes that left the group.
+                    let _ = fs::write(cg.join("cgroup.kill"), "1");
+                    killed = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 /// Undo one entry. Idempotent: undoing what is already gone says so and succeeds.
 pub fn undo(e: &Entry) -> String {
+    undo_checked(e).0
+}
+
+/// Undo one entry: what was done, and whether it is fully undone (false: the entry should be
+/// kept, to be retried).
+pub fn undo_checked(e: &Entry) -> (String, bool) {
     match e {
         Entry::Knob { path, original } => match fs::write(path, original) {
-            Ok(()) => format!("restored {} to {original:?}", path.display()),
-            Err(err) => format!(
-                "could not restore {} to {original:?}: {err}",
-                path.display()
+            Ok(()) => (format!("restored {} to {original:?}", path.display()), true),
+            Err(err) => (
+                format!(
+                    "could not restore {} to {original:?}: {err}",
+                    path.display()
+                ),
+                false,
             ),
         },
         Entry::TracefsInstance { path } => {
             if !path.exists() {
-                return format!("tracefs instance {} already gone", path.display());
+                return (
+                    format!("tracefs instance {} already gone", path.display()),
+                    true,
+                );
             }
             let _ = fs::write(path.join("tracing_on"), "0");
             let _ = fs::write(path.join("events/enable"), "0");
@@ -200,18 +266,26 @@ pub fn undo(e: &Entry) -> String {
             let mut last = None;
             for _ in 0..50 {
                 match fs::remove_dir(path) {
-                    Ok(()) => return format!("removed tracefs instance {}", path.display()),
+                    Ok(()) => {
+                        return (format!("removed tracefs instance {}", path.display()), true)
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        return format!("tracefs instance {} already gone", path.display())
+                        return (
+                            format!("tracefs instance {} already gone", path.display()),
+                            true,
+                        )
                     }
                     Err(e) => last = Some(e),
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            format!(
-                "could not remove tracefs instance {}: {}",
-                path.display(),
-                last.map(|e| e.to_string()).unwrap_or_default()
+            (
+                format!(
+                    "could not remove tracefs instance {}: {}",
+                    path.display(),
+                    last.map(|e| e.to_string()).unwrap_or_default()
+                ),
+                false,
             )
         }
         Entry::TracefsMount { path } => {
@@ -219,13 +293,23 @@ pub fn undo(e: &Entry) -> String {
             // SAFETY: c is a valid NUL-terminated path.
             let r = unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
             if r == 0 {
-                format!("unmounted tracefs at {}", path.display())
+                (format!("unmounted tracefs at {}", path.display()), true)
             } else {
-                format!(
-                    "could not unmount tracefs at {}: {}",
-                    path.display(),
-                    io::Error::last_os_error()
-                )
+                let e = io::Error::last_os_error();
+                // EINVAL: not a mount point (any more) — nothing to undo.
+                let gone =
+                    e.raw_os_error() == Some(libc::EINVAL) || e.kind() == io::ErrorKind::NotFound;
+                if gone {
+                    (
+                        format!("tracefs at {} already unmounted", path.display()),
+                        true,
+                    )
+                } else {
+                    (
+                        format!("could not unmount tracefs at {}: {e}", path.display()),
+                        false,
+                    )
+                }
             }
         }
         Entry::ProcessGroup {
@@ -255,34 +339,51 @@ pub fn undo(e: &Entry) -> String {
                     format!("process group {pgid} ({name}) already gone")
                 };
             }
+            let mut ok = true;
             if let Some(cg) = cgroup {
                 if cg.exists() {
                     let _ = fs::write(cg.join("cgroup.kill"), "1");
-                    let mut removed = false;
-                    for _ in 0..100 {
-                        if fs::remove_dir(cg).is_ok() {
-                            removed = true;
-                            break;
+                    match remove_cgroup(cg, CGROUP_EMPTY_WAIT) {
+                        Ok(waited) => {
+                            s.push_str(&format!("; removed cgroup {}", cg.display()));
+                            if waited.as_millis() >= 500 {
+                                s.push_str(&format!(
+                                    " (its processes took {:.1} s to leave)",
+                                    waited.as_secs_f64()
+                                ));
+                            }
                         }
-                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        Err(e) => {
+                            ok = false;
+                            s.push_str(&format!("; could not remove cgroup {}: {e}", cg.display()));
+                        }
                     }
-                    s.push_str(&if removed {
-                        format!("; removed cgroup {}", cg.display())
-                    } else {
-                        format!("; could not remove cgroup {}", cg.display())
-                    });
                 }
             }
-            s
+            (s, ok)
         }
         Entry::ScratchDir { path } => match fs::remove_dir_all(path) {
-            Ok(()) => format!("removed scratch directory {}", path.display()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                format!("scratch directory {} already gone", path.display())
-            }
-            Err(e) => format!("could not remove {}: {e}", path.display()),
+            Ok(()) => (
+                format!("removed scratch directory {}", path.display()),
+                true,
+            ),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (
+                format!("scratch directory {} already gone", path.display()),
+                true,
+            ),
+            Err(e) => (format!("could not remove {}: {e}", path.display()), false),
         },
     }
+}
+
+/// Write a ledger file atomically (temp file + rename). `latlab cleanup` uses it to keep what
+/// it could not undo in a dead run's ledger.
+pub fn write_file(path: &Path, file: &LedgerFile) -> io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let mut f = fs::File::create(&tmp)?;
+    f.write_all(&serde_json::to_vec_pretty(file).map_err(io::Error::other)?)?;
+    f.sync_all()?;
+    fs::rename(&tmp, path)
 }
 
 /// Ledgers in `dir` whose owner is no longer alive (pid gone, or recycled).
@@ -340,6 +441,36 @@ mod tests {
         assert_eq!(fs::read_to_string(&knob).unwrap(), "mq-deadline");
         assert!(lines[0].contains("restored"), "{lines:?}");
         assert!(!path.exists());
+    }
+
+    /// A run that cannot undo an entry keeps it in its ledger file (for `latlab cleanup`) and
+    /// says so; the rest is undone and forgotten.
+    #[test]
+    fn close_keeps_what_could_not_be_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let knob = dir.path().join("knob");
+        fs::write(&knob, "a").unwrap();
+        let scratch = dir.path().join("scratch");
+        fs::create_dir(&scratch).unwrap();
+        let mut l = Ledger::open_in(&dir.path().join("run")).unwrap();
+        l.set_knob(&knob, "b").unwrap();
+        l.add(Entry::ScratchDir {
+            path: scratch.clone(),
+        })
+        .unwrap();
+        let path = l.path().to_path_buf();
+        // The knob's file vanishes (its directory with it): it cannot be written back.
+        fs::remove_file(&knob).unwrap();
+        fs::create_dir(&knob).unwrap();
+        let lines = l.close();
+        assert!(!scratch.exists());
+        assert!(
+            lines.iter().any(|l| l.starts_with("could not restore")),
+            "{lines:?}"
+        );
+        let on_disk: LedgerFile = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(on_disk.entries.len(), 1, "{on_disk:?}");
+        assert!(matches!(&on_disk.entries[0].1, Entry::Knob { path, .. } if *path == knob));
     }
 
     /// `latlab cleanup` killed load process groups by number; after pid reuse that number can

@@ -146,6 +146,9 @@ fn write_ledger(dir: &Path, pid: u32, starttime: Option<u64>, entries: Vec<Entry
 
 #[test]
 fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
+    // Not privileged, but `cleanup` as root also sweeps machine-wide leftovers (tracefs
+    // instances and cgroups of dead pids), which privileged tests plant: not meanwhile.
+    let _g = latlab_sys::privileged::lock();
     let tmp = tempfile::tempdir().unwrap();
     let rt = tmp.path().join("run");
     let knob = tmp.path().join("knob");
@@ -215,6 +218,121 @@ fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
     if !text.contains("tracefs instance") {
         assert_eq!(text.trim(), "nothing to clean up");
     }
+}
+
+/// What cleanup cannot undo stays in the dead run's ledger (for the next cleanup) and makes
+/// the exit code 1; what it can undo is undone and dropped from the file.
+#[test]
+fn cleanup_keeps_what_it_could_not_undo() {
+    // Not privileged, but `cleanup` as root also sweeps machine-wide leftovers (tracefs
+    // instances and cgroups of dead pids), which privileged tests plant: not meanwhile.
+    let _g = latlab_sys::privileged::lock();
+    let tmp = tempfile::tempdir().unwrap();
+    let rt = tmp.path().join("run");
+    let scratch = tmp.path().join("scratch");
+    fs::create_dir_all(&scratch).unwrap();
+    // A knob in a directory that does not exist: writing it back fails, even as root.
+    let knob = tmp.path().join("missing-dir/knob");
+    let ledger = write_ledger(
+        &rt,
+        dead_pid(),
+        Some(1),
+        vec![
+            Entry::Knob {
+                path: knob.clone(),
+                original: "original".into(),
+            },
+            Entry::ScratchDir {
+                path: scratch.clone(),
+            },
+        ],
+    );
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!scratch.exists(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "could not finish: could not restore {}",
+            knob.display()
+        )),
+        "{text}"
+    );
+    let left: LedgerFile = serde_json::from_slice(&fs::read(&ledger).unwrap()).unwrap();
+    assert_eq!(
+        left.entries,
+        vec![(
+            1,
+            Entry::Knob {
+                path: knob.clone(),
+                original: "original".into()
+            }
+        )],
+        "only the failed entry is kept"
+    );
+    // Once the knob can be written, the next cleanup finishes and removes the ledger.
+    fs::create_dir_all(knob.parent().unwrap()).unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    assert_eq!(fs::read_to_string(&knob).unwrap(), "original");
+    assert!(!ledger.exists(), "{text}");
+}
+
+/// A load cgroup `latlab-<pid>-…` of a dead pid (its ledger gone, or its removal given up) is
+/// killed and removed, processes and all; one of a live pid stays.
+#[test]
+fn cleanup_removes_a_dead_pids_load_cgroup() {
+    let Some(_g) = latlab_sys::privileged::guard("cleanup_removes_a_dead_pids_load_cgroup") else {
+        return;
+    };
+    let Some(root) = latlab_sys::loads::supervisor::cgroup2_root() else {
+        panic!("no cgroup v2 hierarchy on this machine (latlab's loads need one for this test)");
+    };
+    let dead = root.join(format!("latlab-{}-0-test", dead_pid()));
+    let live = root.join(format!("latlab-{}-0-test", std::process::id()));
+    fs::create_dir(&dead).unwrap();
+    fs::create_dir(&live).unwrap();
+    // A process inside the dead run's cgroup, as a killed load would leave.
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    fs::write(dead.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+    let rt = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", rt.path())
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    // Reaped here: the kill came from cleanup (cgroup.kill), not from this test.
+    let status = sleeper.try_wait();
+    let dead_left = dead.exists();
+    let live_left = live.exists();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let _ = fs::remove_dir(&dead);
+    let _ = fs::remove_dir(&live);
+    assert!(out.status.success(), "{text}");
+    assert!(!dead_left, "{text}");
+    assert!(
+        text.contains(&format!("removed cgroup {}", dead.display())),
+        "{text}"
+    );
+    assert!(
+        matches!(status, Ok(Some(s)) if std::os::unix::process::ExitStatusExt::signal(&s) == Some(9)),
+        "the process in the cgroup was killed: {status:?}"
+    );
+    assert!(live_left, "the live pid's cgroup was removed: {text}");
 }
 
 /// Mounts tracefs for the test when it is not mounted, and unmounts it on drop.

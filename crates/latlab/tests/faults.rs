@@ -525,7 +525,13 @@ fn round(r: &mut Round, seed: u64) -> String {
         dir_entries(&load_dir)
     );
     for cg in &cgroups {
-        assert!(!cg.exists(), "cgroup {} left", cg.display());
+        assert!(
+            !cg.exists(),
+            "round {} ({:?}): cgroup {} left; cleanup said: {cleanup_out}",
+            r.n,
+            r.kind,
+            cg.display()
+        );
     }
     format!(
         "round {:2} {:<16} {:<10} fault at {:>4} ms{} → {}, run.json complete={complete}, samples {}, spikes {}, {} groups checked{}",

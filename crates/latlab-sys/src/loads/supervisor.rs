@@ -1048,28 +1048,35 @@ fn stop_all(parts: &mut [PartState], opts: &Options, ledger: &Arc<Mutex<Ledger>>
                         .and_then(|v| v.trim().parse::<f64>().ok())
                 })
                 .map(|us| us / 1e6);
-            let mut removed = false;
-            for _ in 0..100 {
-                match std::fs::remove_dir(cg) {
-                    Ok(()) => {
-                        removed = true;
-                        break;
+            // The group's processes are gone or reported as survivors; a killed one blocked
+            // in I/O may still be leaving the cgroup (see CGROUP_EMPTY_WAIT).
+            let wait = if p.report.stop.survivors.is_empty() {
+                crate::ledger::CGROUP_EMPTY_WAIT
+            } else {
+                Duration::from_secs(2)
+            };
+            let removed = match crate::ledger::remove_cgroup(cg, wait) {
+                Ok(waited) => {
+                    if waited.as_millis() >= 500 {
+                        p.report.notes.push(format!(
+                            "its processes took {:.1} s to leave cgroup {}",
+                            waited.as_secs_f64(),
+                            cg.display()
+                        ));
                     }
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        removed = true;
-                        break;
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    true
                 }
-            }
+                Err(e) => {
+                    p.report
+                        .notes
+                        .push(format!("could not remove cgroup {}: {e}", cg.display()));
+                    false
+                }
+            };
             if removed {
                 if let (Some(id), Ok(mut l)) = (p.cgroup_entry, ledger.lock()) {
                     let _ = l.forget(id);
                 }
-            } else {
-                p.report
-                    .notes
-                    .push(format!("could not remove cgroup {}", cg.display()));
             }
         }
     }

@@ -4,11 +4,15 @@
 //! 1. Ledgers of dead latlab processes in the runtime directory (`/run/latlab`, or
 //!    `LATLAB_RUNTIME_DIR`): every entry is undone newest first (knobs restored, tracefs
 //!    instances removed, load process groups killed, cgroups and scratch directories removed),
-//!    then the ledger file is deleted.
+//!    then the ledger file is deleted. What could not be undone (a cgroup whose killed process
+//!    is still stuck in I/O, say) stays in the file, so the next `cleanup` retries it, and the
+//!    exit code is 1.
 //! 2. tracefs instances named `latlab-<pid>` (under `/sys/kernel/tracing` and
 //!    `/sys/kernel/debug/tracing`) whose pid no longer exists: a run killed before its ledger
 //!    recorded the instance still leaves nothing behind. Instances outlive an unmount, so when
 //!    tracefs is mounted nowhere, cleanup mounts it to look (and unmounts it again).
+//! 3. Load cgroups named `latlab-<pid>-…` (under the cgroup v2 root) whose pid no longer
+//!    exists: killed and removed, for the same reason.
 //!
 //! What a live process owns is never touched: its ledger is not orphaned, and an instance whose
 //! pid exists is skipped (even if the pid was recycled: better a leftover than a broken run).
@@ -17,7 +21,7 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use latlab_sys::ledger::{orphaned, runtime_dir, undo, Entry};
+use latlab_sys::ledger::{orphaned, runtime_dir, undo, undo_checked, write_file, Entry};
 
 use crate::cli::CleanupArgs;
 
@@ -29,20 +33,40 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
     let dir = runtime_dir();
     match orphaned(&dir) {
         Ok(list) => {
-            for (path, file) in list {
+            for (path, mut file) in list {
                 lines.push(format!(
                     "ledger {} of dead latlab pid {}: {} entries",
                     path.display(),
                     file.pid,
                     file.entries.len()
                 ));
-                for (_, e) in file.entries.iter().rev() {
-                    lines.push(format!("  {}", undo(e)));
+                let mut kept = Vec::new();
+                for (id, e) in file.entries.iter().rev() {
+                    let (line, ok) = undo_checked(e);
+                    if ok {
+                        lines.push(format!("  {line}"));
+                    } else {
+                        lines.push(format!(
+                            "  could not finish: {line} (kept in the ledger; run `latlab cleanup` again)"
+                        ));
+                        kept.push((*id, e.clone()));
+                    }
                 }
-                match fs::remove_file(&path) {
-                    Ok(()) => lines.push(format!("  removed ledger {}", path.display())),
-                    Err(e) => {
-                        lines.push(format!("  could not remove ledger {}: {e}", path.display()))
+                if kept.is_empty() {
+                    match fs::remove_file(&path) {
+                        Ok(()) => lines.push(format!("  removed ledger {}", path.display())),
+                        Err(e) => {
+                            lines.push(format!("  could not remove ledger {}: {e}", path.display()))
+                        }
+                    }
+                } else {
+                    kept.reverse();
+                    file.entries = kept;
+                    if let Err(e) = write_file(&path, &file) {
+                        lines.push(format!(
+                            "  could not rewrite ledger {}: {e}",
+                            path.display()
+                        ));
                     }
                 }
             }
@@ -62,12 +86,16 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
     } else {
         lines.extend(stale_instances_unmounted());
     }
+    if let Some(root) = latlab_sys::loads::supervisor::cgroup2_root() {
+        lines.extend(stale_cgroups(&root));
+    }
     if lines.is_empty() {
         println!("nothing to clean up");
     }
     for l in &lines {
         println!("{l}");
     }
+    // Every failure line starts with "could not" (names inside a line are the system's text).
     let failed = lines
         .iter()
         .any(|l| l.trim_start().starts_with("could not"));
@@ -100,6 +128,37 @@ fn stale_instances(tracefs: &Path) -> Vec<String> {
             "{} (pid {pid} is dead)",
             undo(&Entry::TracefsInstance { path })
         ));
+    }
+    out
+}
+
+/// Load cgroups `latlab-<pid>-…` directly under the cgroup v2 root whose pid is dead: what a
+/// run killed before its ledger entry was undone (or whose ledger is gone) left.
+fn stale_cgroups(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(root) else {
+        return out;
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        let Some(pid) = instance_pid(&name) else {
+            continue;
+        };
+        if !name.starts_with(&format!("latlab-{pid}-"))
+            || Path::new(&format!("/proc/{pid}")).exists()
+        {
+            continue;
+        }
+        let cg = root.join(&name);
+        out.push(
+            match latlab_sys::ledger::remove_cgroup(&cg, latlab_sys::ledger::CGROUP_EMPTY_WAIT) {
+                Ok(_) => format!("removed cgroup {} (pid {pid} is dead)", cg.display()),
+                Err(e) => format!("could not remove cgroup {}: {e}", cg.display()),
+            },
+        );
     }
     out
 }

@@ -166,7 +166,14 @@ impl Drop for Restore {
                 eprintln!("latlab: warning: {line}");
             }
         }
-        let _ = std::fs::remove_file(l.path());
+        if l.is_empty() {
+            let _ = std::fs::remove_file(l.path());
+        } else {
+            eprintln!(
+                "latlab: warning: what could not be undone stays in {}; run `latlab cleanup` to retry",
+                l.path().display()
+            );
+        }
     }
 }
 
