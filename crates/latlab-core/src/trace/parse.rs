@@ -670,6 +670,96 @@ fn find_arrow(body: &str) -> Option<usize> {
     None
 }
 
+/// Decimal digits (1 to 18) ending at `end`, right after `key`: (start of `key`, value). The
+/// fast paths read the kernel's fixed layouts backwards with it.
+#[inline(always)]
+fn digits_back(b: &[u8], end: usize, key: &[u8]) -> Option<(usize, i64)> {
+    let mut i = end;
+    let (mut n, mut mul) = (0i64, 1i64);
+    while i > 0 && end - i < 18 && b[i - 1].is_ascii_digit() {
+        n += (b[i - 1] - b'0') as i64 * mul;
+        mul *= 10;
+        i -= 1;
+    }
+    let k = i.checked_sub(key.len())?;
+    (i < end && eq_short(&b[k..i], key)).then_some((k, n))
+}
+
+/// The kernel's sched_switch body read backwards from its fixed layout, `prev_comm=A
+/// prev_pid=N prev_prio=P prev_state=S ==> next_comm=B next_pid=N next_prio=P` with plain
+/// digits and a state without spaces, in one pass and no search but the arrow's. None for
+/// anything else; where it answers, [`parse_switch`] answers the same (the field after each
+/// key found here holds no later copy of the key, so it is the last one the general parser
+/// takes; `fast_paths_agree_with_the_general_parser` checks it on arbitrary bodies).
+#[inline]
+fn fast_switch(body: &str) -> Option<EventKind<'_>> {
+    let b = body.as_bytes();
+    let p = find_arrow(body)?;
+    let (l, r) = (&b[..p], &b[p + 5..]);
+    const NC: &[u8] = b"next_comm=";
+    const PC: &[u8] = b"prev_comm=";
+    if r.len() < NC.len() || !eq_short(&r[..NC.len()], NC) {
+        return None;
+    }
+    if l.len() < PC.len() || !eq_short(&l[..PC.len()], PC) {
+        return None;
+    }
+    let (k4, next_prio) = digits_back(r, r.len(), b" next_prio=")?;
+    let (k3, next_pid) = digits_back(r, k4, b" next_pid=")?;
+    if k3 < NC.len() {
+        return None;
+    }
+    let sp = l.iter().rposition(|&c| c == b' ')?;
+    const PS: &[u8] = b" prev_state=";
+    if l.len() - sp < PS.len() || !eq_short(&l[sp..sp + PS.len()], PS) {
+        return None;
+    }
+    let state = &body[sp + PS.len()..p];
+    let (k2, prev_prio) = digits_back(l, sp, b" prev_prio=")?;
+    let (k1, prev_pid) = digits_back(l, k2, b" prev_pid=")?;
+    if k1 < PC.len() {
+        return None;
+    }
+    Some(EventKind::SchedSwitch {
+        prev: TaskRef {
+            comm: Cow::Borrowed(&body[PC.len()..k1]),
+            pid: prev_pid,
+            prio: prev_prio,
+        },
+        prev_state: Cow::Borrowed(state.strip_suffix(']').unwrap_or(state)),
+        next: TaskRef {
+            comm: Cow::Borrowed(&body[p + 5 + NC.len()..p + 5 + k3]),
+            pid: next_pid,
+            prio: next_prio,
+        },
+    })
+}
+
+/// The kernel's sched_waking/sched_wakeup body, `comm=C pid=N prio=P target_cpu=T`, read
+/// backwards as [`fast_switch`]; where it answers, [`parse_wake`] answers the same.
+#[inline]
+fn fast_wake(body: &str) -> Option<(TaskRef<'_>, Option<u32>)> {
+    let b = body.as_bytes();
+    const C: &[u8] = b"comm=";
+    if b.len() < C.len() || !eq_short(&b[..C.len()], C) {
+        return None;
+    }
+    let (k3, cpu) = digits_back(b, b.len(), b" target_cpu=")?;
+    let (k2, prio) = digits_back(b, k3, b" prio=")?;
+    let (k1, pid) = digits_back(b, k2, b" pid=")?;
+    if k1 < C.len() {
+        return None;
+    }
+    Some((
+        TaskRef {
+            comm: Cow::Borrowed(&body[C.len()..k1]),
+            pid,
+            prio,
+        },
+        u32::try_from(cpu).ok(),
+    ))
+}
+
 fn parse_switch(body: &str) -> Result<EventKind<'_>, String> {
     let p = find_arrow(body).ok_or("sched_switch without ' ==> '")?;
     let (l, r) = (&body[..p], &body[p + 5..]);
@@ -776,9 +866,15 @@ fn parse_body<'a>(name: &'a str, body: &'a str) -> Result<EventKind<'a>, String>
     use Name as N;
     let n = name_of(name);
     Ok(match n {
-        N::Switch => parse_switch(body)?,
+        N::Switch => match fast_switch(body) {
+            Some(k) => k,
+            None => parse_switch(body)?,
+        },
         N::Waking | N::Wakeup => {
-            let (task, target_cpu) = parse_wake(body)?;
+            let (task, target_cpu) = match fast_wake(body) {
+                Some(w) => w,
+                None => parse_wake(body)?,
+            };
             if matches!(n, N::Waking) {
                 EventKind::SchedWaking { task, target_cpu }
             } else {
@@ -1534,6 +1630,21 @@ mod tests {
         );
     }
 
+    /// The fast paths take the kernel's own lines (else they would only cost a check).
+    #[test]
+    fn fast_paths_take_kernel_lines() {
+        let sw = "prev_comm=kworker/0:1 H prev_pid=14951 prev_prio=120 prev_state=R+ ==> next_comm=latlab-m0 next_pid=7 next_prio=19";
+        let k = fast_switch(sw).expect("kernel sched_switch body");
+        assert_eq!(Ok(k.clone()), parse_switch(sw));
+        assert!(
+            matches!(k, EventKind::SchedSwitch { ref prev, ref next, .. } if prev.comm == "kworker/0:1 H" && next.pid == 7)
+        );
+        let wk = "comm=hackbench pid=14963 prio=120 target_cpu=001";
+        let w = fast_wake(wk).expect("kernel sched_waking body");
+        assert_eq!(w.1, Some(1));
+        assert_eq!(Ok(w), parse_wake(wk));
+    }
+
     proptest::proptest! {
         #[test]
         fn never_panics_on_arbitrary_bytes(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
@@ -1545,6 +1656,51 @@ mod tests {
         fn parse_i64_and_u64_are_str_parse(s in "[0-9A-z \t-]{0,20}") {
             proptest::prop_assert_eq!(parse_i64(&s), s.parse::<i64>().ok());
             proptest::prop_assert_eq!(parse_u64(&s), s.parse::<u64>().ok());
+        }
+
+        #[test]
+        fn fast_paths_agree_with_the_general_parser(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "prev_comm=", "next_comm=", "comm=", " prev_pid=", " prev_prio=",
+                    " prev_state=", " next_pid=", " next_prio=", " pid=", " prio=",
+                    " target_cpu=", " ==> ", " ", "=", "]", "[", "-", "0", "7", "120",
+                    "99999999999999999999", "R+", "S", "a b", "==>", ">",
+                ]),
+                0..16,
+            )
+        ) {
+            let body: String = parts.concat();
+            if let Some(k) = fast_switch(&body) {
+                proptest::prop_assert_eq!(Ok(k), parse_switch(&body), "{:?}", body);
+            }
+            if let Some(w) = fast_wake(&body) {
+                proptest::prop_assert_eq!(Ok(w), parse_wake(&body), "{:?}", body);
+            }
+        }
+
+        #[test]
+        fn fast_paths_agree_on_kernel_shaped_bodies(
+            f in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "hackbench", "", "a b", "x ==> y", " prev_pid=1", "]", "S]", "p prev_state=S",
+                    " next_pid=2", " pid=3 prio=4", "0", "120", "-1", "007",
+                    "9999999999999999999", "R+", " target_cpu=1", "==>", " ==> next_comm=z",
+                ]),
+                7,
+            )
+        ) {
+            let sw = format!(
+                "prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} next_pid={} next_prio={}",
+                f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+            );
+            if let Some(k) = fast_switch(&sw) {
+                proptest::prop_assert_eq!(Ok(k), parse_switch(&sw), "{:?}", sw);
+            }
+            let wk = format!("comm={} pid={} prio={} target_cpu={}", f[0], f[1], f[2], f[3]);
+            if let Some(w) = fast_wake(&wk) {
+                proptest::prop_assert_eq!(Ok(w), parse_wake(&wk), "{:?}", wk);
+            }
         }
 
         #[test]
