@@ -271,24 +271,22 @@ fn fixed_anchor(line: &str) -> Option<Anchor> {
     }
     let ts_start = j;
     let mut secs: u64 = 0;
-    while j < b.len() && b[j].is_ascii_digit() {
-        secs = secs.checked_mul(10)?.checked_add((b[j] - b'0') as u64)?;
+    while j < b.len() && j - ts_start < 12 && b[j].is_ascii_digit() {
+        secs = secs * 10 + (b[j] - b'0') as u64;
         j += 1;
     }
+    // At most 11 digits: no overflow above.
     if j == ts_start || j - ts_start > 11 || b.get(j) != Some(&b'.') {
         return None;
     }
     j += 1;
     let f0 = j;
     let mut frac: u64 = 0;
-    while j < b.len() && b[j].is_ascii_digit() {
+    while j < b.len() && j - f0 < 10 && b[j].is_ascii_digit() {
         frac = frac * 10 + (b[j] - b'0') as u64;
         j += 1;
-        if j - f0 > 9 {
-            return None;
-        }
     }
-    if j == f0 || b.get(j) != Some(&b':') || b.get(j + 1) != Some(&b' ') {
+    if j == f0 || j - f0 > 9 || b.get(j) != Some(&b':') || b.get(j + 1) != Some(&b' ') {
         return None;
     }
     for _ in (j - f0)..9 {
@@ -491,24 +489,31 @@ fn find_byte(b: &[u8], c: u8) -> Option<usize> {
 /// time, then the tail.
 #[inline(always)]
 pub(crate) fn eq_short(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
-    let mut i = 0;
-    while i + 8 <= a.len() {
-        let x = u64::from_ne_bytes(a[i..i + 8].try_into().unwrap());
-        let y = u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
-        if x != y {
-            return false;
+    let w8 = |s: &[u8], i: usize| u64::from_ne_bytes(s[i..i + 8].try_into().unwrap());
+    let w4 = |s: &[u8], i: usize| u32::from_ne_bytes(s[i..i + 4].try_into().unwrap());
+    if n >= 8 {
+        // Whole words, then the last word (overlapping the one before): no byte loop.
+        let mut i = 0;
+        while i + 8 < n {
+            if w8(a, i) != w8(b, i) {
+                return false;
+            }
+            i += 8;
         }
-        i += 8;
+        w8(a, n - 8) == w8(b, n - 8)
+    } else if n >= 4 {
+        w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4)
+    } else {
+        let mut d = 0u8;
+        for i in 0..n {
+            d |= a[i] ^ b[i];
+        }
+        d == 0
     }
-    let mut d = 0u8;
-    while i < a.len() {
-        d |= a[i] ^ b[i];
-        i += 1;
-    }
-    d == 0
 }
 
 /// `s.strip_prefix(p)` with [`eq_short`].
@@ -674,15 +679,22 @@ fn find_arrow(body: &str) -> Option<usize> {
 /// fast paths read the kernel's fixed layouts backwards with it.
 #[inline(always)]
 fn digits_back(b: &[u8], end: usize, key: &[u8]) -> Option<(usize, i64)> {
-    let mut i = end;
-    let (mut n, mut mul) = (0i64, 1i64);
-    while i > 0 && end - i < 18 && b[i - 1].is_ascii_digit() {
-        n += (b[i - 1] - b'0') as i64 * mul;
-        mul *= 10;
-        i -= 1;
-    }
+    let b = &b[..end];
+    let digits = b
+        .iter()
+        .rev()
+        .take(18)
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let i = end - digits;
     let k = i.checked_sub(key.len())?;
-    (i < end && eq_short(&b[k..i], key)).then_some((k, n))
+    if digits == 0 || !eq_short(&b[k..i], key) {
+        return None;
+    }
+    Some((
+        k,
+        b[i..].iter().fold(0i64, |n, &c| n * 10 + (c - b'0') as i64),
+    ))
 }
 
 /// The kernel's sched_switch body read backwards from its fixed layout, `prev_comm=A
@@ -947,8 +959,27 @@ fn event_from(line: usize, text: &str) -> Result<Event<'_>, String> {
     event_at(line, text, a)
 }
 
+/// [`split_task`] of the kernel's fixed `%16s-%-7d` TASK-PID column (comm right-aligned in 16
+/// bytes, '-', pid digits padded with spaces): None for anything else. Without a ':' in the
+/// comm there is no instance prefix to strip, and the '-' at byte 16 is the last one.
+#[inline]
+fn fixed_task(col: &str) -> Option<(&str, i64)> {
+    let b = col.as_bytes();
+    if b.len() != 24 || b[16] != b'-' || find_byte(&b[..16], b':').is_some() {
+        return None;
+    }
+    let mut j = 17;
+    let mut pid: i64 = 0;
+    while j < 24 && b[j].is_ascii_digit() {
+        pid = pid * 10 + (b[j] - b'0') as i64;
+        j += 1;
+    }
+    (j > 17 && b[j..].iter().all(|&c| c == b' ')).then(|| (col[..16].trim_ascii_start(), pid))
+}
+
 fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
-    let (task_comm, pid) = split_task(&text[..a.task_end]);
+    let col = &text[..a.task_end];
+    let (task_comm, pid) = fixed_task(col).unwrap_or_else(|| split_task(col));
     let rest = &text[a.rest..];
     let (name, body) = match find_byte(rest.as_bytes(), b':') {
         Some(p) => (rest[..p].trim_ascii(), rest[p + 1..].trim_ascii_start()),
@@ -1226,7 +1257,11 @@ impl<'a> Iterator for Parser<'a> {
             let line = i + 1;
             let l = raw.strip_suffix('\r').unwrap_or(raw);
             if let Some(a) = anchor(l) {
-                let head = self.settle(false);
+                let head = if self.prev.is_none() && self.pending.is_none() {
+                    None
+                } else {
+                    self.settle(false)
+                };
                 match head {
                     Some((hl, ht)) => self.prev = Some((hl, format!("{ht}\n{l}"))),
                     // Fast path: a line that is a complete event is emitted at once (only an
@@ -1639,6 +1674,9 @@ mod tests {
         assert!(
             matches!(k, EventKind::SchedSwitch { ref prev, ref next, .. } if prev.comm == "kworker/0:1 H" && next.pid == 7)
         );
+        let col = "       hackbench-14951  ";
+        assert_eq!(fixed_task(col), Some(("hackbench", 14951)));
+        assert_eq!(fixed_task(col), Some(split_task(col)));
         let wk = "comm=hackbench pid=14963 prio=120 target_cpu=001";
         let w = fast_wake(wk).expect("kernel sched_waking body");
         assert_eq!(w.1, Some(1));
@@ -1701,6 +1739,26 @@ mod tests {
             if let Some(w) = fast_wake(&wk) {
                 proptest::prop_assert_eq!(Ok(w), parse_wake(&wk), "{:?}", wk);
             }
+        }
+
+        #[test]
+        fn fixed_task_agrees_with_split_task(
+            comm in "[a-z :\\-/]{0,17}",
+            pid in "[0-9a ]{0,8}",
+        ) {
+            let col = format!("{comm:>16}-{pid:<7}");
+            if let Some(t) = fixed_task(&col) {
+                proptest::prop_assert_eq!(t, split_task(&col), "{:?}", col);
+            }
+        }
+
+        #[test]
+        fn eq_short_is_slice_eq(
+            a in proptest::collection::vec(0u8..3, 0..40),
+            b in proptest::collection::vec(0u8..3, 0..40),
+        ) {
+            proptest::prop_assert_eq!(eq_short(&a, &b), a == b);
+            proptest::prop_assert!(eq_short(&a, &a.clone()));
         }
 
         #[test]
