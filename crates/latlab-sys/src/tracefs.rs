@@ -349,6 +349,11 @@ impl Recorder {
         crate::shortio::read_file(&self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
     }
 
+    /// `per_cpu/cpuN/trace`, opened for a caller that reads it in its own short calls.
+    pub fn open_cpu_trace(&self, cpu: u32) -> io::Result<File> {
+        File::open(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
+    }
+
     /// Empty every CPU's buffer.
     pub fn clear(&self) -> io::Result<()> {
         File::options()

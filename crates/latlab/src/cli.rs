@@ -132,6 +132,10 @@ pub struct RunExtArgs {
     /// Spikes traced at most (further ones are counted as not traced)
     #[arg(long, default_value_t = 100)]
     pub trace_max_spikes: u32,
+    /// Recorder instances (1-8): one armed while the others' spikes are copied; each holds
+    /// --trace-buffer per CPU
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub trace_instances: u32,
     /// End with an error when tracing is impossible (default: measure on without it)
     #[arg(long)]
     pub trace_required: bool,

@@ -1,19 +1,21 @@
 //! Glue between `latlab run` and the tracefs flight recorder.
 //!
-//! Two recorder instances play ping-pong, so the recorder is re-armed within one collector
-//! slice of a spike instead of after its trace was copied: `latlab-<pid>` and
-//! `latlab-<pid>-b`, both in the ledger, configured alike. One is *armed* (running; its
-//! `trace_marker` fd is in [`TraceSession::marker_fd`], an atomic the measurement threads load
-//! after taking [`TraceSession::armed`]). A thread that takes `armed` on a spike writes one
-//! `LATLAB_STOP …` marker, which stops that instance in the kernel. The collector calls
-//! [`TraceSession::poll`] every slice: it sees `armed` cleared, moves the stopped instance to
-//! the *pending* queue, starts the *standby* one, stores its fd and sets `armed` again — the
-//! recorder is back within a slice (~1 ms). Then [`TraceSession::on_spike`] (once per spike,
-//! in order) copies the pending instance's buffer at leisure, analyzes it, clears it and makes
-//! it the standby. A stopped instance whose spike never reaches the collector (the spike ring
-//! was full) is recycled by [`TraceSession::reap`], so the recorder never stays disarmed.
-//! [`TraceSession::finish`] returns the JSON for `run.json`'s `"trace"`. The instances are
-//! removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
+//! Several recorder instances (`--trace-instances`, default 3) take turns, so the recorder is
+//! re-armed within one collector slice of a spike instead of after its trace was copied:
+//! `latlab-<pid>`, `latlab-<pid>-b`, `latlab-<pid>-c` …, all in the ledger, configured alike.
+//! One is *armed* (running; its `trace_marker` fd is in [`TraceSession::marker_fd`], an atomic
+//! the measurement threads load after taking [`TraceSession::armed`]). A thread that takes
+//! `armed` on a spike writes one `LATLAB_STOP …` marker, which stops that instance in the
+//! kernel. The collector calls [`TraceSession::poll`] every slice: it sees `armed` cleared,
+//! moves the stopped instance to the *pending* queue, starts a *standby* one, stores its fd and
+//! sets `armed` again — the recorder is back within a slice (~1 ms). Then
+//! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer,
+//! polling between short reads (a copy takes hundreds of ms under load, and spikes come in
+//! bursts: a third instance takes over when the second stops during the copy), analyzes it,
+//! clears it and makes it a standby. A stopped instance whose spike never reaches the collector
+//! (the spike ring was full) is recycled by [`TraceSession::reap`], so the recorder never stays
+//! disarmed. [`TraceSession::finish`] returns the JSON for `run.json`'s `"trace"`. The
+//! instances are removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -32,8 +34,14 @@ pub struct TraceOptions {
     pub threshold_ns: u64,
     pub buffer_kb: u64,
     pub max_spikes: u32,
+    /// Instances to create (the first is required; later ones are best effort).
+    pub instances: u32,
     pub required: bool,
 }
+
+/// Bytes of a spike's copy between two polls of the armed instance (about 2 ms of reading under
+/// load).
+const POLL_EVERY: usize = 32 << 10;
 
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
@@ -53,7 +61,7 @@ struct Pending {
 }
 
 pub struct TraceSession {
-    /// One or two instances (two unless the second could not be created).
+    /// `--trace-instances` instances (fewer when the kernel refused more).
     recorders: Vec<Recorder>,
     /// The armed instance, if any.
     active: Option<usize>,
@@ -151,23 +159,31 @@ impl TraceSession {
                 return fail(e.to_string(), warnings);
             }
         };
-        // The standby for the ping-pong; without it, re-arming waits for the copy.
-        let standby = match Recorder::create(
-            &tfs.root,
-            &RecorderConfig {
-                name: format!("latlab-{}-b", std::process::id()),
-                buffer_kb: opts.buffer_kb,
-            },
-            &mut l,
-        ) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                warnings.push(format!(
-                    "no second recorder instance ({e}): the recorder re-arms only after each spike's trace is copied"
-                ));
-                None
+        // Standbys: while one stopped instance is copied, another is armed, and a third can
+        // take over when that one stops too (spikes come in bursts under load). Without any,
+        // re-arming waits for the copy.
+        let mut standbys = Vec::new();
+        for k in 1..opts.instances.max(1) {
+            let suffix = (b'a' + k as u8) as char;
+            match Recorder::create(
+                &tfs.root,
+                &RecorderConfig {
+                    name: format!("latlab-{}-{suffix}", std::process::id()),
+                    buffer_kb: opts.buffer_kb,
+                },
+                &mut l,
+            ) {
+                Ok(r) => standbys.push(r),
+                Err(e) => {
+                    warnings.push(format!(
+                        "only {} recorder instance(s) of {} ({e}): the recorder re-arms less often while spikes are copied",
+                        k,
+                        opts.instances
+                    ));
+                    break;
+                }
             }
-        };
+        }
         drop(l);
         if !rec.missing.is_empty() {
             warnings.push(format!(
@@ -177,7 +193,7 @@ impl TraceSession {
         }
         warnings.extend(rec.warnings.iter().cloned());
         let mut recorders = vec![rec];
-        recorders.extend(standby);
+        recorders.extend(standbys);
         let r = &recorders[0];
         let mut s = TraceSession {
             instance: r.dir().to_path_buf(),
@@ -305,6 +321,36 @@ impl TraceSession {
         self.standby.push(slot);
     }
 
+    /// Copy a stopped instance's buffer of `cpu` in short reads (latlab_sys::shortio), and
+    /// [`TraceSession::poll`] every [`POLL_EVERY`] bytes: a copy takes up to hundreds of ms
+    /// under load, and when the armed instance stops meanwhile, a standby takes over now
+    /// rather than after the copy.
+    fn copy_polling(&mut self, slot: usize, cpu: u32) -> Vec<u8> {
+        use std::io::Read;
+        let Ok(mut f) = self.recorders[slot].open_cpu_trace(cpu) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut buf = [0u8; latlab_sys::shortio::READ_CHUNK];
+        let mut since_poll = 0;
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(k) => {
+                    out.extend_from_slice(&buf[..k]);
+                    since_poll += k;
+                    if since_poll >= POLL_EVERY {
+                        since_poll = 0;
+                        self.poll();
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
     pub fn on_spike(
         &mut self,
@@ -339,7 +385,7 @@ impl TraceSession {
         let n = self.traced;
         let rel = format!("spikes/{n:03}");
         let dir = run_dir.join(&rel);
-        let text = rec.read_cpu(cpu).unwrap_or_default();
+        let text = self.copy_polling(p.slot, cpu);
         let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
         // Several MB: written in short calls, as it was read (latlab_sys::shortio).
@@ -523,6 +569,7 @@ mod tests {
             threshold_ns: 1,
             buffer_kb: 64,
             max_spikes: 1,
+            instances: 2,
             required: false,
         };
         let s =
@@ -558,6 +605,7 @@ mod tests {
             threshold_ns: 1,
             buffer_kb: 256,
             max_spikes: 1,
+            instances: 2,
             required: true,
         };
         let mut s = TraceSession::start(&opts, &[0], l.clone(), &mut w)
@@ -676,6 +724,7 @@ mod tests {
             threshold_ns: 1,
             buffer_kb: 256,
             max_spikes: 10,
+            instances: 2,
             required: true,
         };
         let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
@@ -729,6 +778,71 @@ mod tests {
         assert_eq!(v["traced"], 2);
         assert_eq!(v["orphaned"], 1);
         assert!(v["rearm_max_ns"].as_u64().unwrap() > 0);
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
+        assert_eq!(l.lock().unwrap().entries().count(), 0);
+    }
+
+    /// Three instances: A's spike is being copied and B stops meanwhile; the copy itself polls,
+    /// so C is armed before the copy ends (with two polls around the copy only, the recorder
+    /// stayed disarmed for the whole copy: hundreds of ms under load).
+    #[test]
+    fn a_third_instance_is_armed_during_a_copy() {
+        let Some(_g) = latlab_sys::privileged::guard("a_third_instance_is_armed_during_a_copy")
+        else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            instances: 3,
+            required: true,
+        };
+        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.recorders.len(), 3, "{w:?}");
+        assert_eq!(instances_left().len(), 3);
+        // Scheduler events on CPU 0, in A's buffer: children of a thread pinned there.
+        // SAFETY: plain syscall on this (test) thread with a valid set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                0
+            );
+        }
+        for _ in 0..300 {
+            let _ = std::process::Command::new("true").status();
+        }
+        let _ = mark(&s, 0);
+        s.poll();
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[1].marker_fd(),
+            "B armed"
+        );
+        // B's spike comes while A is still waiting for its copy: nothing polls but the copy.
+        let _ = mark(&s, 0);
+        assert!(!s.armed().load(Ordering::SeqCst));
+        let text = s.copy_polling(0, 0);
+        assert!(
+            text.len() >= POLL_EVERY,
+            "A's copy holds {} bytes, fewer than one poll interval",
+            text.len()
+        );
+        assert!(s.armed().load(Ordering::SeqCst), "C armed during the copy");
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[2].marker_fd()
+        );
+        assert!(s.recorders[2].is_on());
+        let v = s.finish();
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
         assert_eq!(l.lock().unwrap().entries().count(), 0);

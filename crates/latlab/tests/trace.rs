@@ -493,11 +493,14 @@ fn traced_run_ends_clean(how: &str) {
         assert!(out.status.success(), "{how}: {:?} {err}", out.status);
     }
     assert!(instance_gone(&name), "{how}: instance {name} left behind");
-    let standby = format!("{name}-b");
-    assert!(
-        instance_gone(&standby),
-        "{how}: instance {standby} left behind"
-    );
+    // The standbys (--trace-instances, default 3).
+    for suffix in ["b", "c"] {
+        let standby = format!("{name}-{suffix}");
+        assert!(
+            instance_gone(&standby),
+            "{how}: instance {standby} left behind"
+        );
+    }
     let ledger = latlab_sys::ledger::runtime_dir().join(format!("{pid}.json"));
     assert!(!ledger.exists(), "{how}: ledger {} left", ledger.display());
 }

@@ -487,6 +487,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 threshold_ns,
                 buffer_kb: parse_kib(&a.ext.trace_buffer)?,
                 max_spikes: a.ext.trace_max_spikes,
+                instances: a.ext.trace_instances,
                 required: a.ext.trace_required,
             },
             &p.cpus,
