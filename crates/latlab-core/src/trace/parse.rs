@@ -249,44 +249,55 @@ fn parse_ts(s: &str) -> Option<u64> {
 #[inline]
 fn fixed_anchor(line: &str) -> Option<Anchor> {
     const COL: usize = 24;
-    let b = line.as_bytes();
-    if b.len() < COL + 16 || b[COL] != b' ' || b[COL + 1] != b'[' {
+    /// The fixed part (` [CPU] FLAGS SECS.FRAC: `) is read from a window of this many bytes
+    /// after the TASK-PID column, indexed without bounds checks; a line too short for it, or
+    /// an anchor that does not fit, goes to the search.
+    const WIN: usize = 48;
+    let w: &[u8; WIN] = line.as_bytes().get(COL..COL + WIN)?.try_into().ok()?;
+    if w[0] != b' ' || w[1] != b'[' {
         return None;
     }
-    let mut i = COL + 2;
+    let mut i = 2;
     let mut cpu: u32 = 0;
-    while i < COL + 8 && b[i].is_ascii_digit() {
-        cpu = cpu * 10 + (b[i] - b'0') as u32;
+    while i < 8 && w[i].is_ascii_digit() {
+        cpu = cpu * 10 + (w[i] - b'0') as u32;
         i += 1;
     }
-    if i == COL + 2 || b[i] != b']' || b[i + 1] != b' ' {
+    if i == 2 || w[i] != b']' || w[i + 1] != b' ' {
         return None;
     }
     let fl = i + 2;
-    let fl_end = fl + find_byte(b.get(fl..fl + 6)?, b' ')?;
-    let flags = Flags::parse_bytes(&b[fl..fl_end])?;
+    // The flags field is 4 or 5 bytes, then a space (a space inside it fails parse_bytes).
+    let fl_end = if w[fl + 4] == b' ' {
+        fl + 4
+    } else if w[fl + 5] == b' ' {
+        fl + 5
+    } else {
+        return None;
+    };
+    let flags = Flags::parse_bytes(&w[fl..fl_end])?;
     let mut j = fl_end;
-    while b.get(j) == Some(&b' ') {
+    while j < WIN && w[j] == b' ' {
         j += 1;
     }
     let ts_start = j;
     let mut secs: u64 = 0;
-    while j < b.len() && j - ts_start < 12 && b[j].is_ascii_digit() {
-        secs = secs * 10 + (b[j] - b'0') as u64;
+    while j < WIN && j - ts_start < 12 && w[j].is_ascii_digit() {
+        secs = secs * 10 + (w[j] - b'0') as u64;
         j += 1;
     }
     // At most 11 digits: no overflow above.
-    if j == ts_start || j - ts_start > 11 || b.get(j) != Some(&b'.') {
+    if j == ts_start || j - ts_start > 11 || j >= WIN || w[j] != b'.' {
         return None;
     }
     j += 1;
     let f0 = j;
     let mut frac: u64 = 0;
-    while j < b.len() && j - f0 < 10 && b[j].is_ascii_digit() {
-        frac = frac * 10 + (b[j] - b'0') as u64;
+    while j < WIN && j - f0 < 10 && w[j].is_ascii_digit() {
+        frac = frac * 10 + (w[j] - b'0') as u64;
         j += 1;
     }
-    if j == f0 || j - f0 > 9 || b.get(j) != Some(&b':') || b.get(j + 1) != Some(&b' ') {
+    if j == f0 || j - f0 > 9 || j + 1 >= WIN || w[j] != b':' || w[j + 1] != b' ' {
         return None;
     }
     for _ in (j - f0)..9 {
@@ -297,7 +308,7 @@ fn fixed_anchor(line: &str) -> Option<Anchor> {
         cpu,
         flags,
         ts: secs.checked_mul(1_000_000_000)?.checked_add(frac)?,
-        rest: j + 2,
+        rest: COL + j + 2,
     })
 }
 
@@ -985,7 +996,7 @@ fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
         Some(p) => (rest[..p].trim_ascii(), rest[p + 1..].trim_ascii_start()),
         None => (rest.trim_ascii(), ""),
     };
-    if name.is_empty() || memchr::memchr(b' ', name.as_bytes()).is_some() {
+    if name.is_empty() || find_byte(name.as_bytes(), b' ').is_some() {
         return Err(format!("bad event name {name:?}"));
     }
     let bb = body.as_bytes();
@@ -1759,6 +1770,28 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(eq_short(&a, &b), a == b);
             proptest::prop_assert!(eq_short(&a, &a.clone()));
+        }
+
+        #[test]
+        fn fixed_anchor_agrees_with_the_search_on_kernel_shaped_lines(
+            comm in "[a-z -]{0,16}",
+            pid in "[0-9]{1,7}",
+            cpu in "[0-9]{0,7}",
+            flags in "[dD.][.Nn][.hsHz][.0-9a-f][.0-9]?[ ]?",
+            pad in "[ ]{0,12}",
+            secs in "[0-9]{0,13}",
+            frac in "[0-9]{0,10}",
+            tail in "(: x: y)?[ a-z=]{0,30}",
+        ) {
+            let l = format!("{comm:>16}-{pid:<7} [{cpu}] {flags} {pad}{secs}.{frac}{tail}");
+            if let Some(f) = fixed_anchor(&l) {
+                let s = find_anchor(&l).expect("search finds it too");
+                proptest::prop_assert_eq!(
+                    (f.task_end, f.cpu, f.flags, f.ts, f.rest),
+                    (s.task_end, s.cpu, s.flags, s.ts, s.rest),
+                    "{:?}", l
+                );
+            }
         }
 
         #[test]
