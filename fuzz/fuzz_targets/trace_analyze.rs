@@ -1,20 +1,18 @@
 //! Fuzz the tracefs text parser and attribution (`latlab analyze`, saved spike traces): any
 //! bytes give an analysis or a ParseError, never a panic. Differential too: the parallel block
 //! parser, with blocks small enough to cut the input many times, must give exactly what the
-//! one streaming parser gives (same analysis, same first error and line); the chunked UTF-8 and
-//! marker check must answer as the whole-text checks.
+//! one streaming parser gives (same analysis, same first error and line); the bytes path must
+//! refuse exactly the inputs that are not UTF-8, and the chunked marker check must answer as
+//! the whole-text check.
 #![no_main]
 use latlab_core::trace::attribution::{
-    analyze_blocks, analyze_text, has_markers, text_and_markers, AnalyzeOptions,
+    analyze_blocks, analyze_byte_blocks, analyze_text, has_markers_bytes, markers_in,
+    AnalyzeOptions,
 };
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let (t, m) = text_and_markers(data, 3);
-    assert_eq!(t.is_some(), std::str::from_utf8(data).is_ok());
-    if let Some(t) = t {
-        assert_eq!(m, has_markers(t));
-    }
+    assert_eq!(markers_in(data, 3), has_markers_bytes(data));
     let text = String::from_utf8_lossy(data);
     let opts = AnalyzeOptions {
         threshold_ns: 0,
@@ -25,5 +23,10 @@ fuzz_target!(|data: &[u8]| {
     for block in [1, 64, 300] {
         let par = format!("{:?}", analyze_blocks(&text, &opts, 2, block));
         assert_eq!(one, par, "block {block}");
+        let bytes = analyze_byte_blocks(data, &opts, 2, block);
+        assert_eq!(bytes.is_some(), std::str::from_utf8(data).is_ok());
+        if let Some(r) = bytes {
+            assert_eq!(one, format!("{r:?}"), "bytes, block {block}");
+        }
     }
 });

@@ -817,6 +817,26 @@ pub fn analyze_text_parallel(
     analyze_blocks(text, opts, threads, PARALLEL_BLOCK)
 }
 
+/// [`analyze_text_parallel`] on bytes as read from a file: each worker checks its own block
+/// for UTF-8 just before parsing it (the block is then in its cache), instead of a pass over
+/// the whole file first. None when the bytes are not UTF-8: the caller analyzes a lossy copy.
+/// With `opts.mode == None` the markers are looked for with [`markers_in`].
+pub fn analyze_bytes_parallel(
+    bytes: &[u8],
+    opts: &AnalyzeOptions,
+    threads: usize,
+) -> Option<Result<Analysis, ParseError>> {
+    let mut opts = opts.clone();
+    if opts.mode.is_none() {
+        opts.mode = Some(if markers_in(bytes, threads) {
+            SampleMode::Markers
+        } else {
+            SampleMode::Wakeups
+        });
+    }
+    analyze_byte_blocks(bytes, &opts, threads, PARALLEL_BLOCK)
+}
+
 /// Bytes per parsed block: its records (~168 bytes per ~135-byte line) stay in a core's cache
 /// between the worker that writes them and the feeder that reads them.
 const PARALLEL_BLOCK: usize = 256 << 10;
@@ -833,29 +853,57 @@ pub fn analyze_blocks(
     if threads <= 1 || text.len() < 2 * block {
         return analyze_text(text, opts);
     }
-    let mode = mode_of(text, opts);
+    let mut opts = opts.clone();
+    opts.mode = Some(mode_of(text, &opts));
+    analyze_byte_blocks(text.as_bytes(), &opts, threads, block).expect("a str is UTF-8")
+}
+
+/// [`analyze_bytes_parallel`] with a chosen block size (tests and the fuzz target).
+#[doc(hidden)]
+pub fn analyze_byte_blocks(
+    bytes: &[u8],
+    opts: &AnalyzeOptions,
+    threads: usize,
+    block: usize,
+) -> Option<Result<Analysis, ParseError>> {
+    if threads <= 1 || bytes.len() < 2 * block {
+        let text = std::str::from_utf8(bytes).ok()?;
+        return Some(analyze_text(text, opts));
+    }
+    let mode = opts.mode.unwrap_or_else(|| {
+        if has_markers_bytes(bytes) {
+            SampleMode::Markers
+        } else {
+            SampleMode::Wakeups
+        }
+    });
     let mut a = Analyzer::new(opts.clone(), mode);
     let mut any = false;
     let mut offset = 0usize;
-    let blocks = super::parse::blocks(text, block);
+    let mut utf8 = true;
+    let blocks = super::parse::byte_blocks(bytes, block);
     let n = threads.min(blocks.len());
-    std::thread::scope(|s| -> Result<(), ParseError> {
-        // Worker w parses blocks w, w+n, w+2n, … and hands them over in that order through
-        // its own bounded channel (at most 2 blocks ahead, so the records are still in cache
-        // when fed); the fed buffers go back to it for reuse.
+    let fed = std::thread::scope(|s| -> Result<(), ParseError> {
+        // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
+        // through its own bounded channel (at most 2 blocks ahead, so the records are still in
+        // cache when fed); the fed buffers go back to it for reuse. None: not UTF-8.
         let mut ways = Vec::with_capacity(n);
         for w in 0..n {
             type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
-            let (tx, rx) = std::sync::mpsc::sync_channel::<(Buf<'_>, usize)>(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Option<(Buf<'_>, usize)>>(2);
             let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
             let mine = blocks.iter().skip(w).step_by(n);
             s.spawn(move || {
                 for b in mine {
+                    let Ok(b) = std::str::from_utf8(b) else {
+                        let _ = tx.send(None);
+                        return;
+                    };
                     let mut buf = recycled.try_recv().unwrap_or_default();
                     let lines = super::parse::parse_block(b, &mut buf);
                     let stop = matches!(buf.last(), Some(Err(_)));
                     // A closed channel: the feeder stopped at an error.
-                    if tx.send((buf, lines)).is_err() || stop {
+                    if tx.send(Some((buf, lines))).is_err() || stop {
                         return;
                     }
                 }
@@ -865,7 +913,11 @@ pub fn analyze_blocks(
         for i in 0..blocks.len() {
             let (rx, back) = &ways[i % n];
             // A worker that panicked closed its channel: the scope re-raises its panic.
-            let Ok((mut recs, lines)) = rx.recv() else {
+            let Ok(msg) = rx.recv() else {
+                break;
+            };
+            let Some((mut recs, lines)) = msg else {
+                utf8 = false;
                 break;
             };
             feed_block(&mut recs, &mut a, &mut any, offset)?;
@@ -873,11 +925,17 @@ pub fn analyze_blocks(
             let _ = back.send(recs);
         }
         Ok(())
-    })?;
-    if !any {
-        return Err(no_events(text));
+    });
+    // The text before an invalid byte may already have failed to parse: a lossy copy of the
+    // whole decides then, as for any text that is not UTF-8.
+    if !utf8 || (fed.is_err() && std::str::from_utf8(bytes).is_err()) {
+        return None;
     }
-    Ok(a.finish())
+    Some(match fed {
+        Err(e) => Err(e),
+        Ok(()) if !any => Err(no_events(std::str::from_utf8(bytes).ok()?)),
+        Ok(()) => Ok(a.finish()),
+    })
 }
 
 /// Feed one parsed block whose lines start at line `offset` of the text; its first error ends
@@ -911,43 +969,56 @@ fn feed_block<'t>(
     Ok(())
 }
 
-/// `(std::str::from_utf8(bytes).ok(), has_markers(..))` computed on `threads` line-aligned
-/// chunks at once: over a trace of hundreds of MB these two passes were the serial part of a
-/// parallel analysis. Cut at '\n' (ASCII), a valid text gives valid chunks, and a marker line
-/// is never split.
-pub fn text_and_markers(bytes: &[u8], threads: usize) -> (Option<&str>, bool) {
+/// [`has_markers_bytes`] on a whole file, faster: the recorder's marker ends its trace, so the
+/// last MiB is looked at first; only a trace without one there is searched in `threads`
+/// line-aligned chunks at once. Every line is looked at in exactly one piece, so the answer is
+/// the whole-text check's.
+pub fn markers_in(bytes: &[u8], threads: usize) -> bool {
+    const TAIL: usize = 1 << 20;
+    let mut tail = bytes.len().saturating_sub(TAIL);
+    if tail > 0 {
+        // From a line start.
+        tail = match memchr::memrchr(b'\n', &bytes[..tail]) {
+            Some(p) => p + 1,
+            None => 0,
+        };
+    }
+    if has_markers_bytes(&bytes[tail..]) {
+        return true;
+    }
+    let head = &bytes[..tail];
     let n = threads.max(1);
     let mut cuts = vec![0];
     for k in 1..n {
-        let from = (bytes.len() * k / n).max(*cuts.last().unwrap());
-        match memchr::memchr(b'\n', &bytes[from..]) {
+        let from = (head.len() * k / n).max(*cuts.last().unwrap());
+        match memchr::memchr(b'\n', &head[from..]) {
             Some(p) => cuts.push(from + p + 1),
             None => break,
         }
     }
-    cuts.push(bytes.len());
-    let chunks: Vec<&[u8]> = cuts.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
-    let per: Vec<Option<bool>> = std::thread::scope(|s| {
-        let hs: Vec<_> = chunks
-            .iter()
-            .map(|c| s.spawn(move || std::str::from_utf8(c).ok().map(has_markers)))
+    cuts.push(head.len());
+    std::thread::scope(|s| {
+        let hs: Vec<_> = cuts
+            .windows(2)
+            .map(|w| {
+                let c = &head[w[0]..w[1]];
+                s.spawn(move || has_markers_bytes(c))
+            })
             .collect();
         hs.into_iter()
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    if per.iter().any(Option::is_none) {
-        return (None, false);
-    }
-    // SAFETY: every chunk is valid UTF-8 (checked above) and the chunks are `bytes` in order;
-    // a concatenation of valid UTF-8 strings is valid UTF-8.
-    let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-    (Some(text), per.contains(&Some(true)))
+            .fold(false, |a, b| a | b)
+    })
 }
 
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
 pub fn has_markers(text: &str) -> bool {
-    let b = text.as_bytes();
+    has_markers_bytes(text.as_bytes())
+}
+
+/// [`has_markers`] on bytes (the markers are ASCII: a lossy copy of the bytes answers the
+/// same).
+pub fn has_markers_bytes(b: &[u8]) -> bool {
     // Both forms are trace_marker writes (`tracing_mark_write: …`, `print: tracing_mark_write:
     // …`): one pass for those, then a look at the rest of each such line.
     memchr::memmem::find_iter(b, b"tracing_mark_write").any(|at| {
@@ -1013,15 +1084,14 @@ mod tests {
 
     const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
 
-    /// Every fixture, parsed in blocks of many sizes on 2 and 3 threads, gives the analysis of
-    /// the one streaming parser; so does each fixture with a garbage line at any of several
-    /// places (same first error, same line number) — the cuts land next to multi-line events
-    /// (comms holding a newline), `[LOST]` markers and comments.
-    /// The chunked check answers as `from_utf8` and `has_markers` do, for any chunk count,
-    /// with the marker or an invalid byte anywhere (including at a chunk edge).
+    /// `markers_in` answers as `has_markers` on the whole text, for any thread count, with the
+    /// marker anywhere (in the tail it looks at first, at a chunk edge, …); the bytes path
+    /// refuses exactly the inputs that are not UTF-8, wherever the bad byte is.
     #[test]
-    fn text_and_markers_answers_as_the_whole_text_checks() {
-        let base = include_str!("../../tests/fixtures/trace/trace-events.txt").repeat(4);
+    fn markers_in_and_the_bytes_path_answer_as_the_whole_text_checks() {
+        // Over 1 MiB, so that the tail looked at first is not the whole.
+        let base = include_str!("../../tests/fixtures/trace/trace-events.txt");
+        let base = base.repeat((3 << 20) / base.len());
         assert!(
             !has_markers(&base),
             "the base must have no marker of its own"
@@ -1030,31 +1100,47 @@ mod tests {
             "  latlab-cpu1-7 [001] ..... 1471.6: tracing_mark_write: LATLAB_STOP t=1 a=2\n";
         assert!(has_markers(marker));
         let lines: Vec<&str> = base.split_inclusive('\n').collect();
-        // (text is Some and the whole input, markers): short to print when it fails.
-        let check = |b: &[u8], threads| {
-            let (t, m) = text_and_markers(b, threads);
-            (t.map(|t| t.as_ptr() == b.as_ptr() && t.len() == b.len()), m)
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: true,
+            mode: None,
         };
-        for at in [0, 1, lines.len() / 2, lines.len() - 1, lines.len()] {
+        for at in [
+            0,
+            1,
+            lines.len() / 3,
+            lines.len() / 2,
+            lines.len() - 1,
+            lines.len(),
+        ] {
             let mut with = lines[..at].concat();
             with.push_str(marker);
             with.push_str(&lines[at..].concat());
             let mut bad = lines[..at].concat().into_bytes();
             bad.extend_from_slice(b"\xff\xfe\n");
             bad.extend_from_slice(lines[at..].concat().as_bytes());
-            for threads in 1..6 {
-                assert_eq!(check(base.as_bytes(), threads), (Some(true), false));
-                assert_eq!(
-                    check(with.as_bytes(), threads),
-                    (Some(true), true),
+            for threads in 1..5 {
+                assert!(!markers_in(base.as_bytes(), threads));
+                assert!(markers_in(with.as_bytes(), threads), "{at} {threads}");
+                assert!(
+                    analyze_byte_blocks(&bad, &opts, threads, 64 << 10).is_none(),
                     "{at} {threads}"
                 );
-                assert_eq!(check(&bad, threads), (None, false), "{at} {threads}");
             }
         }
-        assert_eq!(text_and_markers(b"", 3), (Some(""), false));
+        assert!(!markers_in(b"", 3));
+        let good = format!("{:?}", analyze_text(&base, &opts));
+        let bytes = format!(
+            "{:?}",
+            analyze_byte_blocks(base.as_bytes(), &opts, 2, 64 << 10).expect("UTF-8")
+        );
+        assert_eq!(good, bytes);
     }
 
+    /// Every fixture, parsed in blocks of many sizes on 2 and 3 threads, gives the analysis of
+    /// the one streaming parser; so does each fixture with a garbage line at any of several
+    /// places (same first error, same line number) — the cuts land next to multi-line events
+    /// (comms holding a newline), `[LOST]` markers and comments.
     #[test]
     fn parallel_blocks_give_the_sequential_analysis_and_errors() {
         const FIXTURES: [&str; 6] = [

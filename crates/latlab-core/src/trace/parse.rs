@@ -1334,37 +1334,52 @@ impl<'a> Iterator for Parser<'a> {
 /// itself is emitted at once. A fresh parser on the next line starts in that same state. Where
 /// no such line follows within 256 lines of the nominal cut, the block simply grows.
 pub fn blocks(text: &str, target: usize) -> Vec<&str> {
-    let b = text.as_bytes();
+    // The cuts follow a '\n' (ASCII): char boundaries of a str.
+    byte_blocks(text.as_bytes(), target)
+        .into_iter()
+        .map(|b| {
+            let start = b.as_ptr() as usize - text.as_ptr() as usize;
+            &text[start..start + b.len()]
+        })
+        .collect()
+}
+
+/// [`blocks`] over bytes not yet checked for UTF-8 (each block is checked by whoever parses
+/// it). A line that is not UTF-8 is never part of a clean pair: such a text is not analyzed
+/// from its bytes at all, so where it is cut does not matter.
+pub fn byte_blocks(b: &[u8], target: usize) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut start = 0;
-    while text.len() - start > target + target / 2 {
-        let Some(cut) = clean_cut(text, start + target) else {
+    while b.len() - start > target + target / 2 {
+        let Some(cut) = clean_cut(b, start + target) else {
             break;
         };
-        out.push(&text[start..cut]);
+        out.push(&b[start..cut]);
         start = cut;
         debug_assert!(start == 0 || b[start - 1] == b'\n');
     }
-    out.push(&text[start..]);
+    out.push(&b[start..]);
     out
 }
 
 /// The first offset at or after `from` that starts a line and follows a clean line pair.
-fn clean_cut(text: &str, from: usize) -> Option<usize> {
-    let b = text.as_bytes();
+fn clean_cut(b: &[u8], from: usize) -> Option<usize> {
     // Start of the first whole line after `from`.
     let mut pos = from + memchr::memchr(b'\n', b.get(from..)?)? + 1;
     let mut prev_anchored = false;
     for _ in 0..256 {
         let end = pos + memchr::memchr(b'\n', b.get(pos..)?)?;
-        // `text` is str and '\n' is ASCII: both ends are char boundaries.
-        let l = &text[pos..end];
+        let Ok(l) = std::str::from_utf8(&b[pos..end]) else {
+            prev_anchored = false;
+            pos = end + 1;
+            continue;
+        };
         let l = l.strip_suffix('\r').unwrap_or(l);
         let a = anchor(l);
         if prev_anchored {
             if let Some(a) = a {
                 if event_at(0, l, a).is_ok() {
-                    return Some(end + 1).filter(|&c| c < text.len());
+                    return Some(end + 1).filter(|&c| c < b.len());
                 }
             }
         }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::{kind_str, printable, text_and_markers};
+use latlab_core::trace::attribution::{analyze_bytes_parallel, kind_str, markers_in, printable};
 use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
 use latlab_core::units::parse_latency;
 
@@ -45,17 +45,16 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
 pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
     let bytes =
         trace_bytes(path).with_context(|| format!("cannot read trace file {}", path.display()))?;
-    // Valid UTF-8 (the usual case) is checked on every CPU at once and borrowed as it is.
-    let (text, has_markers) = match text_and_markers(&bytes, threads()) {
-        (Some(t), m) => (std::borrow::Cow::Borrowed(t), m),
-        (None, _) => {
-            let t = String::from_utf8_lossy(&bytes);
-            let m = latlab_core::trace::attribution::has_markers(&t);
-            (t, m)
-        }
-    };
     let virtualized = run_is_virtualized(path);
-    analyze_trace(&text, has_markers, threshold, virtualized).map_err(|e| {
+    let has_markers = markers_in(&bytes, threads());
+    let opts = analyze_options(has_markers, threshold, virtualized);
+    // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
+    // borrowed as it is; anything else is analyzed from a lossy copy.
+    let r = match analyze_bytes_parallel(&bytes, &opts, threads()) {
+        Some(r) => r,
+        None => analyze_text_parallel(&String::from_utf8_lossy(&bytes), &opts, threads()),
+    };
+    r.map_err(|e| {
         anyhow::anyhow!(
             "{}:{}: {} (latlab analyze reads tracefs text traces)",
             path.display(),
@@ -105,13 +104,9 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Analyze with the command's defaults; `has_markers`: the text holds latlab markers.
-pub fn analyze_trace(
-    text: &str,
-    has_markers: bool,
-    threshold: Option<u64>,
-    virtualized: bool,
-) -> Result<Analysis, latlab_core::trace::ParseError> {
+/// The command's defaults: markers when the trace has them (threshold 0: every marked sample
+/// is a spike the run already judged), else every RT wake-up above the default threshold.
+fn analyze_options(has_markers: bool, threshold: Option<u64>, virtualized: bool) -> AnalyzeOptions {
     let mode = if has_markers {
         SampleMode::Markers
     } else {
@@ -122,16 +117,11 @@ pub fn analyze_trace(
     } else {
         DEFAULT_WAKEUP_THRESHOLD_NS
     });
-    // Parsing is spread over the CPUs latlab may use; attribution stays one pass in order.
-    analyze_text_parallel(
-        text,
-        &AnalyzeOptions {
-            threshold_ns,
-            virtualized,
-            mode: Some(mode),
-        },
-        threads(),
-    )
+    AnalyzeOptions {
+        threshold_ns,
+        virtualized,
+        mode: Some(mode),
+    }
 }
 
 /// A trace inside a run directory (`RUN/spikes/NNN/trace.txt`) knows whether its machine was
