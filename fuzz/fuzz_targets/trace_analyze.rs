@@ -2,17 +2,15 @@
 //! bytes give an analysis or a ParseError, never a panic. Differential too: the parallel block
 //! parser, with blocks small enough to cut the input many times, must give exactly what the
 //! one streaming parser gives (same analysis, same first error and line); the bytes path must
-//! refuse exactly the inputs that are not UTF-8, and the chunked marker check must answer as
-//! the whole-text check.
+//! refuse exactly the inputs that are not UTF-8 and otherwise answer the same, finding the
+//! mode (markers or wake-ups) as the whole-text check does.
 #![no_main]
 use latlab_core::trace::attribution::{
-    analyze_blocks, analyze_byte_blocks, analyze_text, has_markers_bytes, markers_in,
-    AnalyzeOptions,
+    analyze_blocks, analyze_byte_blocks, analyze_text, AnalyzeOptions,
 };
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    assert_eq!(markers_in(data, 3), has_markers_bytes(data));
     let text = String::from_utf8_lossy(data);
     let opts = AnalyzeOptions {
         threshold_ns: 0,

@@ -817,24 +817,21 @@ pub fn analyze_text_parallel(
     analyze_blocks(text, opts, threads, PARALLEL_BLOCK)
 }
 
-/// [`analyze_text_parallel`] on bytes as read from a file: each worker checks its own block
-/// for UTF-8 just before parsing it (the block is then in its cache), instead of a pass over
-/// the whole file first. None when the bytes are not UTF-8: the caller analyzes a lossy copy.
-/// With `opts.mode == None` the markers are looked for with [`markers_in`].
+/// [`analyze_text_parallel`] on bytes as read from a file, with the options of the mode the
+/// trace calls for (markers when it holds a latlab marker, else wake-ups). None when the bytes
+/// are not UTF-8: the caller analyzes a lossy copy.
+///
+/// No pass over the whole file comes first. Each worker checks its own block for UTF-8 just
+/// before parsing it (the block is then in its cache). The mode: the recorder's marker ends
+/// its trace, so the last MiB is looked at first; without a marker there, the analysis runs as
+/// wake-ups while each worker also looks for a marker in its block, and one found anywhere
+/// starts the analysis over as markers (the result is always the mode's own).
 pub fn analyze_bytes_parallel(
     bytes: &[u8],
-    opts: &AnalyzeOptions,
     threads: usize,
+    opts_for: impl Fn(SampleMode) -> AnalyzeOptions,
 ) -> Option<Result<Analysis, ParseError>> {
-    let mut opts = opts.clone();
-    if opts.mode.is_none() {
-        opts.mode = Some(if markers_in(bytes, threads) {
-            SampleMode::Markers
-        } else {
-            SampleMode::Wakeups
-        });
-    }
-    analyze_byte_blocks(bytes, &opts, threads, PARALLEL_BLOCK)
+    auto_blocks(bytes, threads, PARALLEL_BLOCK, &opts_for)
 }
 
 /// Bytes per parsed block: its records (~168 bytes per ~135-byte line) stay in a core's cache
@@ -858,7 +855,8 @@ pub fn analyze_blocks(
     analyze_byte_blocks(text.as_bytes(), &opts, threads, block).expect("a str is UTF-8")
 }
 
-/// [`analyze_bytes_parallel`] with a chosen block size (tests and the fuzz target).
+/// [`analyze_bytes_parallel`] with a chosen block size (tests and the fuzz target); with
+/// `opts.mode == None` the mode is found as there, with the same options for either.
 #[doc(hidden)]
 pub fn analyze_byte_blocks(
     bytes: &[u8],
@@ -866,44 +864,109 @@ pub fn analyze_byte_blocks(
     threads: usize,
     block: usize,
 ) -> Option<Result<Analysis, ParseError>> {
-    if threads <= 1 || bytes.len() < 2 * block {
-        let text = std::str::from_utf8(bytes).ok()?;
-        return Some(analyze_text(text, opts));
+    match opts.mode {
+        Some(_) => run_blocks(bytes, opts, threads, block, false).done(),
+        None => auto_blocks(bytes, threads, block, &|m| AnalyzeOptions {
+            mode: Some(m),
+            ..opts.clone()
+        }),
     }
-    let mode = opts.mode.unwrap_or_else(|| {
-        if has_markers_bytes(bytes) {
+}
+
+/// How a run over blocks ended.
+enum Outcome {
+    NotUtf8,
+    /// A block holds a latlab marker (only when watching for one).
+    MarkerSeen,
+    Done(Result<Analysis, ParseError>),
+}
+
+impl Outcome {
+    fn done(self) -> Option<Result<Analysis, ParseError>> {
+        match self {
+            Outcome::Done(r) => Some(r),
+            Outcome::NotUtf8 => None,
+            Outcome::MarkerSeen => unreachable!("markers are watched for by auto_blocks only"),
+        }
+    }
+}
+
+fn auto_blocks(
+    bytes: &[u8],
+    threads: usize,
+    block: usize,
+    opts_for: &dyn Fn(SampleMode) -> AnalyzeOptions,
+) -> Option<Result<Analysis, ParseError>> {
+    let markers = |yes| {
+        if yes {
             SampleMode::Markers
         } else {
             SampleMode::Wakeups
         }
-    });
+    };
+    if threads <= 1 || bytes.len() < 2 * block {
+        let mode = markers(has_markers_bytes(bytes));
+        return run_blocks(bytes, &opts_for(mode), threads, block, false).done();
+    }
+    if tail_has_markers(bytes) {
+        return run_blocks(bytes, &opts_for(SampleMode::Markers), threads, block, false).done();
+    }
+    match run_blocks(bytes, &opts_for(SampleMode::Wakeups), threads, block, true) {
+        Outcome::MarkerSeen => {
+            run_blocks(bytes, &opts_for(SampleMode::Markers), threads, block, false).done()
+        }
+        o => o.done(),
+    }
+}
+
+/// The parallel analysis with `opts.mode` set. `watch`: stop with [`Outcome::MarkerSeen`] at
+/// the first block that holds a latlab marker (each block is line-aligned, so a marker line is
+/// whole in one block).
+fn run_blocks(
+    bytes: &[u8],
+    opts: &AnalyzeOptions,
+    threads: usize,
+    block: usize,
+    watch: bool,
+) -> Outcome {
+    let mode = opts.mode.expect("run_blocks: the mode is set");
+    if threads <= 1 || bytes.len() < 2 * block {
+        return match std::str::from_utf8(bytes) {
+            Ok(text) => Outcome::Done(analyze_text(text, opts)),
+            Err(_) => Outcome::NotUtf8,
+        };
+    }
     let mut a = Analyzer::new(opts.clone(), mode);
     let mut any = false;
     let mut offset = 0usize;
-    let mut utf8 = true;
+    let mut stopped = None;
     let blocks = super::parse::byte_blocks(bytes, block);
     let n = threads.min(blocks.len());
     let fed = std::thread::scope(|s| -> Result<(), ParseError> {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
         // through its own bounded channel (at most 2 blocks ahead, so the records are still in
-        // cache when fed); the fed buffers go back to it for reuse. None: not UTF-8.
+        // cache when fed); the fed buffers go back to it for reuse.
         let mut ways = Vec::with_capacity(n);
         for w in 0..n {
             type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Option<(Buf<'_>, usize)>>(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Buf<'_>, usize), Outcome>>(2);
             let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
             let mine = blocks.iter().skip(w).step_by(n);
             s.spawn(move || {
                 for b in mine {
-                    let Ok(b) = std::str::from_utf8(b) else {
-                        let _ = tx.send(None);
+                    let Ok(text) = std::str::from_utf8(b) else {
+                        let _ = tx.send(Err(Outcome::NotUtf8));
                         return;
                     };
+                    if watch && has_markers_bytes(b) {
+                        let _ = tx.send(Err(Outcome::MarkerSeen));
+                        return;
+                    }
                     let mut buf = recycled.try_recv().unwrap_or_default();
-                    let lines = super::parse::parse_block(b, &mut buf);
+                    let lines = super::parse::parse_block(text, &mut buf);
                     let stop = matches!(buf.last(), Some(Err(_)));
                     // A closed channel: the feeder stopped at an error.
-                    if tx.send(Some((buf, lines))).is_err() || stop {
+                    if tx.send(Ok((buf, lines))).is_err() || stop {
                         return;
                     }
                 }
@@ -916,9 +979,12 @@ pub fn analyze_byte_blocks(
             let Ok(msg) = rx.recv() else {
                 break;
             };
-            let Some((mut recs, lines)) = msg else {
-                utf8 = false;
-                break;
+            let (mut recs, lines) = match msg {
+                Ok(m) => m,
+                Err(o) => {
+                    stopped = Some(o);
+                    break;
+                }
             };
             feed_block(&mut recs, &mut a, &mut any, offset)?;
             offset += lines;
@@ -927,13 +993,21 @@ pub fn analyze_byte_blocks(
         Ok(())
     });
     // The text before an invalid byte may already have failed to parse: a lossy copy of the
-    // whole decides then, as for any text that is not UTF-8.
-    if !utf8 || (fed.is_err() && std::str::from_utf8(bytes).is_err()) {
-        return None;
+    // whole decides then, as for any text that is not UTF-8. (A parse error does not depend on
+    // the mode: one found before a marker is the answer in either.)
+    if matches!(stopped, Some(Outcome::NotUtf8))
+        || (fed.is_err() && std::str::from_utf8(bytes).is_err())
+    {
+        return Outcome::NotUtf8;
     }
-    Some(match fed {
+    if let Some(o) = stopped {
+        return o;
+    }
+    Outcome::Done(match fed {
         Err(e) => Err(e),
-        Ok(()) if !any => Err(no_events(std::str::from_utf8(bytes).ok()?)),
+        Ok(()) if !any => Err(no_events(
+            std::str::from_utf8(bytes).expect("every block was UTF-8"),
+        )),
         Ok(()) => Ok(a.finish()),
     })
 }
@@ -969,46 +1043,15 @@ fn feed_block<'t>(
     Ok(())
 }
 
-/// [`has_markers_bytes`] on a whole file, faster: the recorder's marker ends its trace, so the
-/// last MiB is looked at first; only a trace without one there is searched in `threads`
-/// line-aligned chunks at once. Every line is looked at in exactly one piece, so the answer is
-/// the whole-text check's.
-pub fn markers_in(bytes: &[u8], threads: usize) -> bool {
+/// A latlab marker in the last MiB of `bytes` (from a line start), where the recorder's marker
+/// ends its trace.
+fn tail_has_markers(bytes: &[u8]) -> bool {
     const TAIL: usize = 1 << 20;
     let mut tail = bytes.len().saturating_sub(TAIL);
     if tail > 0 {
-        // From a line start.
-        tail = match memchr::memrchr(b'\n', &bytes[..tail]) {
-            Some(p) => p + 1,
-            None => 0,
-        };
+        tail = memchr::memrchr(b'\n', &bytes[..tail]).map_or(0, |p| p + 1);
     }
-    if has_markers_bytes(&bytes[tail..]) {
-        return true;
-    }
-    let head = &bytes[..tail];
-    let n = threads.max(1);
-    let mut cuts = vec![0];
-    for k in 1..n {
-        let from = (head.len() * k / n).max(*cuts.last().unwrap());
-        match memchr::memchr(b'\n', &head[from..]) {
-            Some(p) => cuts.push(from + p + 1),
-            None => break,
-        }
-    }
-    cuts.push(head.len());
-    std::thread::scope(|s| {
-        let hs: Vec<_> = cuts
-            .windows(2)
-            .map(|w| {
-                let c = &head[w[0]..w[1]];
-                s.spawn(move || has_markers_bytes(c))
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .fold(false, |a, b| a | b)
-    })
+    has_markers_bytes(&bytes[tail..])
 }
 
 /// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
@@ -1084,11 +1127,12 @@ mod tests {
 
     const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
 
-    /// `markers_in` answers as `has_markers` on the whole text, for any thread count, with the
-    /// marker anywhere (in the tail it looks at first, at a chunk edge, …); the bytes path
-    /// refuses exactly the inputs that are not UTF-8, wherever the bad byte is.
+    /// The bytes path finds the mode as `analyze_text` does, with the marker anywhere: in the
+    /// tail it looks at first, or earlier (found by a worker while analyzing as wake-ups, then
+    /// analyzed over as markers), and refuses exactly the inputs that are not UTF-8, wherever
+    /// the bad byte is.
     #[test]
-    fn markers_in_and_the_bytes_path_answer_as_the_whole_text_checks() {
+    fn the_bytes_path_finds_the_mode_and_refuses_what_is_not_utf8() {
         // Over 1 MiB, so that the tail looked at first is not the whole.
         let base = include_str!("../../tests/fixtures/trace/trace-events.txt");
         let base = base.repeat((3 << 20) / base.len());
@@ -1096,8 +1140,7 @@ mod tests {
             !has_markers(&base),
             "the base must have no marker of its own"
         );
-        let marker =
-            "  latlab-cpu1-7 [001] ..... 1471.6: tracing_mark_write: LATLAB_STOP t=1 a=2\n";
+        let marker = "  latlab-cpu1-7 [001] ..... 1471.6: tracing_mark_write: LATLAB_STOP cpu=1 intended=1 actual=2 latency=1\n";
         assert!(has_markers(marker));
         let lines: Vec<&str> = base.split_inclusive('\n').collect();
         let opts = AnalyzeOptions {
@@ -1105,36 +1148,29 @@ mod tests {
             virtualized: true,
             mode: None,
         };
-        for at in [
-            0,
-            1,
-            lines.len() / 3,
-            lines.len() / 2,
-            lines.len() - 1,
-            lines.len(),
-        ] {
+        let whole = |t: &str| format!("{:?}", analyze_text(t, &opts));
+        for at in [0, 1, lines.len() / 3, lines.len() - 1, lines.len()] {
             let mut with = lines[..at].concat();
             with.push_str(marker);
             with.push_str(&lines[at..].concat());
             let mut bad = lines[..at].concat().into_bytes();
             bad.extend_from_slice(b"\xff\xfe\n");
             bad.extend_from_slice(lines[at..].concat().as_bytes());
-            for threads in 1..5 {
-                assert!(!markers_in(base.as_bytes(), threads));
-                assert!(markers_in(with.as_bytes(), threads), "{at} {threads}");
+            let want = whole(&with);
+            assert!(want.contains("Markers"), "{at}");
+            for threads in [2, 3] {
+                let got =
+                    analyze_byte_blocks(with.as_bytes(), &opts, threads, 64 << 10).expect("UTF-8");
+                assert_eq!(format!("{got:?}"), want, "{at} {threads}");
                 assert!(
                     analyze_byte_blocks(&bad, &opts, threads, 64 << 10).is_none(),
                     "{at} {threads}"
                 );
             }
         }
-        assert!(!markers_in(b"", 3));
-        let good = format!("{:?}", analyze_text(&base, &opts));
-        let bytes = format!(
-            "{:?}",
-            analyze_byte_blocks(base.as_bytes(), &opts, 2, 64 << 10).expect("UTF-8")
-        );
-        assert_eq!(good, bytes);
+        let got = analyze_byte_blocks(base.as_bytes(), &opts, 2, 64 << 10).expect("UTF-8");
+        assert_eq!(format!("{got:?}"), whole(&base));
+        assert!(format!("{got:?}").contains("Wakeups"));
     }
 
     /// Every fixture, parsed in blocks of many sizes on 2 and 3 threads, gives the analysis of

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::{analyze_bytes_parallel, kind_str, markers_in, printable};
+use latlab_core::trace::attribution::{analyze_bytes_parallel, has_markers, kind_str, printable};
 use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
 use latlab_core::units::parse_latency;
 
@@ -46,13 +46,16 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analy
     let bytes =
         trace_bytes(path).with_context(|| format!("cannot read trace file {}", path.display()))?;
     let virtualized = run_is_virtualized(path);
-    let has_markers = markers_in(&bytes, threads());
-    let opts = analyze_options(has_markers, threshold, virtualized);
+    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
     // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
     // borrowed as it is; anything else is analyzed from a lossy copy.
-    let r = match analyze_bytes_parallel(&bytes, &opts, threads()) {
+    let r = match analyze_bytes_parallel(&bytes, threads(), opts_for) {
         Some(r) => r,
-        None => analyze_text_parallel(&String::from_utf8_lossy(&bytes), &opts, threads()),
+        None => {
+            let text = String::from_utf8_lossy(&bytes);
+            let opts = analyze_options(has_markers(&text), threshold, virtualized);
+            analyze_text_parallel(&text, &opts, threads())
+        }
     };
     r.map_err(|e| {
         anyhow::anyhow!(
