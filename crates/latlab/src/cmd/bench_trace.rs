@@ -260,31 +260,59 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
     }
     let mb = len as f64 / 1e6;
 
-    let t = Instant::now();
-    let out = Command::new("wc")
-        .arg("-l")
-        .arg(path)
-        .output()
-        .context("cannot run wc -l (coreutils)")?;
-    let wc_s = t.elapsed().as_secs_f64();
-    anyhow::ensure!(out.status.success(), "wc -l failed on {}", path.display());
-    let lines: u64 = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    // Interleaved rounds, medians: this VM's speed drifts by tens of percent within a minute,
+    // so one timing of each said more about the moment than about the two programs.
+    const ROUNDS: usize = 5;
+    let mut wc = Vec::with_capacity(ROUNDS);
+    let mut an = Vec::with_capacity(ROUNDS);
+    let mut lines = 0u64;
+    let mut a = None;
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let out = Command::new("wc")
+            .arg("-l")
+            .arg(path)
+            .output()
+            .context("cannot run wc -l (coreutils)")?;
+        wc.push(t.elapsed().as_secs_f64());
+        anyhow::ensure!(out.status.success(), "wc -l failed on {}", path.display());
+        lines = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        // Timed as `latlab analyze` does it: read the file, analyze, (no output).
+        let t = Instant::now();
+        let r = super::analyze::analyze_file(path, None)?;
+        an.push(t.elapsed().as_secs_f64());
+        a = Some(r);
+    }
+    let a = a.expect("at least one round");
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (wc_min, an_min) = (
+        wc.iter().copied().fold(f64::MAX, f64::min),
+        an.iter().copied().fold(f64::MAX, f64::min),
+    );
+    let (wc_s, an_s) = (median(&mut wc), median(&mut an));
 
-    // Timed as `latlab analyze` does it: read the file, analyze, (no output).
-    let t = Instant::now();
-    let a = super::analyze::analyze_file(path, None)?;
-    let an_s = t.elapsed().as_secs_f64();
-
-    println!("trace {} ({mb:.1} MB, {lines} lines)", path.display());
-    println!("  wc -l            {:8.3} s  {:8.1} MB/s", wc_s, mb / wc_s);
     println!(
-        "  latlab analyze   {:8.3} s  {:8.1} MB/s  ({} events, {} samples, {} spikes)",
+        "trace {} ({mb:.1} MB, {lines} lines), median of {ROUNDS} interleaved rounds (min)",
+        path.display()
+    );
+    println!(
+        "  wc -l            {:8.3} s  {:8.1} MB/s  ({:.3} s)",
+        wc_s,
+        mb / wc_s,
+        wc_min
+    );
+    println!(
+        "  latlab analyze   {:8.3} s  {:8.1} MB/s  ({:.3} s; {} events, {} samples, {} spikes)",
         an_s,
         mb / an_s,
+        an_min,
         a.events,
         a.samples,
         a.spikes.len()
