@@ -250,20 +250,31 @@ fn parse_ts(s: &str) -> Option<u64> {
 fn fixed_anchor(line: &str) -> Option<Anchor> {
     const COL: usize = 24;
     /// The fixed part (` [CPU] FLAGS SECS.FRAC: `) is read from a window of this many bytes
-    /// after the TASK-PID column, indexed without bounds checks; a line too short for it, or
-    /// an anchor that does not fit, goes to the search.
+    /// after the TASK-PID column; a line too short for it, or an anchor that does not fit, goes
+    /// to the search.
     const WIN: usize = 48;
+    const POW10: [u64; 10] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ];
     let w: &[u8; WIN] = line.as_bytes().get(COL..COL + WIN)?.try_into().ok()?;
     if w[0] != b' ' || w[1] != b'[' {
         return None;
     }
-    let mut i = 2;
-    let mut cpu: u32 = 0;
-    while i < 8 && w[i].is_ascii_digit() {
-        cpu = cpu * 10 + (w[i] - b'0') as u32;
-        i += 1;
+    let (n, cpu) = lead_digits(w[2..10].try_into().unwrap());
+    if n == 0 || n > 6 {
+        return None;
     }
-    if i == 2 || w[i] != b']' || w[i + 1] != b' ' {
+    let i = 2 + n;
+    if w[i] != b']' || w[i + 1] != b' ' {
         return None;
     }
     let fl = i + 2;
@@ -280,36 +291,72 @@ fn fixed_anchor(line: &str) -> Option<Anchor> {
     while j < WIN && w[j] == b' ' {
         j += 1;
     }
-    let ts_start = j;
-    let mut secs: u64 = 0;
-    while j < WIN && j - ts_start < 12 && w[j].is_ascii_digit() {
-        secs = secs * 10 + (w[j] - b'0') as u64;
-        j += 1;
+    // SECS: 1 to 11 digits, read 8 at a time.
+    let (mut secs_len, mut secs) = lead_digits(w.get(j..j + 8)?.try_into().unwrap());
+    if secs_len == 8 {
+        let (n2, v2) = lead_digits(w.get(j + 8..j + 16)?.try_into().unwrap());
+        secs_len += n2;
+        secs = secs * POW10[n2.min(9)] + v2;
     }
-    // At most 11 digits: no overflow above.
-    if j == ts_start || j - ts_start > 11 || j >= WIN || w[j] != b'.' {
+    if secs_len == 0 || secs_len > 11 {
+        return None;
+    }
+    j += secs_len;
+    if w[j] != b'.' {
         return None;
     }
     j += 1;
-    let f0 = j;
-    let mut frac: u64 = 0;
-    while j < WIN && j - f0 < 10 && w[j].is_ascii_digit() {
-        frac = frac * 10 + (w[j] - b'0') as u64;
-        j += 1;
+    // FRAC: 1 to 9 digits.
+    let (mut frac_len, mut frac) = lead_digits(w.get(j..j + 8)?.try_into().unwrap());
+    if frac_len == 8 {
+        let more = w.get(j + 8..j + 10)?;
+        if more[0].is_ascii_digit() {
+            if more[1].is_ascii_digit() {
+                return None;
+            }
+            frac = frac * 10 + (more[0] - b'0') as u64;
+            frac_len = 9;
+        }
     }
-    if j == f0 || j - f0 > 9 || j + 1 >= WIN || w[j] != b':' || w[j + 1] != b' ' {
+    if frac_len == 0 {
         return None;
     }
-    for _ in (j - f0)..9 {
-        frac *= 10;
+    j += frac_len;
+    if w.get(j..j + 2)? != b": " {
+        return None;
     }
     Some(Anchor {
         task_end: COL,
-        cpu,
+        cpu: cpu as u32,
         flags,
-        ts: secs.checked_mul(1_000_000_000)?.checked_add(frac)?,
+        ts: secs
+            .checked_mul(1_000_000_000)?
+            .checked_add(frac * POW10[9 - frac_len])?,
         rest: COL + j + 2,
     })
+}
+
+/// The decimal digits at the start of 8 bytes: (how many, their value), in a few word
+/// operations. A byte's top bit in `nd` is set when it is not a digit (no carry crosses bytes:
+/// `(x & 0x7f) + 0x76` stays below 0x100); the digits, shifted to the top of the word with
+/// zeros (leading zeros) below them, are combined pairwise, then in fours, then all eight.
+#[inline(always)]
+fn lead_digits(b: &[u8; 8]) -> (usize, u64) {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(*b) ^ 0x3030_3030_3030_3030;
+    let nd = (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI;
+    let n = (nd.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // The first digit is the lowest byte: keep the n digits, move them to the top.
+    let d = x << (8 * (8 - n));
+    let d = d.wrapping_mul(10).wrapping_add(d >> 8);
+    let d = ((d & 0x0000_00ff_0000_00ff).wrapping_mul(100 + (1_000_000 << 32))
+        + ((d >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(1 + (10_000 << 32)))
+        >> 32;
+    (n, d)
 }
 
 /// The anchor of a line: [`fixed_anchor`], else the search.
@@ -691,21 +738,37 @@ fn find_arrow(body: &str) -> Option<usize> {
 #[inline(always)]
 fn digits_back(b: &[u8], end: usize, key: &[u8]) -> Option<(usize, i64)> {
     let b = &b[..end];
-    let digits = b
-        .iter()
-        .rev()
-        .take(18)
-        .take_while(|c| c.is_ascii_digit())
-        .count();
-    let i = end - digits;
+    // The digits before `end`, counted 8 bytes at a time: in the word that ends at `end` (its
+    // last byte is the most significant), a byte's top bit in `nd` is set when it is not a
+    // digit; the zero bytes above the highest such bit are the digits.
+    let mut i = end;
+    if end >= 8 {
+        const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        const HI: u64 = 0x8080_8080_8080_8080;
+        let x = u64::from_le_bytes(b[end - 8..].try_into().unwrap()) ^ 0x3030_3030_3030_3030;
+        let nd = (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI;
+        let digits = (nd.leading_zeros() / 8) as usize;
+        if digits < 8 {
+            i = end - digits;
+        } else {
+            while i > end.saturating_sub(18) && b[i - 1].is_ascii_digit() {
+                i -= 1;
+            }
+        }
+    } else {
+        while i > 0 && b[i - 1].is_ascii_digit() {
+            i -= 1;
+        }
+    }
     let k = i.checked_sub(key.len())?;
-    if digits == 0 || !eq_short(&b[k..i], key) {
+    if i == end || !eq_short(&b[k..i], key) {
         return None;
     }
-    Some((
-        k,
-        b[i..].iter().fold(0i64, |n, &c| n * 10 + (c - b'0') as i64),
-    ))
+    let mut n = 0i64;
+    for &c in &b[i..] {
+        n = n * 10 + (c - b'0') as i64;
+    }
+    Some((k, n))
 }
 
 /// The kernel's sched_switch body read backwards from its fixed layout, `prev_comm=A
@@ -1807,6 +1870,31 @@ mod tests {
                     "{:?}", l
                 );
             }
+        }
+
+        #[test]
+        fn digits_back_reads_the_digits_before_the_end(
+            pre in "[a-z =0-9/:]{0,12}",
+            digits in "[0-9]{0,20}",
+            post in "[ a-z0-9]{0,3}",
+        ) {
+            let key = " pid=";
+            let s = format!("{pre}{key}{digits}{post}");
+            let b = s.as_bytes();
+            let end = pre.len() + key.len() + digits.len();
+            // Reference: the longest run of at most 18 digits before `end`, after `key`.
+            let run = b[..end].iter().rev().take(18).take_while(|c| c.is_ascii_digit()).count();
+            let i = end - run;
+            let want = (run > 0 && i >= key.len() && &b[i - key.len()..i] == key.as_bytes())
+                .then(|| (i - key.len(), s[i..end].parse::<i64>().unwrap()));
+            proptest::prop_assert_eq!(digits_back(b, end, key.as_bytes()), want, "{:?} {}", s, end);
+        }
+
+        #[test]
+        fn lead_digits_reads_the_leading_digits(b in proptest::array::uniform8(proptest::sample::select(vec![b'0', b'1', b'5', b'9', b'/', b':', b' ', b'a', 0xb0, 0xb9]))) {
+            let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            let v = b[..n].iter().fold(0u64, |v, &c| v * 10 + (c - b'0') as u64);
+            proptest::prop_assert_eq!(lead_digits(&b), (n, v));
         }
 
         #[test]
