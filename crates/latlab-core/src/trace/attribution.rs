@@ -292,6 +292,46 @@ struct CpuState<'a> {
     last_switch: PidMap<Nanos>,
 }
 
+/// Per-CPU states: a CPU number indexes a vector (looked up for every event; a BTreeMap was 3 %
+/// of the analysis), numbers beyond [`CpuMap::NEAR`] (a garbage trace) go to a map.
+#[derive(Default)]
+struct CpuMap<'a> {
+    near: Vec<Option<CpuState<'a>>>,
+    far: BTreeMap<u32, CpuState<'a>>,
+}
+
+impl<'a> CpuMap<'a> {
+    const NEAR: u32 = 4096;
+
+    /// The CPU's state, created empty on first use.
+    #[inline]
+    fn entry(&mut self, cpu: u32) -> &mut CpuState<'a> {
+        if cpu >= Self::NEAR {
+            return self.far.entry(cpu).or_default();
+        }
+        let i = cpu as usize;
+        if i >= self.near.len() {
+            self.near.resize_with(i + 1, || None);
+        }
+        self.near[i].get_or_insert_with(CpuState::default)
+    }
+
+    fn get_mut(&mut self, cpu: u32) -> Option<&mut CpuState<'a>> {
+        if cpu >= Self::NEAR {
+            return self.far.get_mut(&cpu);
+        }
+        self.near.get_mut(cpu as usize)?.as_mut()
+    }
+
+    /// The CPUs seen, in increasing order.
+    fn cpus(&self) -> Vec<u32> {
+        let near = self.near.iter().enumerate().filter(|(_, s)| s.is_some());
+        near.map(|(i, _)| i as u32)
+            .chain(self.far.keys().copied())
+            .collect()
+    }
+}
+
 /// The result of an analysis.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
@@ -310,7 +350,7 @@ pub struct Analysis {
 pub struct Analyzer<'a> {
     opts: AnalyzeOptions,
     mode: SampleMode,
-    cpus: BTreeMap<u32, CpuState<'a>>,
+    cpus: CpuMap<'a>,
     /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
     known: PidMap<(Cow<'a, str>, i64)>,
     out: Analysis,
@@ -345,7 +385,7 @@ impl<'a> Analyzer<'a> {
         Analyzer {
             opts,
             mode,
-            cpus: BTreeMap::new(),
+            cpus: CpuMap::default(),
             known: PidMap::default(),
             out: Analysis {
                 mode: Some(mode),
@@ -357,7 +397,7 @@ impl<'a> Analyzer<'a> {
     pub fn lost(&mut self, cpu: u32, events: u64) {
         self.out.lost.push((cpu, events));
         // History before this point is incomplete: forget open contexts.
-        if let Some(st) = self.cpus.get_mut(&cpu) {
+        if let Some(st) = self.cpus.get_mut(cpu) {
             st.stack.clear();
             st.expiring = None;
         }
@@ -376,7 +416,7 @@ impl<'a> Analyzer<'a> {
             EventKind::SchedWaking { task, .. } => learn(&mut self.known, task),
             _ => {}
         }
-        let st = self.cpus.entry(ev.cpu).or_default();
+        let st = self.cpus.entry(ev.cpu);
         // The PID column is exact: the task on this CPU at this event. When it disagrees with
         // the last sched_switch (a switch missing from the trace, or the trace's start), it
         // wins — for the gap before this event too, since the switch happened somewhere in it.
@@ -599,7 +639,7 @@ impl<'a> Analyzer<'a> {
     }
 
     fn finish_window(&mut self, cpu: u32, w: Window<'a>, marker: Option<MarkerEnd>) {
-        let st = self.cpus.entry(cpu).or_default();
+        let st = self.cpus.entry(cpu);
         let (e, r, latency, mut acc) = match marker {
             Some((e, r, l, _)) => (e, Some(r), l.unwrap_or(r.saturating_sub(e)), w.acc.clone()),
             None => {
@@ -679,9 +719,8 @@ impl<'a> Analyzer<'a> {
 
     /// End of the trace: windows already switched in are samples (wake-up mode).
     pub fn finish(mut self) -> Analysis {
-        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
-        for cpu in cpus {
-            let ws = std::mem::take(&mut self.cpus.get_mut(&cpu).unwrap().windows);
+        for cpu in self.cpus.cpus() {
+            let ws = std::mem::take(&mut self.cpus.entry(cpu).windows);
             for w in ws {
                 if w.switched.is_some() {
                     self.finish_window(cpu, w, None);
