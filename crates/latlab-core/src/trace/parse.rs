@@ -1038,17 +1038,37 @@ fn event_from(line: usize, text: &str) -> Result<Event<'_>, String> {
 /// comm there is no instance prefix to strip, and the '-' at byte 16 is the last one.
 #[inline]
 fn fixed_task(col: &str) -> Option<(&str, i64)> {
+    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const SP: u64 = 0x2020_2020_2020_2020;
+    // Top bit of each byte of `x` that is not zero (exact: no carry crosses bytes).
+    let nonzero = |x: u64| (((x & LO7) + LO7) | x) & HI;
     let b = col.as_bytes();
-    if b.len() != 24 || b[16] != b'-' || find_byte(&b[..16], b':').is_some() {
+    if b.len() != 24 || b[16] != b'-' {
         return None;
     }
-    let mut j = 17;
-    let mut pid: i64 = 0;
-    while j < 24 && b[j].is_ascii_digit() {
-        pid = pid * 10 + (b[j] - b'0') as i64;
-        j += 1;
+    let w0 = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let w1 = u64::from_le_bytes(b[8..16].try_into().unwrap());
+    let colon = 0x3a3a_3a3a_3a3a_3a3a;
+    if (nonzero(w0 ^ colon) & nonzero(w1 ^ colon)) != HI {
+        return None; // a ':' in the comm (an instance prefix?): the general split decides
     }
-    (j > 17 && b[j..].iter().all(|&c| c == b' ')).then(|| (col[..16].trim_ascii_start(), pid))
+    // The comm starts at the first byte that is not a space.
+    let (n0, n1) = (nonzero(w0 ^ SP), nonzero(w1 ^ SP));
+    let start = if n0 != 0 {
+        (n0.trailing_zeros() / 8) as usize
+    } else if n1 != 0 {
+        8 + (n1.trailing_zeros() / 8) as usize
+    } else {
+        16
+    };
+    if start < 16 && b[start].is_ascii_whitespace() {
+        return None; // trim_ascii_start would go on past a tab or CR
+    }
+    let mut p = [b' '; 8];
+    p[..7].copy_from_slice(&b[17..24]);
+    let (n, pid) = lead_digits(&p);
+    (n > 0 && p[n..].iter().all(|&c| c == b' ')).then(|| (&col[start..16], pid as i64))
 }
 
 fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
@@ -1832,7 +1852,7 @@ mod tests {
 
         #[test]
         fn fixed_task_agrees_with_split_task(
-            comm in "[a-z :\\-/]{0,17}",
+            comm in "[a-z :\\-/\t\r]{0,17}",
             pid in "[0-9a ]{0,8}",
         ) {
             let col = format!("{comm:>16}-{pid:<7}");
