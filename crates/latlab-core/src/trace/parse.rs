@@ -1313,6 +1313,35 @@ impl<'a> Parser<'a> {
     }
 }
 
+impl<'a> Parser<'a> {
+    /// Append every record to `out`, as `out.extend(parser)` would. Lines that are complete
+    /// events while nothing is pending (almost all) are parsed here in a tight loop and pushed
+    /// in place; anything else is handed back to [`Iterator::next`], from that same line.
+    pub fn fill(&mut self, out: &mut Vec<Result<Record<'a>, ParseError>>) {
+        loop {
+            if self.prev.is_none() && self.pending.is_none() && self.out.is_empty() && !self.done {
+                let (pos, idx) = (self.lines.pos, self.lines.idx);
+                if let Some((i, raw)) = self.lines.next() {
+                    let l = raw.strip_suffix('\r').unwrap_or(raw);
+                    if let Some(a) = anchor(l) {
+                        if let Ok(ev) = event_at(i + 1, l, a) {
+                            out.push(Ok(Record::Event(ev)));
+                            continue;
+                        }
+                    }
+                    // Not a complete event: the general path reads this line again.
+                    self.lines.pos = pos;
+                    self.lines.idx = idx;
+                }
+            }
+            match self.next() {
+                Some(r) => out.push(r),
+                None => return,
+            }
+        }
+    }
+}
+
 /// `trace-cmd report` preamble lines: `version = 6`, `cpus=2`, `CPU 0 is empty`, …
 fn is_tracecmd_header(l: &str) -> bool {
     l.starts_with("cpus=")
@@ -1481,7 +1510,7 @@ fn clean_cut(b: &[u8], from: usize) -> Option<usize> {
 pub fn parse_block<'a>(block: &'a str, out: &mut Vec<Result<Record<'a>, ParseError>>) -> usize {
     out.clear();
     let mut p = Parser::new(block);
-    out.extend(&mut p);
+    p.fill(out);
     // The parser read every line (after an error nothing of this block on is fed, so the count
     // no longer matters); `Lines` yields one line past the last '\n'.
     p.lines.idx.saturating_sub(1)
