@@ -360,9 +360,12 @@ fn lead_digits(b: &[u8; 8]) -> (usize, u64) {
 }
 
 /// The anchor of a line: [`fixed_anchor`], else the search.
-#[inline]
+#[inline(always)]
 fn anchor(line: &str) -> Option<Anchor> {
-    fixed_anchor(line).or_else(|| find_anchor(line))
+    match fixed_anchor(line) {
+        Some(a) => Some(a),
+        None => find_anchor(line),
+    }
 }
 
 /// Find the anchor in a line: the first `TIMESTAMP: ` preceded by a flags field and a CPU.
