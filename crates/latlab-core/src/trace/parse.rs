@@ -951,9 +951,14 @@ fn name_of(name: &str) -> Name {
 }
 
 fn parse_body<'a>(name: &'a str, body: &'a str) -> Result<EventKind<'a>, String> {
+    parse_named(name_of(name), name, body)
+}
+
+/// [`parse_body`] with the name already looked up.
+#[inline]
+fn parse_named<'a>(n: Name, name: &'a str, body: &'a str) -> Result<EventKind<'a>, String> {
     let mut f = Fields::new(body);
     use Name as N;
-    let n = name_of(name);
     Ok(match n {
         N::Switch => match fast_switch(body) {
             Some(k) => k,
@@ -1078,6 +1083,43 @@ fn event_at(line: usize, text: &str, a: Anchor) -> Result<Event<'_>, String> {
     let col = &text[..a.task_end];
     let (task_comm, pid) = fixed_task(col).unwrap_or_else(|| split_task(col));
     let rest = &text[a.rest..];
+    // The three scheduler events (nearly every line of a busy trace): `sched_XXXXXX: ` read
+    // as it is, which is what the general split below finds for them.
+    let rb = rest.as_bytes();
+    if rb.len() >= 14 && eq_short(&rb[..6], b"sched_") && rb[12] == b':' && rb[13] == b' ' {
+        let n = match &rb[6..12] {
+            b"switch" => Some(Name::Switch),
+            b"waking" => Some(Name::Waking),
+            b"wakeup" => Some(Name::Wakeup),
+            _ => None,
+        };
+        if let Some(n) = n {
+            let name = &rest[..12];
+            let body = rest[14..].trim_ascii_start();
+            let kind = parse_named(n, name, body.trim_end_matches(['\r', '\n']))
+                .map_err(|e| format!("{name}: {e}"))?;
+            return Ok(Event {
+                line,
+                cpu: a.cpu,
+                ts: a.ts,
+                task_comm: Cow::Borrowed(task_comm),
+                pid,
+                flags: a.flags,
+                kind,
+            });
+        }
+    }
+    event_general(line, rest, a, task_comm, pid)
+}
+
+/// [`event_at`] after the TASK-PID column, for any event name.
+fn event_general<'t>(
+    line: usize,
+    rest: &'t str,
+    a: Anchor,
+    task_comm: &'t str,
+    pid: i64,
+) -> Result<Event<'t>, String> {
     let (name, body) = match find_byte(rest.as_bytes(), b':') {
         Some(p) => (rest[..p].trim_ascii(), rest[p + 1..].trim_ascii_start()),
         None => (rest.trim_ascii(), ""),
@@ -1947,6 +1989,28 @@ mod tests {
             let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
             let v = b[..n].iter().fold(0u64, |v, &c| v * 10 + (c - b'0') as u64);
             proptest::prop_assert_eq!(lead_digits(&b), (n, v));
+        }
+
+        #[test]
+        fn sched_name_fast_path_is_the_general_split(
+            name in proptest::sample::select(vec!["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_wakeupx", "sched_foobar"]),
+            sep in proptest::sample::select(vec![": ", ":  ", ":", ": \t"]),
+            body in proptest::sample::select(vec![
+                "prev_comm=a b prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=c next_pid=2 next_prio=19",
+                "comm=x pid=3 prio=120 target_cpu=001",
+                "comm=x pid=3 prio=120 success=1 target_cpu=001",
+                "garbage", "",
+            ]),
+            tail in proptest::sample::select(vec!["", "\r", "\n", "\r\n", " "]),
+        ) {
+            let l = format!("       hackbench-14951   [001] d..3.   734.163221: {name}{sep}{body}{tail}");
+            let a = anchor(&l).expect("anchored");
+            let (task_comm, pid) = split_task(&l[..a.task_end]);
+            proptest::prop_assert_eq!(
+                event_at(7, &l, a),
+                event_general(7, &l[a.rest..], a, task_comm, pid),
+                "{:?}", l
+            );
         }
 
         #[test]
