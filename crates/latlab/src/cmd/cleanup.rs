@@ -106,61 +106,55 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Remove `instances/latlab-<pid>[-…]` below one tracefs mount whose pid is dead.
-fn stale_instances(tracefs: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir(tracefs.join("instances")) else {
-        return out;
+/// Entries of `dir` named `latlab-<pid>` or `latlab-<pid>-<suffix>` (with `suffixed`: only the
+/// latter) whose pid is dead, sorted. A live pid's entry is skipped, even a recycled one: better
+/// a leftover than a broken run.
+fn dead_runs_entries(dir: &Path, suffixed: bool) -> Vec<(String, u32)> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
     };
     let mut names: Vec<String> = rd
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .collect();
     names.sort();
-    for name in names {
-        let Some(pid) = instance_pid(&name) else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue; // a live process owns it (or a recycled pid: leave it)
-        }
-        let path = tracefs.join("instances").join(&name);
-        out.push(format!(
-            "{} (pid {pid} is dead)",
-            undo(&Entry::TracefsInstance { path })
-        ));
-    }
-    out
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let pid = instance_pid(&name)?;
+            let shape = !suffixed || name.starts_with(&format!("latlab-{pid}-"));
+            (shape && !Path::new(&format!("/proc/{pid}")).exists()).then_some((name, pid))
+        })
+        .collect()
+}
+
+/// Remove `instances/latlab-<pid>[-…]` below one tracefs mount whose pid is dead.
+fn stale_instances(tracefs: &Path) -> Vec<String> {
+    let dir = tracefs.join("instances");
+    dead_runs_entries(&dir, false)
+        .into_iter()
+        .map(|(name, pid)| {
+            let path = dir.join(&name);
+            format!(
+                "{} (pid {pid} is dead)",
+                undo(&Entry::TracefsInstance { path })
+            )
+        })
+        .collect()
 }
 
 /// Load cgroups `latlab-<pid>-…` directly under the cgroup v2 root whose pid is dead: what a
 /// run killed before its ledger entry was undone (or whose ledger is gone) left.
 fn stale_cgroups(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir(root) else {
-        return out;
-    };
-    let mut names: Vec<String> = rd
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    for name in names {
-        let Some(pid) = instance_pid(&name) else {
-            continue;
-        };
-        if !name.starts_with(&format!("latlab-{pid}-"))
-            || Path::new(&format!("/proc/{pid}")).exists()
-        {
-            continue;
-        }
-        let cg = root.join(&name);
-        out.push(
+    dead_runs_entries(root, true)
+        .into_iter()
+        .map(|(name, pid)| {
+            let cg = root.join(&name);
             match latlab_sys::ledger::remove_cgroup(&cg, latlab_sys::ledger::CGROUP_EMPTY_WAIT) {
                 Ok(_) => format!("removed cgroup {} (pid {pid} is dead)", cg.display()),
                 Err(e) => format!("could not remove cgroup {}: {e}", cg.display()),
-            },
-        );
-    }
-    out
+            }
+        })
+        .collect()
 }
 
 /// tracefs is mounted nowhere, yet instances outlive an unmount (a later run may have mounted
