@@ -682,6 +682,26 @@ mod tests {
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
 
+    /// A real session on CPUs 0 and 1 with `instances` instances of 256 KiB (all created), its
+    /// temp dir and ledger.
+    fn session(instances: u32) -> (tempfile::TempDir, Arc<Mutex<Ledger>>, TraceSession) {
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            instances,
+            required: true,
+        };
+        let s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.recorders.len(), instances as usize, "{w:?}");
+        (t, l, s)
+    }
+
     /// Stand in for a measurement thread: take `armed`, write one marker to the armed fd.
     fn mark(s: &TraceSession, cpu: u32) -> (u64, u64) {
         // On `cpu`, so the marker lands in that CPU's buffer (the one on_spike copies).
@@ -717,20 +737,7 @@ mod tests {
         else {
             return;
         };
-        let t = tempfile::tempdir().unwrap();
-        let l = ledger(&t.path().join("run"));
-        let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 10,
-            instances: 2,
-            required: true,
-        };
-        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
-            .unwrap()
-            .unwrap();
-        assert_eq!(s.recorders.len(), 2, "{w:?}");
+        let (t, l, mut s) = session(2);
         // Both instances in the ledger (plus the mount, when the session mounted tracefs).
         let mount = s.tracefs.mounted.is_some() as usize;
         assert_eq!(l.lock().unwrap().entries().count(), 2 + mount);
@@ -792,20 +799,7 @@ mod tests {
         else {
             return;
         };
-        let t = tempfile::tempdir().unwrap();
-        let l = ledger(&t.path().join("run"));
-        let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 10,
-            instances: 3,
-            required: true,
-        };
-        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
-            .unwrap()
-            .unwrap();
-        assert_eq!(s.recorders.len(), 3, "{w:?}");
+        let (_t, l, mut s) = session(3);
         assert_eq!(instances_left().len(), 3);
         // Scheduler events on CPU 0, in A's buffer: children of a thread pinned there.
         // SAFETY: plain syscall on this (test) thread with a valid set.

@@ -120,6 +120,35 @@ fn check_on_this_machine_reports_its_kernel() {
     assert!(!v["findings"].as_array().unwrap().is_empty());
 }
 
+/// `latlab cleanup` with its ledgers in `rt`: its output and its stdout as text.
+fn cleanup(rt: &Path) -> (std::process::Output, String) {
+    let out = latlab()
+        .env("LATLAB_RUNTIME_DIR", rt)
+        .arg("cleanup")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    (out, text)
+}
+
+/// A dead run's ledger in `rt`: a knob to restore to "original", then a scratch directory.
+fn knob_and_scratch_ledger(rt: &Path, knob: &Path, scratch: &Path) -> PathBuf {
+    write_ledger(
+        rt,
+        dead_pid(),
+        Some(1),
+        vec![
+            Entry::Knob {
+                path: knob.to_path_buf(),
+                original: "original".into(),
+            },
+            Entry::ScratchDir {
+                path: scratch.to_path_buf(),
+            },
+        ],
+    )
+}
+
 /// A pid that existed and is now gone (the child was reaped).
 fn dead_pid() -> u32 {
     let mut c = std::process::Command::new("true").spawn().unwrap();
@@ -155,20 +184,7 @@ fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
     fs::write(&knob, "changed-by-latlab").unwrap();
     let scratch = tmp.path().join("scratch");
     fs::create_dir_all(scratch.join("deep/er")).unwrap();
-    let dead = write_ledger(
-        &rt,
-        dead_pid(),
-        Some(1),
-        vec![
-            Entry::Knob {
-                path: knob.clone(),
-                original: "original".into(),
-            },
-            Entry::ScratchDir {
-                path: scratch.clone(),
-            },
-        ],
-    );
+    let dead = knob_and_scratch_ledger(&rt, &knob, &scratch);
     // A ledger of a live process (this test) must not be touched.
     let me = std::process::id();
     let live_scratch = tmp.path().join("live-scratch");
@@ -182,12 +198,7 @@ fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
         }],
     );
 
-    let out = latlab()
-        .env("LATLAB_RUNTIME_DIR", &rt)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (out, text) = cleanup(&rt);
     assert!(
         out.status.success(),
         "{text}\n{}",
@@ -208,12 +219,7 @@ fn cleanup_undoes_a_dead_runs_ledger_and_spares_a_live_one() {
 
     // Second time: nothing of ours is left to do.
     fs::remove_file(&live).unwrap();
-    let again = latlab()
-        .env("LATLAB_RUNTIME_DIR", &rt)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&again.stdout).to_string();
+    let (_, text) = cleanup(&rt);
     assert!(!text.contains(&tmp.path().display().to_string()), "{text}");
     if !text.contains("tracefs instance") {
         assert_eq!(text.trim(), "nothing to clean up");
@@ -233,26 +239,8 @@ fn cleanup_keeps_what_it_could_not_undo() {
     fs::create_dir_all(&scratch).unwrap();
     // A knob in a directory that does not exist: writing it back fails, even as root.
     let knob = tmp.path().join("missing-dir/knob");
-    let ledger = write_ledger(
-        &rt,
-        dead_pid(),
-        Some(1),
-        vec![
-            Entry::Knob {
-                path: knob.clone(),
-                original: "original".into(),
-            },
-            Entry::ScratchDir {
-                path: scratch.clone(),
-            },
-        ],
-    );
-    let out = latlab()
-        .env("LATLAB_RUNTIME_DIR", &rt)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let ledger = knob_and_scratch_ledger(&rt, &knob, &scratch);
+    let (out, text) = cleanup(&rt);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(!scratch.exists(), "{text}");
     assert!(
@@ -276,12 +264,7 @@ fn cleanup_keeps_what_it_could_not_undo() {
     );
     // Once the knob can be written, the next cleanup finishes and removes the ledger.
     fs::create_dir_all(knob.parent().unwrap()).unwrap();
-    let out = latlab()
-        .env("LATLAB_RUNTIME_DIR", &rt)
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (out, text) = cleanup(&rt);
     assert!(out.status.success(), "{text}");
     assert_eq!(fs::read_to_string(&knob).unwrap(), "original");
     assert!(!ledger.exists(), "{text}");
@@ -308,12 +291,7 @@ fn cleanup_removes_a_dead_pids_load_cgroup() {
         .unwrap();
     fs::write(dead.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
     let rt = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .env("LATLAB_RUNTIME_DIR", rt.path())
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (out, text) = cleanup(rt.path());
     // Reaped here: the kill came from cleanup (cgroup.kill), not from this test.
     let status = sleeper.try_wait();
     let dead_left = dead.exists();
@@ -393,12 +371,7 @@ fn cleanup_removes_a_dead_pids_tracefs_instance() {
         .join(format!("latlab-{}", std::process::id()));
     fs::create_dir(&mine).unwrap();
     let rt = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .env("LATLAB_RUNTIME_DIR", rt.path())
-        .arg("cleanup")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (out, text) = cleanup(rt.path());
     let mine_left = mine.exists();
     let _ = fs::remove_dir(&mine);
     let inst_left = inst.exists();
