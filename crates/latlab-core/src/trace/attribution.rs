@@ -1018,14 +1018,14 @@ fn run_blocks(
             let Ok(msg) = rx.recv() else {
                 break;
             };
-            let (mut recs, lines) = match msg {
+            let (recs, lines) = match msg {
                 Ok(m) => m,
                 Err(o) => {
                     stopped = Some(o);
                     break;
                 }
             };
-            feed_block(&mut recs, &mut a, &mut any, offset)?;
+            feed_block(&recs, &mut a, &mut any, offset)?;
             offset += lines;
             let _ = back.send(recs);
         }
@@ -1054,24 +1054,23 @@ fn run_blocks(
 /// Feed one parsed block whose lines start at line `offset` of the text; its first error ends
 /// the analysis (with the line number in the whole text).
 fn feed_block<'t>(
-    recs: &mut [Result<Record<'t>, ParseError>],
+    recs: &[Result<Record<'t>, ParseError>],
     a: &mut Analyzer<'t>,
     any: &mut bool,
     offset: usize,
 ) -> Result<(), ParseError> {
     // By reference: a record is 168 bytes, and moving each one out was a memcpy per event.
-    for r in recs.iter_mut() {
+    // Read only: the analysis never reads an event's line, so the records (written by another
+    // core) are not shifted to whole-text line numbers; only an error is.
+    for r in recs.iter() {
         match r {
-            Ok(r) => {
-                r.shift_line(offset);
-                match r {
-                    Record::Event(e) => {
-                        *any = true;
-                        a.feed(e)
-                    }
-                    Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
+            Ok(r) => match r {
+                Record::Event(e) => {
+                    *any = true;
+                    a.feed(e)
                 }
-            }
+                Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
+            },
             Err(e) => {
                 let mut e = e.clone();
                 e.line += offset;
