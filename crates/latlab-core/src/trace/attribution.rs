@@ -847,7 +847,7 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
 /// [`analyze_text`] with the parsing spread over `threads` threads (the attribution stays one
 /// state machine fed in trace order). Same result, same first error, for any block size: text
 /// is cut only where the streaming parser holds no state ([`super::parse::blocks`]). Memory
-/// stays bounded: each worker runs at most two blocks ahead of the feeder.
+/// stays bounded: each worker runs at most four blocks ahead of the feeder.
 pub fn analyze_text_parallel(
     text: &str,
     opts: &AnalyzeOptions,
@@ -983,12 +983,12 @@ fn run_blocks(
     let n = threads.min(blocks.len());
     let fed = std::thread::scope(|s| -> Result<(), ParseError> {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
-        // through its own bounded channel (at most 2 blocks ahead, so the records are still in
+        // through its own bounded channel (at most 4 blocks ahead: 2 left the feeder waiting at times; the records are still in
         // cache when fed); the fed buffers go back to it for reuse.
         let mut ways = Vec::with_capacity(n);
         for w in 0..n {
             type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Buf<'_>, usize), Outcome>>(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Buf<'_>, usize), Outcome>>(4);
             let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
             let mine = blocks.iter().skip(w).step_by(n);
             s.spawn(move || {
