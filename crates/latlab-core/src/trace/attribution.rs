@@ -983,8 +983,8 @@ fn run_blocks(
     let n = threads.min(blocks.len());
     let fed = std::thread::scope(|s| -> Result<(), ParseError> {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
-        // through its own bounded channel (at most 4 blocks ahead: 2 left the feeder waiting at times; the records are still in
-        // cache when fed); the fed buffers go back to it for reuse.
+        // through its own bounded channel (at most 4 blocks ahead: with 2 the feeder waited at
+        // times), and the fed buffers go back to it for reuse.
         let mut ways = Vec::with_capacity(n);
         for w in 0..n {
             type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
