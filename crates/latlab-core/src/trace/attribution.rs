@@ -912,6 +912,16 @@ pub fn analyze_byte_blocks(
     }
 }
 
+/// A block as text: ASCII (a kernel trace, nearly always) is checked a word at a time, anything
+/// else by the full UTF-8 check.
+fn block_str(b: &[u8]) -> Option<&str> {
+    if b.is_ascii() {
+        // SAFETY: ASCII is valid UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(b) });
+    }
+    std::str::from_utf8(b).ok()
+}
+
 /// How a run over blocks ended.
 enum Outcome {
     NotUtf8,
@@ -993,7 +1003,7 @@ fn run_blocks(
             let mine = blocks.iter().skip(w).step_by(n);
             s.spawn(move || {
                 for b in mine {
-                    let Ok(text) = std::str::from_utf8(b) else {
+                    let Some(text) = block_str(b) else {
                         let _ = tx.send(Err(Outcome::NotUtf8));
                         return;
                     };
