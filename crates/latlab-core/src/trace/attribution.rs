@@ -989,7 +989,7 @@ fn run_blocks(
     let mut any = false;
     let mut offset = 0usize;
     let mut stopped = None;
-    let blocks = super::parse::byte_blocks(bytes, block);
+    let blocks = super::parse::byte_blocks_on(bytes, block, threads);
     let n = threads.min(blocks.len());
     let fed = std::thread::scope(|s| -> Result<(), ParseError> {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order

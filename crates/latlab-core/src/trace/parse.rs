@@ -1489,15 +1489,41 @@ pub fn blocks(text: &str, target: usize) -> Vec<&str> {
 /// it). A line that is not UTF-8 is never part of a clean pair: such a text is not analyzed
 /// from its bytes at all, so where it is cut does not matter.
 pub fn byte_blocks(b: &[u8], target: usize) -> Vec<&[u8]> {
+    byte_blocks_on(b, target, 1)
+}
+
+/// [`byte_blocks`] with the cuts looked for on `threads` threads. Each cut is the first clean
+/// point after a multiple of `target` (none within reach: that block grows), found on its own,
+/// so the cuts of a large file are found in parallel; finding them touches a page at every cut
+/// for the first time, which made this a serial 5 ms on a 281 MB trace.
+pub fn byte_blocks_on(b: &[u8], target: usize, threads: usize) -> Vec<&[u8]> {
+    let target = target.max(1);
+    let nominal: Vec<usize> = (1..b.len() / target).map(|k| k * target).collect();
+    let per = nominal.len().div_ceil(threads.max(1)).max(1);
+    let cuts: Vec<Option<usize>> = if threads <= 1 || nominal.len() < 64 {
+        nominal.iter().map(|&at| clean_cut(b, at)).collect()
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = nominal
+                .chunks(per)
+                .map(|part| s.spawn(move || part.iter().map(|&at| clean_cut(b, at)).collect()))
+                .collect();
+            hs.into_iter()
+                .flat_map(|h: std::thread::ScopedJoinHandle<'_, Vec<Option<usize>>>| {
+                    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+                })
+                .collect()
+        })
+    };
     let mut out = Vec::new();
     let mut start = 0;
-    while b.len() - start > target + target / 2 {
-        let Some(cut) = clean_cut(b, start + target) else {
-            break;
-        };
-        out.push(&b[start..cut]);
-        start = cut;
-        debug_assert!(start == 0 || b[start - 1] == b'\n');
+    // Cuts only move forward: two multiples may find the same clean point.
+    for cut in cuts.into_iter().flatten() {
+        if cut > start {
+            out.push(&b[start..cut]);
+            start = cut;
+            debug_assert!(b[start - 1] == b'\n');
+        }
     }
     out.push(&b[start..]);
     out
