@@ -1500,25 +1500,42 @@ pub fn byte_blocks_on(b: &[u8], target: usize, threads: usize) -> Vec<&[u8]> {
     let target = target.max(1);
     let nominal: Vec<usize> = (1..b.len() / target).map(|k| k * target).collect();
     let per = nominal.len().div_ceil(threads.max(1)).max(1);
-    let cuts: Vec<Option<usize>> = if threads <= 1 || nominal.len() < 64 {
-        nominal.iter().map(|&at| clean_cut(b, at)).collect()
+    // In order, skipping the multiples an earlier search already covered (the same cut, or
+    // lines already known to hold none): each byte is looked at about once per thread.
+    let find = |part: &[usize]| -> Vec<usize> {
+        let mut cuts = Vec::new();
+        let mut covered = 0;
+        for &at in part {
+            if at < covered {
+                continue;
+            }
+            match clean_cut(b, at) {
+                Ok(c) => {
+                    cuts.push(c);
+                    covered = c;
+                }
+                Err(seen) => covered = seen,
+            }
+        }
+        cuts
+    };
+    let cuts: Vec<usize> = if threads <= 1 || nominal.len() < 64 {
+        find(&nominal)
     } else {
         std::thread::scope(|s| {
             let hs: Vec<_> = nominal
                 .chunks(per)
-                .map(|part| s.spawn(move || part.iter().map(|&at| clean_cut(b, at)).collect()))
+                .map(|part| s.spawn(move || find(part)))
                 .collect();
             hs.into_iter()
-                .flat_map(|h: std::thread::ScopedJoinHandle<'_, Vec<Option<usize>>>| {
-                    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-                })
+                .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                 .collect()
         })
     };
     let mut out = Vec::new();
     let mut start = 0;
     // Cuts only move forward: two multiples may find the same clean point.
-    for cut in cuts.into_iter().flatten() {
+    for cut in cuts {
         if cut > start {
             out.push(&b[start..cut]);
             start = cut;
@@ -1529,13 +1546,20 @@ pub fn byte_blocks_on(b: &[u8], target: usize, threads: usize) -> Vec<&[u8]> {
     out
 }
 
-/// The first offset at or after `from` that starts a line and follows a clean line pair.
-fn clean_cut(b: &[u8], from: usize) -> Option<usize> {
+/// The first offset at or after `from` that starts a line and follows a clean line pair; else
+/// Err(how far the lines were looked at: every `from` before it has no cut either, up to there).
+fn clean_cut(b: &[u8], from: usize) -> Result<usize, usize> {
     // Start of the first whole line after `from`.
-    let mut pos = from + memchr::memchr(b'\n', b.get(from..)?)? + 1;
+    let Some(nl) = b.get(from..).and_then(|r| memchr::memchr(b'\n', r)) else {
+        return Err(b.len());
+    };
+    let mut pos = from + nl + 1;
     let mut prev_anchored = false;
     for _ in 0..256 {
-        let end = pos + memchr::memchr(b'\n', b.get(pos..)?)?;
+        let Some(nl) = b.get(pos..).and_then(|r| memchr::memchr(b'\n', r)) else {
+            return Err(b.len());
+        };
+        let end = pos + nl;
         let Ok(l) = std::str::from_utf8(&b[pos..end]) else {
             prev_anchored = false;
             pos = end + 1;
@@ -1546,14 +1570,18 @@ fn clean_cut(b: &[u8], from: usize) -> Option<usize> {
         if prev_anchored {
             if let Some(a) = a {
                 if event_at(0, l, a).is_ok() {
-                    return Some(end + 1).filter(|&c| c < b.len());
+                    return if end + 1 < b.len() {
+                        Ok(end + 1)
+                    } else {
+                        Err(b.len())
+                    };
                 }
             }
         }
         prev_anchored = a.is_some();
         pos = end + 1;
     }
-    None
+    Err(pos)
 }
 
 /// Parse one block from [`blocks`]: its records up to and including its first error (after
