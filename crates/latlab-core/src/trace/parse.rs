@@ -337,21 +337,17 @@ fn fixed_anchor(line: &str) -> Option<Anchor> {
 }
 
 /// The decimal digits at the start of 8 bytes: (how many, their value), in a few word
-/// operations. A byte's top bit in `nd` is set when it is not a digit (no carry crosses bytes:
-/// `(x & 0x7f) + 0x76` stays below 0x100); the digits, shifted to the top of the word with
-/// zeros (leading zeros) below them, are combined pairwise, then in fours, then all eight.
+/// operations ([`non_digit_bytes`]); the digits, shifted to the top of the word with zeros
+/// (leading zeros) below them, are combined pairwise, then in fours, then all eight.
 #[inline(always)]
 fn lead_digits(b: &[u8; 8]) -> (usize, u64) {
-    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_le_bytes(*b) ^ 0x3030_3030_3030_3030;
-    let nd = (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI;
-    let n = (nd.trailing_zeros() / 8) as usize;
+    let w = u64::from_le_bytes(*b);
+    let n = (non_digit_bytes(w).trailing_zeros() / 8) as usize;
     if n == 0 {
         return (0, 0);
     }
-    // The first digit is the lowest byte: keep the n digits, move them to the top.
-    let d = x << (8 * (8 - n));
+    // The first digit is the lowest byte: keep the n digit values, move them to the top.
+    let d = (w ^ 0x3030_3030_3030_3030) << (8 * (8 - n));
     let d = d.wrapping_mul(10).wrapping_add(d >> 8);
     let d = ((d & 0x0000_00ff_0000_00ff).wrapping_mul(100 + (1_000_000 << 32))
         + ((d >> 16) & 0x0000_00ff_0000_00ff).wrapping_mul(1 + (10_000 << 32)))
@@ -523,6 +519,25 @@ fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// Word-at-a-time byte tests on 8 bytes in a u64 (the first byte lowest): each returns the top
+/// bit of every byte for which the test holds, exactly (`(x & 0x7f) + k` stays below 0x100, so
+/// no carry crosses bytes).
+const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes of `x` that are not zero.
+#[inline(always)]
+fn nonzero_bytes(x: u64) -> u64 {
+    (((x & LO7) + LO7) | x) & HI
+}
+
+/// Bytes of `w` that are not ASCII digits.
+#[inline(always)]
+fn non_digit_bytes(w: u64) -> u64 {
+    let x = w ^ 0x3030_3030_3030_3030;
+    (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI
+}
+
 /// Position of `c` in a short slice (a field, a column, an event name), 8 bytes per step:
 /// memchr's set-up costs more than it saves on so few bytes, and a byte loop was the hottest
 /// code of the parser. A word's bytes equal to `c` become zero after `^ c…c`; `(x − 0x01…01)
@@ -531,7 +546,6 @@ fn parse_u64(s: &str) -> Option<u64> {
 #[inline]
 fn find_byte(b: &[u8], c: u8) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
     let pat = LO * c as u64;
     let mut i = 0;
     while i + 8 <= b.len() {
@@ -742,15 +756,11 @@ fn find_arrow(body: &str) -> Option<usize> {
 fn digits_back(b: &[u8], end: usize, key: &[u8]) -> Option<(usize, i64)> {
     let b = &b[..end];
     // The digits before `end`, counted 8 bytes at a time: in the word that ends at `end` (its
-    // last byte is the most significant), a byte's top bit in `nd` is set when it is not a
-    // digit; the zero bytes above the highest such bit are the digits.
+    // last byte is the most significant), the bytes above the highest non-digit are digits.
     let mut i = end;
     if end >= 8 {
-        const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        const HI: u64 = 0x8080_8080_8080_8080;
-        let x = u64::from_le_bytes(b[end - 8..].try_into().unwrap()) ^ 0x3030_3030_3030_3030;
-        let nd = (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI;
-        let digits = (nd.leading_zeros() / 8) as usize;
+        let w = u64::from_le_bytes(b[end - 8..].try_into().unwrap());
+        let digits = (non_digit_bytes(w).leading_zeros() / 8) as usize;
         if digits < 8 {
             i = end - digits;
         } else {
@@ -1042,11 +1052,8 @@ fn event_from(line: usize, text: &str) -> Result<Event<'_>, String> {
 /// comm there is no instance prefix to strip, and the '-' at byte 16 is the last one.
 #[inline]
 fn fixed_task(col: &str) -> Option<(&str, i64)> {
-    const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    const HI: u64 = 0x8080_8080_8080_8080;
     const SP: u64 = 0x2020_2020_2020_2020;
-    // Top bit of each byte of `x` that is not zero (exact: no carry crosses bytes).
-    let nonzero = |x: u64| (((x & LO7) + LO7) | x) & HI;
+    let nonzero = nonzero_bytes;
     let b = col.as_bytes();
     if b.len() != 24 || b[16] != b'-' {
         return None;
