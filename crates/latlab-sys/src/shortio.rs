@@ -20,13 +20,32 @@ pub const READ_CHUNK: usize = 1024;
 pub const WRITE_CHUNK: usize = 16 << 10;
 
 /// Read `r` to its end, at most `chunk` bytes per call.
-pub fn read_chunked<R: Read>(mut r: R, chunk: usize) -> io::Result<Vec<u8>> {
+pub fn read_chunked<R: Read>(r: R, chunk: usize) -> io::Result<Vec<u8>> {
+    read_chunked_ticking(r, chunk, usize::MAX, || {})
+}
+
+/// [`read_chunked`], calling `tick` after every `every` bytes read: a long copy (a spike's
+/// trace under load takes hundreds of ms) lets its caller do other work between calls.
+pub fn read_chunked_ticking<R: Read>(
+    mut r: R,
+    chunk: usize,
+    every: usize,
+    mut tick: impl FnMut(),
+) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; chunk.max(1)];
+    let mut since = 0usize;
     loop {
         match r.read(&mut buf) {
             Ok(0) => return Ok(out),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                since += n;
+                if since >= every {
+                    since = 0;
+                    tick();
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -99,6 +118,21 @@ mod tests {
         );
         // 4 calls with data, one that finds the end.
         assert_eq!(src.asked.len(), 5);
+    }
+
+    /// The tick comes after every `every` bytes, between reads, and the bytes are all there.
+    #[test]
+    fn ticks_between_reads_every_so_many_bytes() {
+        let data: Vec<u8> = (0..10 * 100 + 30).map(|i| i as u8).collect();
+        let mut src = Src {
+            data: &data,
+            asked: vec![],
+        };
+        let mut ticks = 0;
+        let got = read_chunked_ticking(&mut src, 100, 300, || ticks += 1).unwrap();
+        assert_eq!(got, data);
+        // 1030 bytes in reads of 100 (and one of 30): a tick after 300, 600 and 900.
+        assert_eq!(ticks, 3);
     }
 
     #[test]

@@ -326,29 +326,16 @@ impl TraceSession {
     /// under load, and when the armed instance stops meanwhile, a standby takes over now
     /// rather than after the copy.
     fn copy_polling(&mut self, slot: usize, cpu: u32) -> Vec<u8> {
-        use std::io::Read;
-        let Ok(mut f) = self.recorders[slot].open_cpu_trace(cpu) else {
+        let Ok(f) = self.recorders[slot].open_cpu_trace(cpu) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        let mut buf = [0u8; latlab_sys::shortio::READ_CHUNK];
-        let mut since_poll = 0;
-        loop {
-            match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(k) => {
-                    out.extend_from_slice(&buf[..k]);
-                    since_poll += k;
-                    if since_poll >= POLL_EVERY {
-                        since_poll = 0;
-                        self.poll();
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        out
+        latlab_sys::shortio::read_chunked_ticking(
+            f,
+            latlab_sys::shortio::READ_CHUNK,
+            POLL_EVERY,
+            || self.poll(),
+        )
+        .unwrap_or_default()
     }
 
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
