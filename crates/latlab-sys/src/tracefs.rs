@@ -346,7 +346,7 @@ impl Recorder {
     /// One CPU's buffer as text (non-consuming), a page per `read()`: the kernel formats a
     /// read's events without a preemption point (see [`crate::shortio`]).
     pub fn read_cpu(&self, cpu: u32) -> io::Result<Vec<u8>> {
-        crate::shortio::read_file(&self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
+        crate::shortio::read_chunked(self.open_cpu_trace(cpu)?, crate::shortio::READ_CHUNK)
     }
 
     /// `per_cpu/cpuN/trace`, opened for a caller that reads it in its own short calls.
