@@ -416,3 +416,30 @@ fn bench_loads_help_and_unknown_profile() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Usage errors exit 1, never 2 (reserved for a sample above --max-latency): a typo in a CI job
+/// must not read as a latency failure. Help and version exit 0.
+#[test]
+fn usage_errors_exit_1_not_2() {
+    for args in [
+        &["run", "--no-such-flag"][..],
+        &["frobnicate"],
+        &[],
+        &["run", "--policy", "nope"],
+        &["report"],
+        &["compare", "--format", "pdf", "a", "b"],
+        &["bench", "nothing"],
+    ] {
+        latlab().args(args).assert().code(1).stderr(
+            predicate::str::contains("error").or(predicate::str::contains("Usage: latlab")),
+        );
+    }
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["run", "--help"],
+        &["help", "run"],
+    ] {
+        latlab().args(args).assert().code(0);
+    }
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What latlab's tests need beyond Rust, installed when missing.
+#   bash scripts/deps.sh          (scripts/test runs it first)
+# Debian packages: rt-tests (cyclictest, hackbench, ptsematest, pmqtest: comparisons and loads),
+# stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
+# unshare, mount), chromium (the HTML reports opened in a headless browser).
+# As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
+# line says what to install, and the tests that need them skip (or fail under
+# LATLAB_REQUIRE_PRIVILEGED=1).
+set -euo pipefail
+
+# command -> Debian package
+needs=(
+    cyclictest:rt-tests hackbench:rt-tests ptsematest:rt-tests pmqtest:rt-tests
+    stress-ng:stress-ng dbench:dbench
+    make:make cc:gcc tar:tar gzip:gzip
+    prlimit:util-linux unshare:util-linux mount:mount
+    chromium:chromium
+)
+missing=()
+for n in "${needs[@]}"; do
+    cmd=${n%%:*} pkg=${n#*:}
+    if ! command -v "$cmd" >/dev/null 2>&1; then
+        case " ${missing[*]-} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
+    fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "deps: everything the tests need is installed"
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "deps: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    echo "deps: installed ${missing[*]}"
+else
+    echo "deps: missing ${missing[*]}: as root, apt-get install ${missing[*]} (the tests that need them skip)" >&2
+fi
