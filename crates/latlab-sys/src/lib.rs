@@ -5,8 +5,11 @@
 //! change to the machine is saved before it is made and restored after. Statistics and
 //! rendering live elsewhere (`latlab-core`, `latlab-report`).
 
+pub mod hooks;
+pub mod hotloop;
 pub mod inventory;
 pub mod ledger;
+pub mod live;
 pub mod loads;
 pub mod measure;
 pub mod modes;

@@ -1,21 +1,27 @@
-//! The measurement modes beyond the timer: thread → thread wake-ups through an IPC
-//! (`wakeup`), a calibrated compute kernel each period (`jitter`), and Senoner's audio
-//! deadline model (`audio`). They plug into the one measurement loop of [`crate::measure`]
-//! (same histogram, spike ring, per-second maxima, top-N and trace marker), monomorphised,
-//! so the timer mode pays nothing for them.
+//! What a measuring thread measures: timer wake-ups (cyclictest), thread → thread wake-ups
+//! through an IPC (`wakeup`), a calibrated compute kernel each period (`jitter`), and
+//! Senoner's audio deadline model (`audio`).
+//!
+//! **The extension point.** A mode is a variant of [`Mode`] and one arm in each of
+//! [`Mode::shared`] (what its threads share with the collector), [`Mode::sender`] (a helper
+//! thread per measured CPU, if it needs one) and [`Mode::body`] (its loop: a clock that says
+//! when the thread wakes and the work it does after each wake-up, plugged into the one
+//! measurement loop of [`crate::hotloop`]). The engine ([`crate::measure`]) only spawns
+//! threads. Everything is monomorphised, so the timer mode pays nothing for the others.
 //!
 //! Hot-path rules hold here too: everything is allocated and touched before the run. In the
 //! wakeup mode the IPC's syscalls (futex, pipe read/write, eventfd read/write, the condvar's
 //! mutex) *are* the measured mechanism; nothing else is called.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::*};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use latlab_core::hist::Layout;
-use latlab_core::modes::{AudioTally, VERDICT_BUFFERS};
-use latlab_core::sim::SplitMix64;
+use latlab_core::modes::AudioTally;
+use latlab_core::sim::{SimParams, SimSource, SplitMix64};
 
-use crate::measure::{LiveHistogram, ThreadShared};
+use crate::hotloop::{self, Backend, Body, Clock, NoWork, RealClock, SimClock, Work};
+use crate::live::{ModeShared, ThreadShared};
 use crate::rt;
 
 /// The IPC a wakeup pair uses.
@@ -58,90 +64,147 @@ pub enum Mode {
         sender_priority: u32,
     },
     /// Each period, run the compute kernel calibrated to `work_ns` and record its execution
-    /// time. `inject_slow`: that iteration (0-based) does twice the work (tests only).
-    Jitter {
-        work_ns: u64,
-        inject_slow: Option<u64>,
-    },
+    /// time.
+    Jitter { work_ns: u64 },
     /// As `Jitter`, and tally the fragment deadlines with `buffers` fragments of one period.
-    Audio {
-        work_ns: u64,
-        buffers: u32,
-        inject_slow: Option<u64>,
-    },
+    Audio { work_ns: u64, buffers: u32 },
 }
 
-/// Per-thread state of a mode, shared with the collector (atomics only).
-pub struct ModeShared {
-    /// Execution time of the compute kernel (jitter, audio).
-    pub exec: Option<LiveHistogram>,
-    pub exec_iterations: AtomicU64,
-    pub exec_calibrated_ns: AtomicU64,
-    pub audio: Option<AudioShared>,
-    /// Wakeup: signals the receiver never saw on their own (two or more arrived while it
-    /// was not running; it measured the newest). Counted as missed periods.
-    pub coalesced: AtomicU64,
+/// A measuring thread, as its mode sees it when building its loop.
+pub(crate) struct ThreadEnv<'a> {
+    pub cpu: u32,
+    pub backend: Backend,
+    /// This thread's period (interval + its share of `--distance`).
+    pub interval_ns: u64,
+    /// Pinned with its policy set (false: set-up failed and the run will not start: build
+    /// the loop without calibrating).
+    pub ready: bool,
+    pub sh: &'a Arc<ThreadShared>,
+    /// The channel of the thread's [`Sender`], when the mode has one.
+    pub channel: Option<Arc<Channel>>,
 }
 
-impl ModeShared {
-    pub(crate) fn new(mode: &Mode, layout: Layout, period_ns: u64) -> ModeShared {
-        let (exec, audio) = match mode {
-            Mode::Timer | Mode::Wakeup { .. } => (false, None),
-            Mode::Jitter { .. } => (true, None),
-            Mode::Audio { buffers, .. } => (true, Some(AudioShared::new(period_ns, *buffers))),
-        };
-        ModeShared {
-            exec: exec.then(|| LiveHistogram::new(layout)),
-            exec_iterations: AtomicU64::new(0),
-            exec_calibrated_ns: AtomicU64::new(0),
-            audio,
-            coalesced: AtomicU64::new(0),
+/// A helper thread a mode runs beside a measured CPU: the sender of a wakeup pair.
+pub(crate) struct Sender {
+    pub cpu: u32,
+    pub priority: u32,
+    pub channel: Arc<Channel>,
+}
+
+impl Mode {
+    /// What each of its threads shares with the collector beyond the latency histogram.
+    pub(crate) fn shared(&self, layout: Layout, period_ns: u64) -> ModeShared {
+        match self {
+            Mode::Timer | Mode::Wakeup { .. } => ModeShared::new(layout, false, None),
+            Mode::Jitter { .. } => ModeShared::new(layout, true, None),
+            Mode::Audio { buffers, .. } => {
+                ModeShared::new(layout, true, Some((period_ns, *buffers)))
+            }
+        }
+    }
+
+    /// The helper thread of the `i`-th measured CPU (`cpu`), if the mode has one.
+    pub(crate) fn sender(
+        &self,
+        backend: Backend,
+        i: usize,
+        cpu: u32,
+    ) -> std::io::Result<Option<Sender>> {
+        match (self, backend) {
+            (
+                Mode::Wakeup {
+                    ipc,
+                    sender_cpus,
+                    sender_priority,
+                },
+                Backend::Real,
+            ) => Ok(Some(Sender {
+                cpu: sender_cpus.get(i).copied().unwrap_or(cpu),
+                priority: *sender_priority,
+                channel: Arc::new(Channel::new(*ipc)?),
+            })),
+            // The simulated backend draws wake-ups from its generator: no sender.
+            _ => Ok(None),
+        }
+    }
+
+    /// The thread's loop: its clock and its work.
+    pub(crate) fn body(&self, env: ThreadEnv) -> Body {
+        match self {
+            Mode::Timer => with_clock(&env, NoWork),
+            Mode::Wakeup { .. } => match &env.channel {
+                Some(ch) => hotloop::body(
+                    WakeupClock {
+                        ch: ch.clone(),
+                        last: 0,
+                        shared: Some(env.sh.clone()),
+                    },
+                    NoWork,
+                ),
+                None => with_clock(&env, NoWork),
+            },
+            Mode::Jitter { work_ns } => period_work(&env, *work_ns, None),
+            Mode::Audio { work_ns, buffers } => {
+                let tally = AudioTally::new(env.interval_ns, *buffers);
+                period_work(&env, *work_ns, Some(tally))
+            }
         }
     }
 }
 
-/// An [`AudioTally`] published through atomics (single writer: the measuring thread).
-pub struct AudioShared {
-    period_ns: u64,
-    buffers: u32,
-    fragments: AtomicU64,
-    xruns: AtomicU64,
-    worst: AtomicU64,
-    late: [AtomicU64; VERDICT_BUFFERS],
+/// `work` after each wake-up of the backend's clock (the timer, or the simulated source).
+fn with_clock<W: Work + 'static>(env: &ThreadEnv, work: W) -> Body {
+    match env.backend {
+        Backend::Real => hotloop::body(RealClock, work),
+        Backend::Sim { seed, realtime } => hotloop::body(
+            SimClock {
+                src: SimSource::new(seed, env.cpu, SimParams::default()),
+                realtime,
+            },
+            work,
+        ),
+    }
 }
 
-impl AudioShared {
-    fn new(period_ns: u64, buffers: u32) -> AudioShared {
-        AudioShared {
-            period_ns,
-            buffers,
-            fragments: AtomicU64::new(0),
-            xruns: AtomicU64::new(0),
-            worst: AtomicU64::new(0),
-            late: std::array::from_fn(|_| AtomicU64::new(0)),
+/// Jitter and audio: the compute kernel (calibrated here, on the pinned thread with its
+/// policy, so it calibrates as it will run) or its simulation, then the timer's clock.
+fn period_work(env: &ThreadEnv, work_ns: u64, tally: Option<AudioTally>) -> Body {
+    let inject_slow = crate::hooks::slow_iteration();
+    match env.backend {
+        Backend::Real => {
+            let mut kernel = Kernel::new();
+            let (iterations, min) = if env.ready {
+                kernel.calibrate(work_ns)
+            } else {
+                (1, 0)
+            };
+            env.sh.mode.exec_iterations.store(iterations, Relaxed);
+            env.sh.mode.exec_calibrated_ns.store(min, Relaxed);
+            let exec = RealExec { kernel, iterations };
+            with_clock(
+                env,
+                PeriodWork {
+                    exec,
+                    inject_slow,
+                    tally,
+                },
+            )
         }
-    }
-
-    #[inline(always)]
-    fn publish(&self, t: &AudioTally) {
-        for (a, v) in self.late.iter().zip(t.late_by_buffers) {
-            a.store(v, Relaxed);
+        Backend::Sim { seed, .. } => {
+            env.sh.mode.exec_calibrated_ns.store(work_ns, Relaxed);
+            let exec = SimExec {
+                rng: SplitMix64::new(seed ^ 0x5157_4f52 ^ ((env.cpu as u64) << 32)),
+                work_ns,
+            };
+            with_clock(
+                env,
+                PeriodWork {
+                    exec,
+                    inject_slow,
+                    tally,
+                },
+            )
         }
-        self.worst.store(t.worst_response_ns, Relaxed);
-        self.xruns.store(t.xruns, Relaxed);
-        self.fragments.store(t.fragments, Release);
-    }
-
-    /// The tally as last published.
-    pub fn tally(&self) -> AudioTally {
-        let mut t = AudioTally::new(self.period_ns, self.buffers);
-        t.fragments = self.fragments.load(Acquire);
-        t.xruns = self.xruns.load(Relaxed);
-        t.worst_response_ns = self.worst.load(Relaxed);
-        for (v, a) in t.late_by_buffers.iter_mut().zip(&self.late) {
-            *v = a.load(Relaxed);
-        }
-        t
     }
 }
 
@@ -274,21 +337,8 @@ impl Exec for SimExec {
     }
 }
 
-/// What the loop does after each wake-up.
-pub(crate) trait Work {
-    const ACTIVE: bool;
-    fn run(&mut self, k: u64, intended: u64, woke: u64, sh: &ThreadShared);
-}
-
-/// Nothing (timer, wakeup).
-pub(crate) struct NoWork;
-impl Work for NoWork {
-    const ACTIVE: bool = false;
-    #[inline(always)]
-    fn run(&mut self, _: u64, _: u64, _: u64, _: &ThreadShared) {}
-}
-
 /// The jitter/audio work: run the kernel, record its execution time, tally the deadline.
+/// `inject_slow`: that period (0-based) does twice the work (a test hook, see [`crate::hooks`]).
 pub(crate) struct PeriodWork<E: Exec> {
     pub exec: E,
     pub inject_slow: Option<u64>,
@@ -532,14 +582,14 @@ fn open_mqueue() -> std::io::Result<[i32; 2]> {
 }
 
 /// The receiver's "clock": the wake-up it waits for is the sender's signal.
-pub(crate) struct WakeupClock<'a> {
-    pub ch: &'a Channel,
+pub(crate) struct WakeupClock {
+    pub ch: Arc<Channel>,
     pub last: u32,
     /// Where coalesced signals are counted (None in unit tests).
-    pub coalesced: Option<&'a AtomicU64>,
+    pub shared: Option<Arc<ThreadShared>>,
 }
 
-impl WakeupClock<'_> {
+impl WakeupClock {
     /// Block until the next signal; `(sender's stamp, now)`, or None once the sender stopped.
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<(u64, u64)> {
@@ -551,11 +601,20 @@ impl WakeupClock<'_> {
             return None;
         }
         if skipped > 0 {
-            if let Some(c) = self.coalesced {
+            if let Some(sh) = &self.shared {
+                let c = &sh.mode.coalesced;
                 c.store(c.load(Relaxed) + skipped, Relaxed);
             }
         }
         Some((self.ch.stamp.load(Relaxed), now))
+    }
+}
+
+impl Clock for WakeupClock {
+    const SCHEDULED: bool = false;
+    #[inline(always)]
+    fn wait_until(&mut self, _t: u64) -> Option<(u64, u64)> {
+        self.next()
     }
 }
 
@@ -595,7 +654,6 @@ pub(crate) fn stop_receiver(ch: &Channel) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn channel_delivers_every_ipc_in_order_and_stops() {
@@ -612,9 +670,9 @@ mod tests {
                 let (ch, ack) = (ch.clone(), ack.clone());
                 std::thread::spawn(move || {
                     let mut c = WakeupClock {
-                        ch: &ch,
+                        ch,
                         last: 0,
-                        coalesced: None,
+                        shared: None,
                     };
                     let mut got = Vec::new();
                     while let Some((stamp, now)) = c.next() {

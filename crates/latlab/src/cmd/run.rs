@@ -538,10 +538,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         enabled: !a.quiet && std::io::stdout().is_terminal(),
         lines: 0,
     };
-    let inject_panic = std::env::var("LATLAB_INJECT_PANIC_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_millis);
+    let inject_panic = latlab_sys::hooks::collector_panic_ms().map(Duration::from_millis);
     let mut last_second = Instant::now();
     // A first checkpoint as soon as measurement starts, so a run killed within its first
     // CHECKPOINT still leaves a readable run.json (`complete: false`).

@@ -20,10 +20,6 @@ pub struct ModePlan {
     pub pairs: Vec<String>,
 }
 
-/// Test hook: `LATLAB_INJECT_SLOW_ITER=N` makes period N (0-based) of every jitter/audio
-/// thread do twice the work, so tests can check that the mode finds it.
-const INJECT_ENV: &str = "LATLAB_INJECT_SLOW_ITER";
-
 /// Validate the mode flags against the mode and the plan; adjusts `p.interval_ns` for audio
 /// (whose period is `--period`).
 pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<ModePlan> {
@@ -52,9 +48,6 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
         m.buffers.is_some() && !is(RunMode::Audio),
         "audio",
     )?;
-    let inject_slow = std::env::var(INJECT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok());
     let work = |default: u64, period: u64| -> anyhow::Result<u64> {
         let w = match &m.work {
             Some(s) => parse_latency(s).map_err(|e| anyhow::anyhow!("--work: {e}"))?,
@@ -143,10 +136,7 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
         RunMode::Jitter => {
             let work_ns = work(200_000.min(p.interval_ns / 2), p.interval_ns)?;
             ModePlan {
-                mode: Mode::Jitter {
-                    work_ns,
-                    inject_slow,
-                },
+                mode: Mode::Jitter { work_ns },
                 name: "jitter",
                 params: Some(ModeParams {
                     work_ns: Some(work_ns),
@@ -173,11 +163,7 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
             let work_ns = work(period / 4, period)?;
             p.interval_ns = period;
             ModePlan {
-                mode: Mode::Audio {
-                    work_ns,
-                    buffers,
-                    inject_slow,
-                },
+                mode: Mode::Audio { work_ns, buffers },
                 name: "audio",
                 params: Some(ModeParams {
                     work_ns: Some(work_ns),

@@ -1,0 +1,250 @@
+//! The measurement loop: the hot path of every measuring thread (realfeel, Williams 2002;
+//! cyclictest), generic over where its wake-ups come from ([`Clock`]) and what it does after
+//! each one ([`Work`]), monomorphised so a mode or the simulated backend costs nothing on a
+//! path that does not use it.
+//!
+//! The hot path is sacred: `clock_nanosleep(TIMER_ABSTIME)`, `clock_gettime`, arithmetic and
+//! stores into memory the thread owns, prepared before the run starts; on a spike above the
+//! trace threshold one marker written to a pre-opened tracefs fd.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
+use std::sync::Arc;
+
+use latlab_core::record::SampleSpike;
+use latlab_core::sim::SimSource;
+
+use crate::live::{ThreadShared, SECOND_RING};
+use crate::rt;
+
+/// Where a measuring thread's wake-ups come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Real,
+    Sim { seed: u64, realtime: bool },
+}
+
+/// Largest samples each thread keeps.
+pub const TOP_N: usize = 16;
+
+/// The tracefs hook: on a sample at or above `threshold_ns`, the first thread to take
+/// `armed` writes one marker to the fd in `marker_fd` (which stops the recorder in the
+/// kernel). The fd is an atomic because the collector ping-pongs between two recorder
+/// instances: it stores the standby's fd, then sets `armed` (Release), so a thread that takes
+/// `armed` (Acquire) always writes to the instance that is running.
+#[derive(Clone)]
+pub struct TraceHook {
+    pub marker_fd: Arc<AtomicI32>,
+    pub threshold_ns: u64,
+    pub armed: Arc<AtomicBool>,
+}
+
+/// Where the loop gets its time from.
+pub(crate) trait Clock {
+    /// The loop keeps the schedule (false: the wake-ups come from elsewhere, a sender).
+    const SCHEDULED: bool = true;
+    /// Wait for the wake-up due at `t`; return (intended time, time at wake-up), or None
+    /// when the source has ended.
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)>;
+}
+
+pub(crate) struct RealClock;
+impl Clock for RealClock {
+    #[inline(always)]
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)> {
+        rt::sleep_until(t);
+        Some((t, rt::now_ns()))
+    }
+}
+
+pub(crate) struct SimClock {
+    pub(crate) src: SimSource,
+    /// Pace at wall-clock speed (`Some(offset)` maps sim time to real time).
+    pub(crate) realtime: bool,
+}
+impl Clock for SimClock {
+    #[inline(always)]
+    fn wait_until(&mut self, t: u64) -> Option<(u64, u64)> {
+        if self.realtime {
+            rt::sleep_until(t);
+        }
+        Some((t, t + self.src.next_latency()))
+    }
+}
+
+/// Format `LATLAB_STOP cpu=C intended=N actual=N latency=N\n` into `buf` without allocating.
+#[inline]
+pub fn format_marker(buf: &mut [u8; 128], cpu: u32, intended: u64, actual: u64, lat: u64) -> usize {
+    fn put(buf: &mut [u8; 128], mut at: usize, s: &[u8]) -> usize {
+        buf[at..at + s.len()].copy_from_slice(s);
+        at += s.len();
+        at
+    }
+    fn num(buf: &mut [u8; 128], at: usize, mut v: u64) -> usize {
+        let mut tmp = [0u8; 20];
+        let mut i = 20;
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        put(buf, at, &tmp[i..])
+    }
+    let mut at = put(buf, 0, b"LATLAB_STOP cpu=");
+    at = num(buf, at, cpu as u64);
+    at = put(buf, at, b" intended=");
+    at = num(buf, at, intended);
+    at = put(buf, at, b" actual=");
+    at = num(buf, at, actual);
+    at = put(buf, at, b" latency=");
+    at = num(buf, at, lat);
+    put(buf, at, b"\n")
+}
+
+pub(crate) struct LoopParams {
+    pub(crate) t0: u64,
+    pub(crate) first: u64,
+    pub(crate) end: u64,
+    pub(crate) interval: u64,
+    pub(crate) spike_threshold: u64,
+    pub(crate) trace: Option<TraceHook>,
+}
+
+/// The measurement loop. Everything it touches was allocated and touched before it starts.
+#[inline(never)]
+pub(crate) fn measure_loop<C: Clock, W: Work>(
+    clock: &mut C,
+    work: &mut W,
+    sh: &ThreadShared,
+    stop: &AtomicBool,
+    p: &LoopParams,
+    top: &mut [SampleSpike; TOP_N],
+) {
+    let mut next = p.first;
+    let mut sec: u64 = 0;
+    let mut sec_max: u64 = u64::MAX; // MAX = no sample yet this second
+    let mut top_min: u64 = 0;
+    let mut marker = [0u8; 128];
+    let trace_thr = p.trace.as_ref().map_or(u64::MAX, |t| t.threshold_ns);
+    let mut k: u64 = 0;
+    while next < p.end && !stop.load(Relaxed) {
+        // `intended` is `next` for the timer; for wakeup pairs, the sender's stamp.
+        let Some((intended, now)) = clock.wait_until(next) else {
+            break;
+        };
+        let lat = now.saturating_sub(intended);
+        sh.hist.record(lat);
+        sh.last_ns.store(lat, Relaxed);
+
+        // Per-second maximum, published when the second is over.
+        let s = intended.saturating_sub(p.t0) / 1_000_000_000;
+        if s != sec {
+            while sec < s {
+                sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
+                sec += 1;
+                sh.seconds_done.store(sec, Release);
+                sec_max = u64::MAX;
+            }
+        }
+        sec_max = if sec_max == u64::MAX {
+            lat
+        } else {
+            sec_max.max(lat)
+        };
+
+        if lat > top_min {
+            // Replace the smallest of the kept spikes (rare after warm-up).
+            let (i, _) = top
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.latency_ns)
+                .expect("TOP_N > 0");
+            top[i] = SampleSpike {
+                at_ns: intended,
+                latency_ns: lat,
+            };
+            top_min = top.iter().map(|s| s.latency_ns).min().unwrap_or(0);
+        }
+
+        if lat >= p.spike_threshold {
+            let mut wrote = false;
+            if lat >= trace_thr {
+                if let Some(t) = &p.trace {
+                    if t.armed.swap(false, AcqRel) {
+                        let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
+                        let fd = t.marker_fd.load(Acquire);
+                        // SAFETY: fd was opened before the run and stays open until the
+                        // engine is joined; buffer is valid for n bytes.
+                        unsafe { libc::write(fd, marker.as_ptr().cast(), n) };
+                        wrote = true;
+                    }
+                }
+            }
+            sh.spikes.push(intended, now, lat, wrote);
+        }
+
+        if W::ACTIVE {
+            work.run(k, intended, now, sh);
+        }
+        k += 1;
+
+        if !C::SCHEDULED {
+            continue;
+        }
+        next += p.interval;
+        if now >= next {
+            // Woke more than one period late: those periods are missed, counted, and the
+            // schedule realigned to the next period in the future.
+            let k = (now - next) / p.interval + 1;
+            sh.missed.store(sh.missed.load(Relaxed) + k, Relaxed);
+            next += k * p.interval;
+        }
+    }
+    // Publish the last (partial) second.
+    sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
+    sh.seconds_done.store(sec + 1, Release);
+}
+
+/// What the loop does after each wake-up.
+pub(crate) trait Work {
+    const ACTIVE: bool;
+    fn run(&mut self, k: u64, intended: u64, woke: u64, sh: &ThreadShared);
+}
+
+/// Nothing (timer, wakeup).
+pub(crate) struct NoWork;
+impl Work for NoWork {
+    const ACTIVE: bool = false;
+    #[inline(always)]
+    fn run(&mut self, _: u64, _: u64, _: u64, _: &ThreadShared) {}
+}
+
+/// A measuring thread's loop, built by its mode on the thread (after pinning and policy, so
+/// calibration runs as the measurement will) and called after the start barrier: the one
+/// dynamic call per run, which enters a monomorphised [`measure_loop`].
+pub(crate) type Body =
+    Box<dyn FnOnce(&ThreadShared, &AtomicBool, &LoopParams, &mut [SampleSpike; TOP_N])>;
+
+/// The [`Body`] running `measure_loop` with this clock and work.
+pub(crate) fn body<C: Clock + 'static, W: Work + 'static>(mut clock: C, mut work: W) -> Body {
+    Box::new(move |sh, stop, p, top| measure_loop(&mut clock, &mut work, sh, stop, p, top))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_format() {
+        let mut b = [0u8; 128];
+        let n = format_marker(&mut b, 1, 123, 456_789, 0);
+        assert_eq!(
+            std::str::from_utf8(&b[..n]).unwrap(),
+            "LATLAB_STOP cpu=1 intended=123 actual=456789 latency=0\n"
+        );
+        let n = format_marker(&mut b, u32::MAX, u64::MAX, u64::MAX, u64::MAX);
+        assert!(n < 128);
+    }
+}
