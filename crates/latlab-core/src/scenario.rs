@@ -64,30 +64,6 @@ pub fn median(xs: &[Nanos]) -> Option<Nanos> {
     Some(v[(v.len() - 1) / 2])
 }
 
-/// A size: `200M`, `8MiB`, `1G`, `4096` (bytes), `64K`. Binary multiples (M = MiB).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let mult: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "k" | "KiB" | "KB" => 1 << 10,
-        "M" | "MiB" | "MB" => 1 << 20,
-        "G" | "GiB" | "GB" => 1 << 30,
-        "T" | "TiB" | "TB" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "{s:?}: expected a size such as 200M, 8MiB, 1G or 4096"
-            ))
-        }
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?}: expected a size such as 200M, 8MiB, 1G or 4096"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?}: too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,17 +108,5 @@ mod tests {
         assert_eq!(median(&[5, 1, 3]), Some(3));
         assert_eq!(median(&[4, 1, 3, 2]), Some(2));
         assert_eq!(median(&[]), None);
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("200M"), Ok(200 << 20));
-        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("M").is_err());
-        assert!(parse_size("99999999999T").is_err());
     }
 }

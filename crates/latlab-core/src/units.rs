@@ -141,6 +141,47 @@ pub fn format_measured(ns: Nanos) -> String {
     }
 }
 
+/// Parse a size in bytes: `200M`, `8MiB`, `1G`, `64K`, `4096` (bytes). Binary multiples
+/// everywhere (`M` = `MiB` = 2^20), the one size parser of the command line.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    let err = || UnitError {
+        input: s.to_string(),
+        what: "size",
+        expected: "a size such as 200M, 8MiB, 1G or 4096 (bytes; binary multiples)",
+    };
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "k" | "KiB" | "KB" => 1 << 10,
+        "M" | "MiB" | "MB" => 1 << 20,
+        "G" | "GiB" | "GB" => 1 << 30,
+        "T" | "TiB" | "TB" => 1 << 40,
+        _ => return Err(err()),
+    };
+    let n: u64 = num.parse().map_err(|_| err())?;
+    n.checked_mul(mult).ok_or_else(err)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_binary_multiples() {
+        assert_eq!(parse_size("200M"), Ok(200 << 20));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("4XB").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("-1M").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

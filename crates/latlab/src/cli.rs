@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::args::{CpuList, CpuSel, Duration, Latency, Size};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "latlab",
@@ -65,13 +67,13 @@ pub enum RunFormat {
 pub struct RunArgs {
     /// How long to measure: 10s, 5m, 2h, 1d
     #[arg(long, default_value = "60s")]
-    pub duration: String,
-    /// Wake-up period: 1ms, 488us, 250000ns (a bare number is µs); at least 10us
-    #[arg(long, short = 'i', default_value = "1ms")]
-    pub interval: String,
+    pub duration: Duration,
+    /// Wake-up period: 1ms, 488us, 250000ns (a bare number is µs); at least 10us [default: 1ms]
+    #[arg(long, short = 'i', value_name = "T")]
+    pub interval: Option<Latency>,
     /// CPUs to measure on, one thread each: `all` or a list such as 0-3,6
     #[arg(long, default_value = "all")]
-    pub cpus: String,
+    pub cpus: CpuSel,
     /// Real-time priority of the measurement threads (1..99 for fifo and rr)
     #[arg(long, short = 'p', default_value_t = 95)]
     pub priority: u32,
@@ -79,23 +81,23 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Policy::Fifo)]
     pub policy: Policy,
     /// Add this much to the interval of each further thread (as cyclictest -d)
-    #[arg(long, default_value = "0")]
-    pub distance: String,
+    #[arg(long, default_value = "0", value_name = "T")]
+    pub distance: Latency,
     /// Wake all threads at the same instants (otherwise each starts on its own)
     #[arg(long)]
     pub aligned: bool,
     /// End of the 1 µs histogram buckets; a log-scaled tail covers everything above
-    #[arg(long, default_value = "10ms")]
-    pub hist_limit: String,
+    #[arg(long, default_value = "10ms", value_name = "T")]
+    pub hist_limit: Latency,
     /// Load profile to run during the measurement (repeatable); see `latlab loads list`
     #[arg(long = "load", value_name = "PROFILE")]
     pub loads: Vec<String>,
     /// Trace every sample above this latency with the tracefs flight recorder
     #[arg(long, value_name = "T")]
-    pub trace_threshold: Option<String>,
+    pub trace_threshold: Option<Latency>,
     /// Exit with code 2 if any sample exceeds this latency
     #[arg(long, value_name = "T")]
-    pub max_latency: Option<String>,
+    pub max_latency: Option<Latency>,
     /// Name of the run (default: the kernel release)
     #[arg(long)]
     pub label: Option<String>,
@@ -124,11 +126,11 @@ pub struct RunArgs {
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.
-#[derive(Debug, Args, Default)]
+#[derive(Debug, Args)]
 pub struct RunExtArgs {
     /// Per-CPU buffer of the tracefs flight recorder (with --trace-threshold)
-    #[arg(long, default_value = "4MiB")]
-    pub trace_buffer: String,
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    pub trace_buffer: Size,
     /// Spikes traced at most (further ones are counted as not traced)
     #[arg(long, default_value_t = 100)]
     pub trace_max_spikes: u32,
@@ -140,14 +142,14 @@ pub struct RunExtArgs {
     #[arg(long)]
     pub trace_required: bool,
     /// Time loads run before measuring starts
-    #[arg(long, default_value = "2s")]
-    pub warmup: String,
+    #[arg(long, default_value = "2s", value_name = "D")]
+    pub warmup: Duration,
     /// Scratch space for the loads' files (default: a temp dir on the root filesystem)
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
     /// CPUs the loads may run on, e.g. 0-3,6 (default: all)
     #[arg(long, value_name = "LIST")]
-    pub load_cpus: Option<String>,
+    pub load_cpus: Option<CpuList>,
     /// End the run with an error when a load keeps crashing
     #[arg(long)]
     pub load_required: bool,
@@ -222,8 +224,8 @@ pub struct AnalyzeArgs {
     /// A tracefs text trace (the instance's `trace` file, or `trace-cmd report` output)
     pub trace: PathBuf,
     /// Samples above this latency are spikes to explain
-    #[arg(long)]
-    pub threshold: Option<String>,
+    #[arg(long, value_name = "T")]
+    pub threshold: Option<Latency>,
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
 }
@@ -251,7 +253,7 @@ pub enum LoadsCommand {
     Run {
         profile: String,
         #[arg(long, default_value = "60s")]
-        duration: String,
+        duration: Duration,
         /// Print the load records as JSON on stdout at the end
         #[arg(long)]
         json: bool,
@@ -278,7 +280,7 @@ pub enum BenchCommand {
         cpu: u32,
         /// Length of each run
         #[arg(long, default_value = "10s")]
-        duration: String,
+        duration: Duration,
         /// Pairs of runs
         #[arg(long, default_value_t = 3)]
         pairs: u32,
@@ -290,7 +292,7 @@ pub enum BenchCommand {
         cpu: u32,
         /// Length of each run (whole seconds)
         #[arg(long, default_value = "5s")]
-        duration: String,
+        duration: Duration,
         /// Rounds of the four runs
         #[arg(long, default_value_t = 2)]
         pairs: u32,
@@ -302,10 +304,10 @@ pub enum BenchCommand {
         profiles: Option<String>,
         /// Length of each run
         #[arg(long, default_value = "20s")]
-        duration: String,
+        duration: Duration,
         /// CPUs to measure on: `all` or a list such as 0-3,6
         #[arg(long, default_value = "all")]
-        cpus: String,
+        cpus: CpuSel,
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,
         /// Keep the run directories here (default: a temp dir, removed at the end)
@@ -322,22 +324,22 @@ pub enum BenchCommand {
         cpu: u32,
         /// Length of each run
         #[arg(long, default_value = "10s")]
-        duration: String,
+        duration: Duration,
         /// Pairs of runs (off, on)
         #[arg(long, default_value_t = 3)]
         pairs: u32,
         /// --trace-threshold of the traced runs
         #[arg(long, default_value = "150us")]
-        threshold: String,
+        threshold: Latency,
     },
     /// `latlab analyze` throughput against `wc -l` on a large trace
     Analyze {
         /// Trace to time (default: capture one with the recorder under hackbench)
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
-        /// Size of the captured trace
+        /// Size of the captured trace (binary multiples: 200M = 200 MiB)
         #[arg(long, default_value = "200M")]
-        size: String,
+        size: Size,
         /// Keep the captured trace (its path is printed)
         #[arg(long)]
         keep: bool,

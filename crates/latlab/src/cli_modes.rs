@@ -3,6 +3,8 @@
 
 use clap::{Args, ValueEnum};
 
+use crate::args::Latency;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum RunMode {
     /// Timer wake-ups (cyclictest)
@@ -39,10 +41,10 @@ pub struct ModeArgs {
     pub cross_cpu: bool,
     /// jitter, audio: compute time per period, e.g. 200us [jitter: 200us; audio: 25% of the period]
     #[arg(long, value_name = "T")]
-    pub work: Option<String>,
+    pub work: Option<Latency>,
     /// audio: the fragment period, e.g. 1.45ms [default: 64 frames at 44.1 kHz = 1451247ns]
     #[arg(long, value_name = "T")]
-    pub period: Option<String>,
+    pub period: Option<Latency>,
     /// audio: fragments in the ring buffer (deadline = (buffers − 1) periods) [default: 2]
     #[arg(long, value_name = "N")]
     pub buffers: Option<u32>,

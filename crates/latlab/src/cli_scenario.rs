@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::args::{CpuList, Duration, Latency, Size};
 use crate::cli::{Policy, RunFormat};
 
 #[derive(Debug, Args)]
@@ -33,21 +34,21 @@ pub struct ScenarioCommon {
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
     /// Time loads run before measuring starts
-    #[arg(long, default_value = "2s")]
-    pub warmup: String,
+    #[arg(long, default_value = "2s", value_name = "D")]
+    pub warmup: Duration,
     /// Scratch space for the loads' files (io-read: default its --dir, so they share a disk)
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
     /// CPUs the loads may run on, e.g. 0-3,6 (default: all)
     #[arg(long, value_name = "LIST")]
-    pub load_cpus: Option<String>,
+    pub load_cpus: Option<CpuList>,
 }
 
 #[derive(Debug, Args)]
 pub struct IoReadArgs {
     /// Size of the file read sequentially: 200M, 1G, 8MiB
-    #[arg(long, default_value = "200M")]
-    pub file_size: String,
+    #[arg(long, default_value = "200M", value_name = "SIZE")]
+    pub file_size: Size,
     /// Small files read one after another (open+read+close each, the `find | cat` pattern)
     #[arg(long, default_value_t = 500)]
     pub small_files: usize,
@@ -75,7 +76,7 @@ pub struct FairnessArgs {
     pub tasks: usize,
     /// How long they compete: 10s, 5m
     #[arg(long, default_value = "30s")]
-    pub duration: String,
+    pub duration: Duration,
     /// Scheduling policy of the tasks (rr and fifo need root)
     #[arg(long, value_enum, default_value_t = Policy::Other)]
     pub policy: Policy,
@@ -86,11 +87,11 @@ pub struct FairnessArgs {
     #[arg(long)]
     pub sleeper: bool,
     /// Period of the sleeper
-    #[arg(long, default_value = "10ms")]
-    pub sleeper_interval: String,
+    #[arg(long, default_value = "10ms", value_name = "T")]
+    pub sleeper_interval: Latency,
     /// CPUs every task may run on (default: the last online CPU, so they compete)
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
+    pub cpus: Option<CpuList>,
     /// Load profile to run during the measurement (repeatable); see `latlab loads list`
     #[arg(long = "load", value_name = "PROFILE")]
     pub loads: Vec<String>,

@@ -38,17 +38,7 @@ pub struct LoadOptions {
 
 /// Build [`LoadOptions`] from the `run` flags.
 pub fn options_from(ext: &crate::cli::RunExtArgs, duration_ns: u64) -> anyhow::Result<LoadOptions> {
-    let cpus = match &ext.load_cpus {
-        None => None,
-        Some(s) => {
-            let v =
-                latlab_core::cpulist::parse_cpu_list(s).map_err(|e| anyhow!("--load-cpus: {e}"))?;
-            if v.is_empty() {
-                bail!("--load-cpus: the list is empty; give CPUs such as 0-1");
-            }
-            Some(v)
-        }
-    };
+    let cpus = ext.load_cpus.as_ref().map(|l| l.0.clone());
     Ok(LoadOptions {
         dir: ext.load_dir.clone(),
         cpus,

@@ -2,9 +2,10 @@
 
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Parser;
 
+mod args;
 mod cli;
 mod cli_modes;
 mod cli_scenario;
@@ -31,12 +32,28 @@ fn main() -> ExitCode {
 /// exits 1, as every other error does. clap's own code for them is 2, which latlab reserves for
 /// "a sample exceeded --max-latency": a typo in a CI job must not read as a latency failure.
 fn usage_error(e: clap::Error) -> ExitCode {
-    let ok = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
-    // A closed or full stdout/stderr while printing help or the error: nothing more to say.
-    let _ = e.print();
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // A closed or full stdout while printing help: nothing more to say.
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        // A value latlab's own parser refused: one line naming the flag, as every other
+        // error (`latlab: error: --interval: 'soon' is not a latency: expected …`).
+        ErrorKind::ValueValidation => {
+            let arg = match e.get(ContextKind::InvalidArg) {
+                Some(ContextValue::String(a)) => a.split(' ').next().unwrap_or(a).to_string(),
+                _ => "a flag".into(),
+            };
+            match std::error::Error::source(&e) {
+                Some(why) => eprintln!("latlab: error: {arg}: {why}"),
+                None => eprintln!("latlab: error: {arg}: invalid value"),
+            }
+            ExitCode::from(1)
+        }
+        _ => {
+            let _ = e.print();
+            ExitCode::from(1)
+        }
     }
 }

@@ -258,6 +258,33 @@ fn bad_run_flags_are_one_line_errors() {
         "--max-latency: 'big' is not a latency",
     );
     fails_with(&with(&["--hist-limit", "10ns"]), "--hist-limit");
+    // Every flag is checked before the machine or the disk is touched: a bad recorder size,
+    // a wrapping --distance, an --interval the audio mode replaces by --period (given even at
+    // its default value), loads that cannot run.
+    fails_with(
+        &with(&["--trace-threshold", "100us", "--trace-buffer", "4XB"]),
+        "--trace-buffer: '4XB' is not a size",
+    );
+    fails_with(
+        &with(&["--interval", "10us", "--distance", "18446744073709546615ns"]),
+        "--distance",
+    );
+    fails_with(
+        &with(&["--mode", "audio", "--interval", "1ms"]),
+        "--interval: --mode audio",
+    );
+    fails_with(
+        &with(&["--warmup", "later"]),
+        "--warmup: 'later' is not a duration",
+    );
+    fails_with(
+        &with(&["--load-cpus", "x"]),
+        "--load-cpus: 'x' is not a CPU list",
+    );
+    fails_with(
+        &with(&["--load", "no-such-profile", "--warmup", "5s"]),
+        "no-such-profile",
+    );
 }
 
 #[test]

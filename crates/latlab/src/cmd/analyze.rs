@@ -14,17 +14,13 @@ use anyhow::Context;
 use latlab_core::record::SpikeRecord;
 use latlab_core::trace::attribution::{analyze_bytes_parallel, has_markers, kind_str, printable};
 use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
-use latlab_core::units::parse_latency;
 
 use crate::cli::{AnalyzeArgs, RunFormat};
 
 const DEFAULT_WAKEUP_THRESHOLD_NS: u64 = 100_000;
 
 pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
-    let threshold = match &args.threshold {
-        Some(t) => Some(parse_latency(t).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?),
-        None => None,
-    };
+    let threshold = args.threshold.map(|t| t.0);
     let a = analyze_file(&args.trace, threshold)?;
     let out = match args.format {
         RunFormat::Json => {

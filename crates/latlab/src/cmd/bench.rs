@@ -10,7 +10,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
 use latlab_core::hist::{Histogram, Layout, Quantile};
-use latlab_core::units::{format_duration, parse_duration};
+use latlab_core::units::format_duration;
 
 use crate::cli::{BenchArgs, BenchCommand};
 
@@ -183,14 +183,13 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             cpu,
             duration,
             pairs,
-        } => crate::cmd::bench_wakeup::bench_wakeup(cpu, &duration, pairs),
+        } => crate::cmd::bench_wakeup::bench_wakeup(cpu, duration.0, pairs),
         BenchCommand::Measure {
             cpu,
             duration,
             pairs,
         } => {
-            let d = parse_duration(&duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))?;
-            let secs = (d / 1_000_000_000).max(1);
+            let secs = (duration.0 / 1_000_000_000).max(1);
             let dur = format_duration(secs * 1_000_000_000);
             println!(
                 "latlab vs cyclictest on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, alternated"
@@ -256,9 +255,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             duration,
             pairs,
             threshold,
-        } => super::bench_trace::trace_overhead(cpu, &duration, pairs, &threshold),
+        } => super::bench_trace::trace_overhead(cpu, duration.0, pairs, threshold.0),
         BenchCommand::Analyze { trace, size, keep } => {
-            super::bench_trace::analyze_bench(trace, &size, keep)
+            super::bench_trace::analyze_bench(trace, size.0, keep)
         }
         BenchCommand::Report { reps } => super::bench_report::bench_report(reps),
     }

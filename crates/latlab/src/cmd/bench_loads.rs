@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use anyhow::{anyhow, bail, Context};
-use latlab_core::units::{format_duration, parse_duration, Human};
+use latlab_core::units::{format_duration, Human};
 use latlab_sys::loads::profiles::{self, which, PROFILES};
 use serde_json::{json, Value};
 
@@ -16,8 +16,8 @@ use crate::cli::RunFormat;
 /// The flags of `bench loads`.
 pub struct Opts {
     pub profiles: Option<String>,
-    pub duration: String,
-    pub cpus: String,
+    pub duration: crate::args::Duration,
+    pub cpus: crate::args::CpuSel,
     pub format: RunFormat,
     pub results: Option<PathBuf>,
     pub load_dir: Option<PathBuf>,
@@ -90,7 +90,13 @@ fn run_one(
     let exe = std::env::current_exe().context("cannot find latlab's own executable")?;
     let mut cmd = Command::new(exe);
     cmd.args(["run", "--quiet", "--format", "json", "--load", profile])
-        .args(["--duration", duration, "--cpus", &o.cpus, "--label"])
+        .args([
+            "--duration",
+            duration,
+            "--cpus",
+            &o.cpus.to_string(),
+            "--label",
+        ])
         .arg(
             format!("bench-{profile}")
                 .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_"),
@@ -271,7 +277,7 @@ fn table(rows: &[Row]) -> String {
 }
 
 pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
-    let d = parse_duration(&o.duration).map_err(|e| anyhow!("--duration: {e}"))?;
+    let d = o.duration.0;
     if d < 1_000_000_000 {
         bail!("--duration {}: use at least 1s (e.g. 20s)", o.duration);
     }
@@ -311,7 +317,7 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
         RunFormat::Json => {
             let v = json!({
                 "duration_ns": d,
-                "cpus": o.cpus,
+                "cpus": o.cpus.to_string(),
                 "skipped": skipped,
                 "rows": rows.iter().map(|r| json!({
                     "profile": r.profile,

@@ -7,7 +7,6 @@
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
-use latlab_core::units::parse_duration;
 
 /// min / avg / max in ns.
 #[derive(Debug, Clone, Copy)]
@@ -91,9 +90,8 @@ fn rt_tests(tool: &str, cpu: u32, secs: u64) -> anyhow::Result<Fig> {
         .with_context(|| format!("{tool} printed no 'Min … Avg … Max' line: {text}"))
 }
 
-pub fn bench_wakeup(cpu: u32, duration: &str, pairs: u32) -> anyhow::Result<ExitCode> {
-    let secs =
-        parse_duration(duration).map_err(|e| anyhow::anyhow!("--duration: {e}"))? / 1_000_000_000;
+pub fn bench_wakeup(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<ExitCode> {
+    let secs = duration_ns / 1_000_000_000;
     if secs == 0 {
         bail!("--duration: at least 1s (ptsematest and pmqtest count whole seconds)");
     }

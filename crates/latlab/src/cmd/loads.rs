@@ -25,7 +25,7 @@ pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
             duration,
             json,
             ext,
-        } => run(&profile, &duration, json, &ext),
+        } => run(&profile, duration, json, &ext),
     }
 }
 
@@ -93,12 +93,11 @@ fn list() -> String {
 
 fn run(
     profile: &str,
-    duration: &str,
+    duration: crate::args::Duration,
     json: bool,
     ext: &crate::cli::RunExtArgs,
 ) -> anyhow::Result<ExitCode> {
-    let dur =
-        latlab_core::units::parse_duration(duration).map_err(|e| anyhow!("--duration: {e}"))?;
+    let dur = duration.0;
     let opts = options_from(ext, dur)?;
     let mut session = LoadSession::prepare(&[profile.to_string()], &opts)?;
     let stop = Arc::new(AtomicBool::new(false));

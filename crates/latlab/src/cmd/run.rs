@@ -18,23 +18,27 @@ use latlab_core::record::{
     CpuRecord, Machine, RunConfig, RunRecord, Source, SpikeRecord, ThreadInfo, SCHEMA_VERSION,
 };
 use latlab_core::stats::Stats;
-use latlab_core::units::{format_duration, parse_duration, parse_latency, Human, Nanos};
+use latlab_core::units::{format_duration, Human, Nanos};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
 use latlab_sys::rt::{self, Policy};
 
+use crate::args::CpuSel;
 use crate::cli::{Backend, Policy as CliPolicy, RunArgs, RunFormat};
 use crate::rundir;
+use crate::trace_session::TraceOptions;
 
 /// Checkpoint period: a SIGKILLed run loses at most this much.
 const CHECKPOINT: Duration = Duration::from_secs(10);
 /// Collector period: spikes, loads and signals are looked at this often.
 const TICK: Duration = Duration::from_millis(100);
 
-/// Everything `run` needs, validated.
+/// Everything `run` needs, typed and validated before anything touches the machine or the disk.
 pub struct Plan {
     pub duration_ns: Nanos,
     pub interval_ns: Nanos,
+    /// `--interval` was given (an audio run's period is `--period`).
+    pub interval_given: bool,
     pub distance_ns: Nanos,
     pub layout: Layout,
     pub cpus: Vec<u32>,
@@ -42,6 +46,8 @@ pub struct Plan {
     pub priority: u32,
     pub trace_threshold_ns: Option<Nanos>,
     pub max_latency_ns: Option<Nanos>,
+    /// The flight recorder's options, with `--trace-threshold`.
+    pub trace: Option<TraceOptions>,
     pub warmup_ns: Nanos,
     pub label: String,
 }
@@ -64,23 +70,23 @@ pub fn kernel_release() -> Option<String> {
 }
 
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
-    let duration_ns = flag("duration", parse_duration(&a.duration))?;
+    let duration_ns = a.duration.0;
     if duration_ns == 0 {
         bail!("--duration: must be more than 0 (e.g. 10s)");
     }
-    let interval_ns = flag("interval", parse_latency(&a.interval))?;
+    let interval_ns = a.interval.map_or(1_000_000, |i| i.0);
     if interval_ns < 10_000 {
         bail!(
             "--interval {}: below the 10us minimum; use 10us or more (cyclictest's 50us is a common floor)",
-            a.interval
+            format_duration(interval_ns)
         );
     }
-    let distance_ns = flag("distance", parse_latency(&a.distance))?;
-    let limit = flag("hist-limit", parse_latency(&a.hist_limit))?;
-    if limit < 100_000 || limit % 1_000 != 0 || limit > 10_000_000_000 {
+    let distance_ns = a.distance.0;
+    let limit = a.hist_limit.0;
+    if limit < 100_000 || !limit.is_multiple_of(1_000) || limit > 10_000_000_000 {
         bail!(
             "--hist-limit {}: must be whole microseconds from 100us to 10s (the log-scaled tail covers everything above)",
-            a.hist_limit
+            format_duration(limit)
         );
     }
     let layout = flag("hist-limit", Layout::new(1_000, limit))?;
@@ -97,43 +103,58 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         );
     }
     let online = online_cpus()?;
-    let cpus = if a.cpus == "all" {
-        let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
-        online
-            .iter()
-            .copied()
-            .filter(|c| allowed.contains(c))
-            .collect()
-    } else {
-        let cpus = flag("cpus", parse_cpu_list(&a.cpus))?;
-        if cpus.is_empty() {
-            bail!("--cpus: the list is empty; give CPUs such as 0-1, or all");
-        }
-        for c in &cpus {
-            if !online.contains(c) {
-                bail!(
-                    "--cpus {}: CPU {c} is not online (online: {}); choose online CPUs",
-                    a.cpus,
-                    format_cpu_list(&online)
-                );
+    let cpus = match &a.cpus {
+        CpuSel::All => {
+            let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
+            let cpus: Vec<u32> = online
+                .iter()
+                .copied()
+                .filter(|c| allowed.contains(c))
+                .collect();
+            if cpus.is_empty() {
+                bail!("--cpus all: no CPU is available to this process");
             }
+            cpus
         }
-        cpus
+        CpuSel::List(list) => {
+            for c in &list.0 {
+                if !online.contains(c) {
+                    bail!(
+                        "--cpus {list}: CPU {c} is not online (online: {}); choose online CPUs",
+                        format_cpu_list(&online)
+                    );
+                }
+            }
+            list.0.clone()
+        }
     };
-    if cpus.is_empty() {
-        bail!("--cpus all: no CPU is available to this process");
+    // The last thread's interval (cyclictest -d adds the distance once per further thread)
+    // must not wrap around.
+    let last = (cpus.len() as u64 - 1)
+        .checked_mul(distance_ns)
+        .and_then(|d| d.checked_add(interval_ns))
+        .filter(|&i| i <= 3_600 * 1_000_000_000);
+    if last.is_none() {
+        bail!(
+            "--distance {}: with {} threads the last one's interval would exceed an hour; use a smaller --distance",
+            format_duration(distance_ns),
+            cpus.len()
+        );
     }
-    let trace_threshold_ns = a
-        .trace_threshold
-        .as_deref()
-        .map(|t| flag("trace-threshold", parse_latency(t)))
-        .transpose()?;
-    let max_latency_ns = a
-        .max_latency
-        .as_deref()
-        .map(|t| flag("max-latency", parse_latency(t)))
-        .transpose()?;
-    let warmup_ns = flag("warmup", parse_duration(&a.ext.warmup))?;
+    let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
+    let max_latency_ns = a.max_latency.map(|t| t.0);
+    let buffer = a.ext.trace_buffer.0;
+    if buffer == 0 || !buffer.is_multiple_of(1024) || buffer > (1 << 30) {
+        bail!("--trace-buffer {buffer}: give whole KiB up to 1GiB per CPU, such as 4MiB or 512KiB");
+    }
+    let trace = trace_threshold_ns.map(|threshold_ns| TraceOptions {
+        threshold_ns,
+        buffer_kb: buffer / 1024,
+        max_spikes: a.ext.trace_max_spikes,
+        instances: a.ext.trace_instances,
+        required: a.ext.trace_required,
+    });
+    let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend {
         Backend::Sim => "sim".into(),
         Backend::Real => kernel_release().unwrap_or_else(|| "run".into()),
@@ -141,6 +162,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     Ok(Plan {
         duration_ns,
         interval_ns,
+        interval_given: a.interval.is_some(),
         distance_ns,
         layout,
         cpus,
@@ -148,6 +170,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         priority: if policy.is_rt() { a.priority } else { 0 },
         trace_threshold_ns,
         max_latency_ns,
+        trace,
         warmup_ns,
         label,
     })
@@ -481,19 +504,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     // The flight recorder, started last so its buffer holds the measured period only.
-    let mut tracer = match p.trace_threshold_ns {
-        Some(threshold_ns) => crate::trace_session::TraceSession::start(
-            &crate::trace_session::TraceOptions {
-                threshold_ns,
-                buffer_kb: parse_kib(&a.ext.trace_buffer)?,
-                max_spikes: a.ext.trace_max_spikes,
-                instances: a.ext.trace_instances,
-                required: a.ext.trace_required,
-            },
-            &p.cpus,
-            ledger.clone(),
-            &mut warnings,
-        )?,
+    let mut tracer = match &p.trace {
+        Some(opts) => {
+            crate::trace_session::TraceSession::start(opts, &p.cpus, ledger.clone(), &mut warnings)?
+        }
         None => None,
     };
     let trace: Option<TraceHook> = match (&tracer, p.trace_threshold_ns) {
@@ -726,22 +740,6 @@ fn reap_orphans() {
         if r <= 0 {
             break;
         }
-    }
-}
-
-/// `4MiB`, `512KiB`, `4096` (KiB) → KiB.
-fn parse_kib(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("MiB").or_else(|| t.strip_suffix('M')) {
-        (n, 1024)
-    } else if let Some(n) = t.strip_suffix("KiB").or_else(|| t.strip_suffix('K')) {
-        (n, 1)
-    } else {
-        (t, 1)
-    };
-    match num.trim().parse::<u64>() {
-        Ok(v) if v > 0 => Ok(v * mult),
-        _ => bail!("--trace-buffer {s}: expected a size such as 4MiB or 512KiB"),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use anyhow::bail;
 use latlab_core::modes::{AudioRecord, CpuMode, ExecRecord, ModeParams, AUDIO_PERIOD_NS};
-use latlab_core::units::{parse_latency, Human};
+use latlab_core::units::Human;
 use latlab_sys::measure::ThreadShared;
 use latlab_sys::modes::{Ipc, Mode};
 
@@ -49,10 +49,7 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
         "audio",
     )?;
     let work = |default: u64, period: u64| -> anyhow::Result<u64> {
-        let w = match &m.work {
-            Some(s) => parse_latency(s).map_err(|e| anyhow::anyhow!("--work: {e}"))?,
-            None => default,
-        };
+        let w = m.work.map_or(default, |w| w.0);
         if w == 0 {
             bail!("--work: must be more than 0 (e.g. 200us)");
         }
@@ -146,13 +143,10 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
             }
         }
         RunMode::Audio => {
-            if a.interval != "1ms" {
+            if p.interval_given {
                 bail!("--interval: --mode audio wakes once per --period; use --period instead");
             }
-            let period = match &m.period {
-                Some(s) => parse_latency(s).map_err(|e| anyhow::anyhow!("--period: {e}"))?,
-                None => AUDIO_PERIOD_NS,
-            };
+            let period = m.period.map_or(AUDIO_PERIOD_NS, |p| p.0);
             if period < 10_000 {
                 bail!("--period {}: below the 10us minimum", Human(period));
             }

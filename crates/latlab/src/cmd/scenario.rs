@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
+use latlab_core::cpulist::format_cpu_list;
 use latlab_core::hist::{Histogram, Layout, Quantile};
 use latlab_core::model::RunModel;
 use latlab_core::record::{
@@ -18,7 +18,7 @@ use latlab_core::record::{
 };
 use latlab_core::scenario as stats;
 use latlab_core::stats::Stats;
-use latlab_core::units::{parse_duration, parse_latency, Nanos};
+use latlab_core::units::Nanos;
 use latlab_sys::ledger::{Entry, Ledger};
 use latlab_sys::rt::{self, Policy};
 use latlab_sys::scenario::{fairness, io_read};
@@ -41,10 +41,6 @@ pub fn scenario(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
         ScenarioCommand::Fairness(f) => run_fairness(f),
         ScenarioCommand::IoRead(i) => run_io_read(i),
     }
-}
-
-fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
-    r.map_err(|e| anyhow!("--{name}: {e}"))
 }
 
 /// What both scenarios set up before measuring.
@@ -88,16 +84,7 @@ fn begin(results: &Path, label: &str) -> anyhow::Result<Session> {
 }
 
 fn load_options(c: &ScenarioCommon, default_dir: Option<PathBuf>) -> anyhow::Result<LoadOptions> {
-    let cpus = match &c.load_cpus {
-        None => None,
-        Some(s) => {
-            let v = flag("load-cpus", parse_cpu_list(s))?;
-            if v.is_empty() {
-                bail!("--load-cpus: the list is empty; give CPUs such as 0-1");
-            }
-            Some(v)
-        }
-    };
+    let cpus = c.load_cpus.as_ref().map(|l| l.0.clone());
     Ok(LoadOptions {
         dir: c.load_dir.clone().or(default_dir),
         cpus,
@@ -244,7 +231,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
             a.tasks
         );
     }
-    let duration_ns = flag("duration", parse_duration(&a.duration))?;
+    let duration_ns = a.duration.0;
     if duration_ns == 0 {
         bail!("--duration: must be more than 0 (e.g. 10s)");
     }
@@ -266,10 +253,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
             vec![last]
         }
         Some(l) => {
-            let v = flag("cpus", parse_cpu_list(l))?;
-            if v.is_empty() {
-                bail!("--cpus: the list is empty; give CPUs such as 1 or 0-1");
-            }
+            let v = l.0.clone();
             if let Some(c) = v.iter().find(|c| !online.contains(c)) {
                 bail!(
                     "--cpus {l}: CPU {c} is not online (online: {}); choose online CPUs",
@@ -308,7 +292,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let sleeper_interval_ns = if a.sleeper {
-        let i = flag("sleeper-interval", parse_latency(&a.sleeper_interval))?;
+        let i = a.sleeper_interval.0;
         if i < 100_000 || i > duration_ns {
             bail!(
                 "--sleeper-interval {}: give 100us up to the --duration",
@@ -319,7 +303,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let warmup_ns = flag("warmup", parse_duration(&a.common.warmup))?;
+    let warmup_ns = a.common.warmup.0;
     let mut loads = if a.loads.is_empty() {
         None
     } else {
@@ -478,7 +462,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
 // io-read
 
 fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
-    let size = flag("file-size", stats::parse_size(&a.file_size))?;
+    let size = a.file_size.0;
     if size == 0 {
         bail!("--file-size: must be more than 0 (e.g. 200M)");
     }
@@ -551,7 +535,7 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
     } else {
         a.loads.clone()
     };
-    let warmup_ns = flag("warmup", parse_duration(&a.common.warmup))?;
+    let warmup_ns = a.common.warmup.0;
     let lopts = load_options(&a.common, Some(parent.clone()))?;
     // Every load is resolved (tools, space) before anything starts.
     let mut sessions = Vec::new();

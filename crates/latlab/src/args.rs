@@ -1,0 +1,139 @@
+//! Typed values of the command line. Each unit is parsed once, by latlab-core's one parser for
+//! it, when clap parses the flag: nothing after parsing sees a raw string, and a bad value is a
+//! usage error naming the flag before anything touches the machine or the disk.
+
+use std::fmt;
+use std::str::FromStr;
+
+use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
+use latlab_core::units::{format_duration, parse_duration, parse_latency, parse_size, Nanos};
+
+/// A duration: `10s`, `5m`, `2h`, `1d` (a bare number is seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Duration(pub Nanos);
+
+/// A latency, interval or period: `500us`, `1ms`, `250000ns` (a bare number is µs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency(pub Nanos);
+
+/// A size in bytes: `4MiB`, `200M`, `1G`, `4096` (binary multiples).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+/// A non-empty CPU list: `0-3,6`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+/// `all` or a [`CpuList`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuSel {
+    All,
+    List(CpuList),
+}
+
+impl FromStr for Duration {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_duration(s).map(Duration).map_err(|e| e.to_string())
+    }
+}
+
+impl FromStr for Latency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_latency(s).map(Latency).map_err(|e| e.to_string())
+    }
+}
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        parse_size(s).map(Size).map_err(|e| e.to_string())
+    }
+}
+
+impl FromStr for CpuList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let v = parse_cpu_list(s).map_err(|e| e.to_string())?;
+        if v.is_empty() {
+            return Err("the list is empty; give CPUs such as 0-1".into());
+        }
+        Ok(CpuList(v))
+    }
+}
+
+impl FromStr for CpuSel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim() == "all" {
+            Ok(CpuSel::All)
+        } else {
+            Ok(CpuSel::List(s.parse()?))
+        }
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_duration(self.0))
+    }
+}
+
+impl fmt::Display for Latency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_duration(self.0))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+            if b != 0 && b.is_multiple_of(1u64 << shift) {
+                return write!(f, "{}{unit}", b >> shift);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_cpu_list(&self.0))
+    }
+}
+
+impl fmt::Display for CpuSel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuSel::All => f.write_str("all"),
+            CpuSel::List(l) => l.fmt(f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_parse_once_with_core_parsers() {
+        assert_eq!("1ms".parse::<Latency>(), Ok(Latency(1_000_000)));
+        assert_eq!("2m".parse::<Duration>(), Ok(Duration(120_000_000_000)));
+        assert_eq!("4MiB".parse::<Size>(), Ok(Size(4 << 20)));
+        assert_eq!("all".parse::<CpuSel>(), Ok(CpuSel::All));
+        assert_eq!(
+            "0-2,5".parse::<CpuSel>(),
+            Ok(CpuSel::List(CpuList(vec![0, 1, 2, 5])))
+        );
+        assert_eq!(Size(200 << 20).to_string(), "200M");
+        assert_eq!(Size(4097).to_string(), "4097");
+        assert!("".parse::<CpuList>().unwrap_err().contains("empty"));
+        assert!("4XB".parse::<Size>().unwrap_err().contains("not a size"));
+        assert!("soon"
+            .parse::<Latency>()
+            .unwrap_err()
+            .contains("not a latency"));
+    }
+}
