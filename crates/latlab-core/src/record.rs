@@ -245,6 +245,34 @@ pub enum RecordError {
 }
 
 impl RunRecord {
+    /// A record of the current schema with these parts and nothing else (no machine, spikes,
+    /// loads, trace or scenario; incomplete until the caller says otherwise). Call
+    /// [`RunRecord::refresh`] once the CPUs' histograms are final.
+    pub fn new(label: &str, source: Source, config: RunConfig, cpus: Vec<CpuRecord>) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            label: label.into(),
+            source,
+            complete: false,
+            tool_version: None,
+            command_line: None,
+            started_at: None,
+            ended_at: None,
+            config,
+            machine: Machine::default(),
+            inventory: None,
+            total: Stats::default(),
+            cpus,
+            spikes: vec![],
+            trace: None,
+            loads: vec![],
+            activity: None,
+            scenario: serde_json::Value::Null,
+            warnings: vec![],
+            notes: vec![],
+        }
+    }
+
     /// Parse `run.json` bytes: checks the schema version first, then every histogram, and
     /// recomputes the derived statistics.
     pub fn from_json(bytes: &[u8]) -> Result<RunRecord, RecordError> {

@@ -10,6 +10,7 @@ mod cli;
 mod cli_modes;
 mod cli_scenario;
 mod cmd;
+mod lifecycle;
 mod load_session;
 mod rundir;
 mod trace_session;

@@ -164,16 +164,10 @@ fn day_record() -> anyhow::Result<RunRecord> {
         })
         .collect();
     let day = SECONDS as u64 * 1_000_000_000;
-    let mut r = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        label: "bench-24h".into(),
-        source: Source::Latlab,
-        complete: true,
-        tool_version: Some(env!("CARGO_PKG_VERSION").into()),
-        command_line: Some("latlab run --duration 1d (synthetic, latlab bench report)".into()),
-        started_at: Some("2026-01-01T00:00:00Z".into()),
-        ended_at: Some("2026-01-02T00:00:00Z".into()),
-        config: RunConfig {
+    let mut r = RunRecord::new(
+        "bench-24h",
+        Source::Latlab,
+        RunConfig {
             mode: "timer".into(),
             backend: "sim".into(),
             interval_ns: Some(1_000_000),
@@ -185,21 +179,18 @@ fn day_record() -> anyhow::Result<RunRecord> {
             measured_ns: Some(day),
             ..RunConfig::default()
         },
-        machine: Machine {
-            kernel_release: Some("6.1.0-bench".into()),
-            ..Machine::default()
-        },
-        inventory: None,
-        total: Stats::default(),
         cpus,
-        spikes,
-        trace: None,
-        loads: vec![],
-        activity: None,
-        warnings: vec![],
-        notes: vec![],
-        scenario: serde_json::Value::Null,
+    );
+    r.complete = true;
+    r.tool_version = Some(env!("CARGO_PKG_VERSION").into());
+    r.command_line = Some("latlab run --duration 1d (synthetic, latlab bench report)".into());
+    r.started_at = Some("2026-01-01T00:00:00Z".into());
+    r.ended_at = Some("2026-01-02T00:00:00Z".into());
+    r.machine = Machine {
+        kernel_release: Some("6.1.0-bench".into()),
+        ..Machine::default()
     };
+    r.spikes = spikes;
     r.refresh()?;
     Ok(r)
 }

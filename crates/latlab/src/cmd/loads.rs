@@ -3,15 +3,13 @@
 //! duration ends or Ctrl-C/SIGTERM, and stops it completely either way.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
-use latlab_sys::ledger::Ledger;
+use anyhow::anyhow;
 use latlab_sys::loads::profiles::{which, PROFILES};
 
 use crate::cli::{LoadsArgs, LoadsCommand};
+use crate::lifecycle::{Begin, Session};
 use crate::load_session::{options_from, LoadSession};
 
 pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
@@ -99,49 +97,33 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     let dur = duration.0;
     let opts = options_from(ext, dur)?;
-    let mut session = LoadSession::prepare(&[profile.to_string()], &opts)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handlers")?;
-    }
-    let ledger = Arc::new(Mutex::new(
-        Ledger::open()
-            .context("cannot open the ledger (run as root, or set LATLAB_RUNTIME_DIR)")?,
-    ));
+    let session = LoadSession::prepare(&[profile.to_string()], &opts)?;
+    let mut s = Session::begin(Begin {
+        results: None,
+        inventory: false,
+        quiet: false,
+    })?;
     let log_dir = std::env::temp_dir().join(format!("latlab-loads-{}", std::process::id()));
-    let started = session.start(ledger.clone(), &log_dir);
-    let mut failed = started.err();
+    let mut failed = s.start_loads(session, &log_dir, 0).err();
     if failed.is_none() {
         eprintln!(
             "latlab: load {profile} running for {duration} (Ctrl-C stops it); logs in {}",
             log_dir.display()
         );
-        session.measurement_started();
         let t0 = Instant::now();
         let end = Duration::from_nanos(dur);
-        while !stop.load(Ordering::SeqCst) && t0.elapsed() < end {
-            if let Err(e) = session.poll() {
+        while !s.stopped() && t0.elapsed() < end {
+            if let Err(e) = s.poll_loads() {
                 failed = Some(e);
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    let (records, activity) = session.stop();
+    let (records, activity) = s.stop_loads();
     // Profiles without parts (idle) leave no log: no empty directory either.
     let _ = std::fs::remove_dir(&log_dir);
-    let leftovers: Vec<String> = ledger
-        .lock()
-        .map(|l| l.entries().map(|e| format!("{e:?}")).collect())
-        .unwrap_or_default();
-    let close = match Arc::try_unwrap(ledger) {
-        Ok(m) => m.into_inner().map(|l| l.close()).unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
+    let leftovers = s.close();
     for r in &records {
         let d = &r.details;
         eprintln!(
@@ -186,9 +168,8 @@ fn run(
     }
     if !leftovers.is_empty() {
         return Err(anyhow!(
-            "some load resources could not be removed ({}); {}",
-            leftovers.join("; "),
-            close.join("; ")
+            "some load resources could not be removed ({}); run `latlab cleanup` to retry",
+            leftovers.join("; ")
         ));
     }
     Ok(ExitCode::SUCCESS)

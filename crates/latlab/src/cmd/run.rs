@@ -4,27 +4,24 @@
 //! flag the measurement threads see within one period), an error, and a panic (drop guards).
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
 use latlab_core::hist::Layout;
-use latlab_core::model::RunModel;
-use latlab_core::record::{
-    CpuRecord, Machine, RunConfig, RunRecord, Source, SpikeRecord, ThreadInfo, SCHEMA_VERSION,
-};
+use latlab_core::record::{CpuRecord, RunConfig, RunRecord, SpikeRecord, ThreadInfo};
 use latlab_core::stats::Stats;
 use latlab_core::units::{format_duration, Human, Nanos};
-use latlab_sys::ledger::Ledger;
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
 use latlab_sys::rt::{self, Policy};
 
 use crate::args::CpuSel;
-use crate::cli::{Backend, Policy as CliPolicy, RunArgs, RunFormat};
+use crate::cli::{Backend, Policy as CliPolicy, RunArgs};
+use crate::cmd::run_modes::ModePlan;
+use crate::lifecycle::{Begin, Session};
 use crate::rundir;
 use crate::trace_session::TraceOptions;
 
@@ -176,48 +173,6 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     })
 }
 
-/// Restores the machine when dropped: every ledger entry, newest first.
-pub(crate) struct Restore {
-    pub(crate) ledger: Arc<Mutex<Ledger>>,
-}
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-        for line in l.restore_all() {
-            if line.starts_with("could not") {
-                eprintln!("latlab: warning: {line}");
-            }
-        }
-        if l.is_empty() {
-            let _ = std::fs::remove_file(l.path());
-        } else {
-            eprintln!(
-                "latlab: warning: what could not be undone stays in {}; run `latlab cleanup` to retry",
-                l.path().display()
-            );
-        }
-    }
-}
-
-pub(crate) fn open_ledger() -> anyhow::Result<Ledger> {
-    match Ledger::open() {
-        Ok(l) => Ok(l),
-        // Not root: keep the ledger where this user can write.
-        Err(_) => {
-            // SAFETY: plain syscall.
-            let uid = unsafe { libc::getuid() };
-            let dir = std::env::temp_dir().join(format!("latlab-{uid}"));
-            Ledger::open_in(&dir).with_context(|| {
-                format!(
-                    "cannot write latlab's ledger in /run/latlab or {}",
-                    dir.display()
-                )
-            })
-        }
-    }
-}
-
 struct Live {
     enabled: bool,
     lines: usize,
@@ -259,28 +214,69 @@ impl Live {
     }
 }
 
+/// What the record is built from while the run goes on.
+struct Measured<'a> {
+    threads: &'a [Arc<measure::ThreadShared>],
+    seconds: &'a [Vec<Option<u64>>],
+    /// The threads' results, once they have ended.
+    results: Option<&'a [measure::ThreadResult]>,
+    measured_ns: Nanos,
+    spikes: &'a [SpikeRecord],
+}
+
+impl Measured<'_> {
+    const NOTHING: Measured<'static> = Measured {
+        threads: &[],
+        seconds: &[],
+        results: None,
+        measured_ns: 0,
+        spikes: &[],
+    };
+}
+
+/// The run's configuration as the record keeps it.
+fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
+    RunConfig {
+        mode: mp.name.into(),
+        backend: match a.backend {
+            Backend::Real => "real".into(),
+            Backend::Sim => "sim".into(),
+        },
+        interval_ns: Some(p.interval_ns),
+        duration_ns: Some(p.duration_ns),
+        cpus: p.cpus.clone(),
+        priority: Some(p.priority),
+        policy: Some(p.policy.as_str().into()),
+        distance_ns: p.distance_ns,
+        aligned: a.aligned,
+        hist_limit_ns: Some(p.layout.limit_ns()),
+        bucket_ns: Some(p.layout.bucket_ns),
+        max_latency_ns: p.max_latency_ns,
+        trace_threshold_ns: p.trace_threshold_ns,
+        loads: a.loads.clone(),
+        warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
+        sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
+        measured_ns: Some(measured_ns),
+        mode_params: mp.params.clone(),
+    }
+}
+
 /// The record as it stands (checkpoint or final).
-#[allow(clippy::too_many_arguments)]
 fn build_record(
+    s: &Session,
     a: &RunArgs,
     p: &Plan,
-    mp: &crate::cmd::run_modes::ModePlan,
-    engine_threads: &[Arc<measure::ThreadShared>],
-    seconds: &[Vec<Option<u64>>],
-    results: Option<&[measure::ThreadResult]>,
-    started_at: &str,
-    machine: &Machine,
-    measured_ns: Nanos,
-    spikes: &[SpikeRecord],
-    warnings: &[String],
+    mp: &ModePlan,
+    m: &Measured,
     complete: bool,
 ) -> RunRecord {
-    let cpus = engine_threads
+    let cpus = m
+        .threads
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let h = t.hist.snapshot();
-            let res = results.and_then(|r| r.iter().find(|r| r.cpu == t.cpu));
+            let res = m.results.and_then(|r| r.iter().find(|r| r.cpu == t.cpu));
             CpuRecord {
                 cpu: t.cpu,
                 stats: Stats {
@@ -289,7 +285,7 @@ fn build_record(
                     ..Stats::default()
                 },
                 histogram: h.to_record(),
-                per_second_max_ns: seconds[i].clone(),
+                per_second_max_ns: m.seconds[i].clone(),
                 top_spikes: res.map(|r| r.top.clone()).unwrap_or_default(),
                 thread: ThreadInfo {
                     tid: res.map(|r| r.tid),
@@ -301,213 +297,107 @@ fn build_record(
             }
         })
         .collect();
-    let mut r = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        label: p.label.clone(),
-        source: Source::Latlab,
-        complete,
-        tool_version: Some(env!("CARGO_PKG_VERSION").into()),
-        command_line: Some(
-            std::env::args()
-                .map(|a| {
-                    if a.contains(char::is_whitespace) {
-                        format!("'{a}'")
-                    } else {
-                        a
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        ),
-        started_at: Some(started_at.into()),
-        ended_at: complete.then(|| rundir::utc_now().0),
-        config: RunConfig {
-            mode: mp.name.into(),
-            backend: match a.backend {
-                Backend::Real => "real".into(),
-                Backend::Sim => "sim".into(),
-            },
-            interval_ns: Some(p.interval_ns),
-            duration_ns: Some(p.duration_ns),
-            cpus: p.cpus.clone(),
-            priority: Some(p.priority),
-            policy: Some(p.policy.as_str().into()),
-            distance_ns: p.distance_ns,
-            aligned: a.aligned,
-            hist_limit_ns: Some(p.layout.limit_ns()),
-            bucket_ns: Some(p.layout.bucket_ns),
-            max_latency_ns: p.max_latency_ns,
-            trace_threshold_ns: p.trace_threshold_ns,
-            loads: a.loads.clone(),
-            warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
-            sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
-            measured_ns: Some(measured_ns),
-            mode_params: mp.params.clone(),
-        },
-        machine: machine.clone(),
-        inventory: None,
-        total: Stats::default(),
+    let mut r = s.record(
+        &p.label,
+        run_config(a, p, mp, m.measured_ns),
         cpus,
-        spikes: spikes.to_vec(),
-        trace: None,
-        loads: vec![],
-        activity: None,
-        scenario: serde_json::Value::Null,
-        warnings: warnings.to_vec(),
-        notes: vec![],
-    };
+        complete,
+    );
+    r.spikes = m.spikes.to_vec();
     r.refresh().expect("live histograms are consistent");
     r
 }
 
+/// Probe what this machine allows before anything is changed, and hold what the measurement
+/// needs (memory locked, `/dev/cpu_dma_latency` at 0); warnings for what it cannot have.
+fn probe(
+    a: &RunArgs,
+    p: &Plan,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Option<rt::DmaLatency>> {
+    if a.backend != Backend::Real {
+        return Ok(None);
+    }
+    if p.policy.is_rt() && !rt::can_use_rt() {
+        bail!(
+            "--backend real with --policy {} needs root (or CAP_SYS_NICE): run as root, or use --backend sim",
+            p.policy.as_str()
+        );
+    }
+    if let Ok(rt_runtime) = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us") {
+        let rt_runtime = rt_runtime.trim();
+        if rt_runtime != "-1" && p.policy.is_rt() {
+            warnings.push(format!(
+                "RT throttling is on (sched_rt_runtime_us={rt_runtime}): real-time tasks that use more than that share of a second are stopped for the rest of it; \
+                 latlab's sleepers do not, but RT loads may (disable: echo -1 > /proc/sys/kernel/sched_rt_runtime_us)"
+            ));
+        }
+    }
+    if let Err(e) = rt::lock_memory() {
+        if p.policy.is_rt() {
+            bail!("mlockall failed ({e}): run as root, or use --backend sim");
+        }
+        warnings.push(format!(
+            "mlockall failed ({e}): page faults may add latency"
+        ));
+    }
+    Ok(match rt::DmaLatency::hold(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            warnings.push(format!(
+                "cannot hold /dev/cpu_dma_latency at 0 ({e}): deep C-states may add exit latency"
+            ));
+            None
+        }
+    })
+}
+
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
+    // an error now), before anything is changed.
     let mut p = plan(&a)?;
     let mp = crate::cmd::run_modes::plan_mode(&a, &mut p, &online_cpus()?)?;
-    // Loads are resolved before anything starts: a missing tool or no scratch space is an
-    // error now, not after the machine was changed.
     let loads = if a.loads.is_empty() {
         None
     } else {
         let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
         Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
     };
-    let mut warnings: Vec<String> = Vec::new();
-    let quiet = a.quiet;
-    let warn = |w: &mut Vec<String>, msg: String| {
-        if !quiet {
-            eprintln!("latlab: warning: {msg}");
-        }
-        w.push(msg);
-    };
+    let mut probe_warnings = Vec::new();
+    let _dma = probe(&a, &p, &mut probe_warnings)?;
 
-    // Probe: what this machine allows, before anything is changed.
-    let _dma = if a.backend == Backend::Real {
-        if p.policy.is_rt() && !rt::can_use_rt() {
-            bail!(
-                "--backend real with --policy {} needs root (or CAP_SYS_NICE): run as root, or use --backend sim",
-                p.policy.as_str()
-            );
-        }
-        if let Ok(rt_runtime) = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us") {
-            let rt_runtime = rt_runtime.trim();
-            if rt_runtime != "-1" && p.policy.is_rt() {
-                warn(&mut warnings, format!(
-                    "RT throttling is on (sched_rt_runtime_us={rt_runtime}): real-time tasks that use more than that share of a second are stopped for the rest of it; \
-                     latlab's sleepers do not, but RT loads may (disable: echo -1 > /proc/sys/kernel/sched_rt_runtime_us)"
-                ));
-            }
-        }
-        if let Err(e) = rt::lock_memory() {
-            if p.policy.is_rt() {
-                bail!("mlockall failed ({e}): run as root, or use --backend sim");
-            }
-            warn(
-                &mut warnings,
-                format!("mlockall failed ({e}): page faults may add latency"),
-            );
-        }
-        match rt::DmaLatency::hold(0) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                warn(&mut warnings, format!(
-                    "cannot hold /dev/cpu_dma_latency at 0 ({e}): deep C-states may add exit latency"
-                ));
-                None
-            }
-        }
-    } else {
-        None
-    };
-
-    // The run directory, checked writable before measuring.
-    let dir = rundir::create_run_dir(&a.results, &p.label)?;
-    // The machine inventory (`latlab check`'s), recorded so `compare` can say what changed.
-    // Steal time is not sampled here: it would delay the start by a second.
-    let inventory = latlab_sys::inventory::collect_with(
-        Path::new("/"),
-        &latlab_sys::inventory::Options { steal_sample: None },
-    );
-    let machine = latlab_sys::inventory::machine(&inventory);
-    let inventory = serde_json::to_value(&inventory).ok();
-
-    // Signals end the run early; results are still written and everything restored.
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handlers")?;
+    let mut s = Session::begin(Begin {
+        results: Some((&a.results, &p.label)),
+        inventory: true,
+        quiet: a.quiet,
+    })?;
+    for w in probe_warnings {
+        s.warn(w);
     }
-
-    let ledger = Arc::new(Mutex::new(open_ledger()?));
-    let _restore = Restore {
-        ledger: ledger.clone(),
-    };
-    // Re-bound after `_restore`, so on a panic or early error the loads are stopped (their
-    // ledger entries forgotten) *before* the ledger is restored and its file removed; in the
-    // other order the stopping supervisor wrote the ledger file again, and it was left behind.
-    let mut loads = loads;
+    let dir = s.dir().to_path_buf();
 
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
     // loaded state only.
-    if let Some(l) = loads.as_mut() {
-        // Orphans of the loads (children of a killed group leader) are re-parented to latlab,
-        // which reaps them, instead of to a PID 1 that may never reap them.
-        // SAFETY: plain prctl.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        let warm_up = (|| -> anyhow::Result<()> {
-            l.start(ledger.clone(), &dir.join("loads"))?;
-            let warm = Instant::now();
-            while warm.elapsed() < Duration::from_nanos(p.warmup_ns)
-                && !stop.load(Ordering::Relaxed)
-            {
-                l.poll()?;
-                std::thread::sleep(TICK);
-            }
-            Ok(())
-        })();
-        if let Err(e) = warm_up {
+    if let Some(l) = loads {
+        if let Err(e) = s.start_loads(l, &dir.join("loads"), p.warmup_ns) {
             // Nothing was measured, but the run directory says why (and holds the loads'
             // records and logs): a run.json marked incomplete, with the reason as a warning.
-            warnings.push(format!(
+            s.warnings.push(format!(
                 "the run ended during the load warm-up, before measuring: {e:#}"
             ));
-            let mut record = build_record(
-                &a,
-                &p,
-                &mp,
-                &[],
-                &[],
-                None,
-                &rundir::utc_now().0,
-                &machine,
-                0,
-                &[],
-                &warnings,
-                false,
-            );
-            record.inventory = inventory;
-            if let Some(l) = loads.take() {
-                let (recs, activity) = l.stop();
-                reap_orphans();
-                record.loads = recs;
-                record.activity = Some(activity);
-            }
-            if let Err(w) = rundir::write_run(&dir, &record, false) {
-                eprintln!("latlab: warning: {w:#}");
-            }
-            drop(_restore);
-            return Err(e.context(format!("results so far: {}", dir.display())));
+            let record = build_record(&s, &a, &p, &mp, &Measured::NOTHING, false);
+            return Err(s.abandon(record, e));
         }
-        l.measurement_started();
     }
 
     // The flight recorder, started last so its buffer holds the measured period only.
     let mut tracer = match &p.trace {
-        Some(opts) => {
-            crate::trace_session::TraceSession::start(opts, &p.cpus, ledger.clone(), &mut warnings)?
-        }
+        Some(opts) => crate::trace_session::TraceSession::start(
+            opts,
+            &p.cpus,
+            s.ledger.clone(),
+            &mut s.warnings,
+        )?,
         None => None,
     };
     let trace: Option<TraceHook> = match (&tracer, p.trace_threshold_ns) {
@@ -544,7 +434,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         },
         mp.mode.clone(),
     )?;
-    let (started_at, _) = rundir::utc_now();
+    // The record's start is the measurement's, after the warm-up.
+    s.started_at = rundir::utc_now().0;
     let started = Instant::now();
     let threads = engine.threads.clone();
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
@@ -564,7 +455,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
     // The collector loop (this thread is not real-time).
     while !engine.all_done() {
-        if stop.load(Ordering::Relaxed) && !interrupted {
+        if s.stopped() && !interrupted {
             interrupted = true;
             engine.stop.store(true, Ordering::Release);
         }
@@ -577,38 +468,30 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
             tr.reap(drained_at);
         }
-        if let Some(l) = loads.as_mut() {
-            if let Err(e) = l.poll() {
-                if load_error.is_none() {
-                    warnings.push(format!("the run was ended early: {e:#}"));
-                    engine.stop.store(true, Ordering::Release);
-                    load_error = Some(e);
-                }
+        if let Err(e) = s.poll_loads() {
+            if load_error.is_none() {
+                s.warnings.push(format!("the run was ended early: {e:#}"));
+                engine.stop.store(true, Ordering::Release);
+                load_error = Some(e);
             }
         }
         if last_second.elapsed() >= Duration::from_secs(1) {
             last_second = Instant::now();
-            for (t, s) in threads.iter().zip(seconds.iter_mut()) {
-                t.drain_seconds(s);
+            for (t, secs) in threads.iter().zip(seconds.iter_mut()) {
+                t.drain_seconds(secs);
             }
             live.show(&threads);
         }
         if last_checkpoint.is_none_or(|t| t.elapsed() >= CHECKPOINT) {
             last_checkpoint = Some(Instant::now());
-            let rec = build_record(
-                &a,
-                &p,
-                &mp,
-                &threads,
-                &seconds,
-                None,
-                &started_at,
-                &machine,
-                started.elapsed().as_nanos() as u64,
-                &spikes,
-                &warnings,
-                false,
-            );
+            let m = Measured {
+                threads: &threads,
+                seconds: &seconds,
+                results: None,
+                measured_ns: started.elapsed().as_nanos() as u64,
+                spikes: &spikes,
+            };
+            let rec = build_record(&s, &a, &p, &mp, &m, false);
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
                 eprintln!("latlab: warning: checkpoint failed: {e:#}");
             }
@@ -634,68 +517,39 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         t.drain_spikes(&mut events);
     }
     trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
-    for (t, s) in threads.iter().zip(seconds.iter_mut()) {
-        t.drain_seconds(s);
+    for (t, secs) in threads.iter().zip(seconds.iter_mut()) {
+        t.drain_seconds(secs);
         let dropped = t.dropped_spikes();
         if dropped > 0 {
-            warnings.push(format!(
+            s.warnings.push(format!(
                 "CPU {}: {dropped} spikes were not handed to the collector (queue full); they are in the histogram",
                 t.cpu
             ));
         }
     }
     if interrupted {
-        warnings.push(format!(
+        s.warnings.push(format!(
             "the run was interrupted after {} of {}",
             format_duration(measured_ns / 1_000_000_000 * 1_000_000_000),
             format_duration(p.duration_ns)
         ));
     }
     live.show(&threads);
-    let mut record = build_record(
-        &a,
-        &p,
-        &mp,
-        &threads,
-        &seconds,
-        Some(&results),
-        &started_at,
-        &machine,
+    let m = Measured {
+        threads: &threads,
+        seconds: &seconds,
+        results: Some(&results),
         measured_ns,
-        &spikes,
-        &warnings,
-        true,
-    );
-    record.inventory = inventory;
+        spikes: &spikes,
+    };
+    let mut record = build_record(&s, &a, &p, &mp, &m, true);
     if let Some(tr) = tracer.take() {
         record.trace = Some(tr.finish());
     }
-    if let Some(l) = loads.take() {
-        let (recs, activity) = l.stop();
-        reap_orphans();
-        record.loads = recs;
-        record.activity = Some(activity);
-    }
-    rundir::write_run(&dir, &record, true)?;
     if let Some(e) = load_error {
-        drop(_restore);
-        return Err(e.context(format!("results so far: {}", dir.display())));
+        return Err(s.abandon(record, e));
     }
-    drop(_restore);
-
-    let model = RunModel::new(record)?;
-    let out = match a.format {
-        RunFormat::Text => {
-            let mut s = latlab_report::render(&model, latlab_report::Format::Text);
-            s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
-            s
-        }
-        RunFormat::Json => latlab_report::render(&model, latlab_report::Format::Json),
-    };
-    rundir::emit(&out, None)?;
-    if a.format == RunFormat::Json && !a.quiet {
-        eprintln!("results: {}", dir.display());
-    }
+    let model = s.finish(record, a.format)?;
     if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
         if max > limit {
             eprintln!(
@@ -726,18 +580,6 @@ fn collector_sleep(tracer: Option<&mut crate::trace_session::TraceSession>) {
         std::thread::sleep(SLICE);
         tr.poll();
         if t0.elapsed() >= TICK || tr.wants_collector() {
-            break;
-        }
-    }
-}
-
-/// Reap every child left (orphaned load processes re-parented to latlab as subreaper).
-fn reap_orphans() {
-    loop {
-        let mut status = 0;
-        // SAFETY: plain syscall; WNOHANG never blocks.
-        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if r <= 0 {
             break;
         }
     }

@@ -5,34 +5,29 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, bail, Context};
 use latlab_core::cpulist::format_cpu_list;
 use latlab_core::hist::{Histogram, Layout, Quantile};
-use latlab_core::model::RunModel;
-use latlab_core::record::{
-    CpuRecord, LoadRecord, Machine, RunConfig, RunRecord, Source, ThreadInfo, SCHEMA_VERSION,
-};
+use latlab_core::record::{CpuRecord, RunConfig, RunRecord, ThreadInfo};
 use latlab_core::scenario as stats;
 use latlab_core::stats::Stats;
 use latlab_core::units::Nanos;
-use latlab_sys::ledger::{Entry, Ledger};
+use latlab_sys::ledger::Entry;
 use latlab_sys::rt::{self, Policy};
 use latlab_sys::scenario::{fairness, io_read};
 use serde_json::{json, Value};
 
-use crate::cli::{Policy as CliPolicy, RunFormat};
+use crate::cli::Policy as CliPolicy;
 use crate::cli_scenario::{
     FairnessArgs, IoReadArgs, ScenarioArgs, ScenarioCommand, ScenarioCommon,
 };
-use crate::cmd::run::{online_cpus, open_ledger, Restore};
+use crate::cmd::run::online_cpus;
+use crate::lifecycle::{Begin, Session};
 use crate::load_session::{LoadOptions, LoadSession};
 use crate::rundir;
 
-const TICK: Duration = Duration::from_millis(100);
 /// Longest run of real-time CPU hogs allowed.
 const RT_MAX_NS: Nanos = 600 * 1_000_000_000;
 
@@ -41,46 +36,6 @@ pub fn scenario(a: ScenarioArgs) -> anyhow::Result<ExitCode> {
         ScenarioCommand::Fairness(f) => run_fairness(f),
         ScenarioCommand::IoRead(i) => run_io_read(i),
     }
-}
-
-/// What both scenarios set up before measuring.
-struct Session {
-    dir: PathBuf,
-    machine: Machine,
-    inventory: Option<Value>,
-    stop: Arc<AtomicBool>,
-    ledger: Arc<Mutex<Ledger>>,
-    restore: Restore,
-    started_at: String,
-}
-
-fn begin(results: &Path, label: &str) -> anyhow::Result<Session> {
-    let dir = rundir::create_run_dir(results, label)?;
-    let inventory = latlab_sys::inventory::collect_with(
-        Path::new("/"),
-        &latlab_sys::inventory::Options { steal_sample: None },
-    );
-    let machine = latlab_sys::inventory::machine(&inventory);
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(sig, stop.clone()).context("cannot install signal handlers")?;
-    }
-    let ledger = Arc::new(Mutex::new(open_ledger()?));
-    Ok(Session {
-        dir,
-        machine,
-        inventory: serde_json::to_value(&inventory).ok(),
-        stop,
-        restore: Restore {
-            ledger: ledger.clone(),
-        },
-        ledger,
-        started_at: rundir::utc_now().0,
-    })
 }
 
 fn load_options(c: &ScenarioCommon, default_dir: Option<PathBuf>) -> anyhow::Result<LoadOptions> {
@@ -94,62 +49,14 @@ fn load_options(c: &ScenarioCommon, default_dir: Option<PathBuf>) -> anyhow::Res
     })
 }
 
-/// Start a load session and warm it up; false when a signal came during the warm-up.
-fn start_loads(
-    l: &mut LoadSession,
-    s: &Session,
-    log_dir: &Path,
-    warmup_ns: Nanos,
-) -> anyhow::Result<bool> {
-    // Orphans of the loads are re-parented to latlab, which reaps them.
-    // SAFETY: plain prctl.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-    l.start(s.ledger.clone(), log_dir)?;
-    let warm = Instant::now();
-    while warm.elapsed() < Duration::from_nanos(warmup_ns) {
-        if s.stop.load(Ordering::Relaxed) {
-            return Ok(false);
-        }
-        l.poll()?;
-        std::thread::sleep(TICK);
-    }
-    l.measurement_started();
-    Ok(true)
-}
-
-fn reap_orphans() {
-    loop {
-        let mut status = 0;
-        // SAFETY: plain syscall; WNOHANG never blocks.
-        if unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } <= 0 {
-            break;
-        }
-    }
-}
-
-fn command_line() -> String {
-    std::env::args()
-        .map(|a| {
-            if a.contains(char::is_whitespace) {
-                format!("'{a}'")
-            } else {
-                a
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-#[allow(clippy::too_many_arguments)]
+/// The scenario's record: its histogram series (the report's "CPU" column), its results
+/// under `scenario`, the session's warnings.
 fn record(
     s: &Session,
     label: &str,
     config: RunConfig,
     series: Vec<(u32, &Histogram, ThreadInfo, u64)>,
     scenario: Value,
-    loads: Vec<LoadRecord>,
-    activity: Option<Value>,
-    warnings: Vec<String>,
 ) -> anyhow::Result<RunRecord> {
     let cpus = series
         .into_iter()
@@ -166,49 +73,10 @@ fn record(
             mode: None,
         })
         .collect();
-    let mut r = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        label: label.into(),
-        source: Source::Latlab,
-        complete: true,
-        tool_version: Some(env!("CARGO_PKG_VERSION").into()),
-        command_line: Some(command_line()),
-        started_at: Some(s.started_at.clone()),
-        ended_at: Some(rundir::utc_now().0),
-        config,
-        machine: s.machine.clone(),
-        inventory: s.inventory.clone(),
-        total: Stats::default(),
-        cpus,
-        spikes: vec![],
-        trace: None,
-        loads,
-        activity,
-        scenario,
-        warnings,
-        notes: vec![],
-    };
+    let mut r = s.record(label, config, cpus, true);
+    r.scenario = scenario;
     r.refresh()?;
     Ok(r)
-}
-
-/// Write the run directory and print the summary.
-fn finish(dir: &Path, rec: RunRecord, format: RunFormat) -> anyhow::Result<ExitCode> {
-    rundir::write_run(dir, &rec, true)?;
-    let model = RunModel::new(rec)?;
-    let out = match format {
-        RunFormat::Text => {
-            let mut s = latlab_report::render(&model, latlab_report::Format::Text);
-            s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
-            s
-        }
-        RunFormat::Json => {
-            eprintln!("results: {}", dir.display());
-            latlab_report::render(&model, latlab_report::Format::Json)
-        }
-    };
-    rundir::emit(&out, None)?;
-    Ok(ExitCode::SUCCESS)
 }
 
 fn hist_summary(h: &Histogram) -> Value {
@@ -314,12 +182,17 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     };
     let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
     let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
-    let s = begin(&a.common.results, &label)?;
-    let mut warnings = Vec::new();
+    let mut s = Session::begin(Begin {
+        results: Some((&a.common.results, &label)),
+        inventory: true,
+        // Scenario warnings go to the record only (pushed, not `warn`ed); the summary's
+        // `results:` line is printed as `run` prints it.
+        quiet: false,
+    })?;
     if policy.is_rt() {
         if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us") {
             if v.trim() != "-1" {
-                warnings.push(format!(
+                s.warnings.push(format!(
                     "RT throttling is on (sched_rt_runtime_us={}): the tasks get at most that share of each second of their CPUs",
                     v.trim()
                 ));
@@ -327,8 +200,9 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let mut ran = true;
-    if let Some(l) = loads.as_mut() {
-        ran = start_loads(l, &s, &s.dir.join("loads"), warmup_ns)?;
+    if let Some(l) = loads.take() {
+        let log = s.dir().join("loads");
+        ran = s.start_loads(l, &log, warmup_ns)?;
     }
     let cfg = fairness::Config {
         tasks: a.tasks,
@@ -350,17 +224,10 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let (load_recs, activity) = match loads.take() {
-        Some(l) => {
-            let (r, a) = l.stop();
-            reap_orphans();
-            (r, Some(a))
-        }
-        None => (vec![], None),
-    };
+    let (load_recs, activity) = s.stop_loads();
     let interrupted = out.as_ref().is_none_or(|o| o.interrupted);
     if interrupted {
-        warnings.push(
+        s.warnings.push(
             "the run was interrupted by a signal: the figures cover part of --duration".into(),
         );
     }
@@ -450,12 +317,11 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
         measured_ns: out.as_ref().map(|o| o.elapsed_ns),
         ..RunConfig::default()
     };
-    let rec = record(
-        &s, &label, config, series, scenario, load_recs, activity, warnings,
-    )?;
-    let dir = s.dir.clone();
-    drop(s.restore);
-    finish(&dir, rec, a.common.format)
+    let mut rec = record(&s, &label, config, series, scenario)?;
+    rec.loads = load_recs;
+    rec.activity = activity;
+    s.finish(rec, a.common.format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 // ----------------------------------------------------------------------------------------
@@ -543,8 +409,13 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
         sessions.push(Some(LoadSession::prepare(std::slice::from_ref(p), &lopts)?));
     }
     let label = a.common.label.clone().unwrap_or_else(|| "io-read".into());
-    let s = begin(&a.common.results, &label)?;
-    let mut warnings: Vec<String> = Vec::new();
+    let mut s = Session::begin(Begin {
+        results: Some((&a.common.results, &label)),
+        inventory: true,
+        // Scenario warnings go to the record only (pushed, not `warn`ed); the summary's
+        // `results:` line is printed as `run` prints it.
+        quiet: false,
+    })?;
 
     // The I/O scheduler, through the ledger (restored by `s.restore`, or `latlab cleanup`).
     let before = device.scheduler.clone();
@@ -604,15 +475,14 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
             if s.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let mut session = if k > 0 { sessions[k - 1].take() } else { None };
-            if let Some(l) = session.as_mut() {
-                let log = s.dir.join("loads").join(format!(
+            let loaded = k > 0;
+            if let Some(l) = if loaded { sessions[k - 1].take() } else { None } {
+                let log = s.dir().join("loads").join(format!(
                     "{k}-{}",
                     rundir::sanitize_label(name.as_deref().unwrap_or(""))
                 ));
-                if !start_loads(l, &s, &log, warmup_ns)? {
-                    let (r, _) = session.take().map(|l| l.stop()).unwrap_or_default();
-                    load_recs.extend(r);
+                if !s.start_loads(l, &log, warmup_ns)? {
+                    load_recs.extend(s.stop_loads().0);
                     break;
                 }
             }
@@ -640,17 +510,14 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
                     break;
                 }
                 ph.small.push(p);
-                if let Some(l) = session.as_mut() {
-                    if let Err(e) = l.poll() {
-                        warnings.push(format!("load: {e:#}"));
-                    }
+                if let Err(e) = s.poll_loads() {
+                    s.warnings.push(format!("load: {e:#}"));
                 }
             }
-            if let Some(l) = session.take() {
-                let (r, act) = l.stop();
-                reap_orphans();
+            if loaded {
+                let (r, act) = s.stop_loads();
                 load_recs.extend(r);
-                activity = Some(act);
+                activity = act.or(activity);
             }
             phases.push(ph);
         }
@@ -662,11 +529,13 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
                 let _ = l.forget(scratch_id);
             }
         }
-        Err(e) => warnings.push(format!("could not remove {}: {e}", scratch.display())),
+        Err(e) => s
+            .warnings
+            .push(format!("could not remove {}: {e}", scratch.display())),
     }
-    let interrupted = s.stop.load(Ordering::Relaxed);
+    let interrupted = s.stopped();
     if interrupted {
-        warnings
+        s.warnings
             .push("the run was interrupted by a signal: some phases or repeats are missing".into());
     }
 
@@ -750,12 +619,11 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
         warmup_ns: if profiles.is_empty() { 0 } else { warmup_ns },
         ..RunConfig::default()
     };
-    let rec = record(
-        &s, &label, config, series, scenario, load_recs, activity, warnings,
-    )?;
-    let dir = s.dir.clone();
-    drop(s.restore);
-    finish(&dir, rec, a.common.format)
+    let mut rec = record(&s, &label, config, series, scenario)?;
+    rec.loads = load_recs;
+    rec.activity = activity;
+    s.finish(rec, a.common.format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 struct Phase {

@@ -1,0 +1,319 @@
+//! The one lifecycle of every command that changes the machine — `run`, `scenario`, `loads
+//! run` (and so `bench`, which runs them) — as rtla's tools have it:
+//!
+//! 1. **plan** (each command's own, before this module is touched): every flag typed and
+//!    checked, loads resolved; nothing has changed yet;
+//! 2. **begin** ([`Session::begin`]): signals, the ledger (every later change is written there
+//!    first), the run directory, the machine inventory;
+//! 3. **warm up** ([`Session::start_loads`]): the loads start and run `--warmup` before measuring;
+//! 4. **measure**: the command's own, polling [`Session::poll_loads`] and [`Session::stop`];
+//! 5. **finish** ([`Session::finish`]): loads stopped, the record written, the machine restored,
+//!    the summary printed.
+//!
+//! Restore runs on every exit path: a normal end, Ctrl-C/SIGTERM/SIGHUP (the `stop` flag), an
+//! error and a panic (the session's drop: loads first, then the ledger).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use latlab_core::model::RunModel;
+use latlab_core::record::{CpuRecord, LoadRecord, Machine, RunConfig, RunRecord, Source};
+use latlab_core::units::Nanos;
+use latlab_sys::ledger::Ledger;
+use serde_json::Value;
+
+use crate::cli::RunFormat;
+use crate::load_session::LoadSession;
+use crate::rundir;
+
+/// How often loads are polled during the warm-up.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Restores the machine when dropped: every ledger entry, newest first.
+pub struct Restore {
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        for line in l.restore_all() {
+            if line.starts_with("could not") {
+                eprintln!("latlab: warning: {line}");
+            }
+        }
+        if l.is_empty() {
+            let _ = std::fs::remove_file(l.path());
+        } else {
+            eprintln!(
+                "latlab: warning: what could not be undone stays in {}; run `latlab cleanup` to retry",
+                l.path().display()
+            );
+        }
+    }
+}
+
+/// The ledger of this process: `/run/latlab/<pid>.json` as root, else under the user's temp
+/// directory.
+pub fn open_ledger() -> anyhow::Result<Ledger> {
+    match Ledger::open() {
+        Ok(l) => Ok(l),
+        // Not root: keep the ledger where this user can write.
+        Err(_) => {
+            // SAFETY: plain syscall.
+            let uid = unsafe { libc::getuid() };
+            let dir = std::env::temp_dir().join(format!("latlab-{uid}"));
+            Ledger::open_in(&dir).with_context(|| {
+                format!(
+                    "cannot write latlab's ledger in /run/latlab or {}",
+                    dir.display()
+                )
+            })
+        }
+    }
+}
+
+/// The command line as run, for the record (arguments with spaces quoted).
+pub fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.contains(char::is_whitespace) {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reap every child left (orphaned load processes re-parented to latlab as subreaper).
+pub fn reap_orphans() {
+    loop {
+        let mut status = 0;
+        // SAFETY: plain syscall; WNOHANG never blocks.
+        if unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } <= 0 {
+            break;
+        }
+    }
+}
+
+/// What [`Session::begin`] sets up.
+pub struct Begin<'a> {
+    /// Where the run directory goes and its label; None for commands without one.
+    pub results: Option<(&'a Path, &'a str)>,
+    /// Record the machine inventory (`latlab check`'s) and its summary.
+    pub inventory: bool,
+    /// Warnings are recorded but not printed.
+    pub quiet: bool,
+}
+
+/// A command's run, from `begin` to `finish`. Field order is drop order: on an early error or
+/// a panic the loads stop (forgetting their ledger entries) before the ledger is restored, so
+/// the stopping supervisor never writes the ledger file again after it was removed.
+pub struct Session {
+    loads: Option<LoadSession>,
+    _restore: Restore,
+    pub ledger: Arc<Mutex<Ledger>>,
+    /// Set by SIGINT, SIGTERM and SIGHUP: the run ends early, its results are still written.
+    pub stop: Arc<AtomicBool>,
+    /// The run directory (checked writable before anything is measured).
+    pub dir: Option<PathBuf>,
+    pub machine: Machine,
+    pub inventory: Option<Value>,
+    /// UTC start of the session, RFC 3339.
+    pub started_at: String,
+    pub warnings: Vec<String>,
+    quiet: bool,
+}
+
+impl Session {
+    pub fn begin(b: Begin) -> anyhow::Result<Session> {
+        let dir = match b.results {
+            Some((results, label)) => Some(rundir::create_run_dir(results, label)?),
+            None => None,
+        };
+        let (machine, inventory) = if b.inventory {
+            // Steal time is not sampled here: it would delay the start by a second.
+            let inv = latlab_sys::inventory::collect_with(
+                Path::new("/"),
+                &latlab_sys::inventory::Options { steal_sample: None },
+            );
+            (
+                latlab_sys::inventory::machine(&inv),
+                serde_json::to_value(&inv).ok(),
+            )
+        } else {
+            (Machine::default(), None)
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
+            signal_hook::flag::register(sig, stop.clone())
+                .context("cannot install signal handlers")?;
+        }
+        let ledger = Arc::new(Mutex::new(open_ledger()?));
+        Ok(Session {
+            loads: None,
+            _restore: Restore {
+                ledger: ledger.clone(),
+            },
+            ledger,
+            stop,
+            dir,
+            machine,
+            inventory,
+            started_at: rundir::utc_now().0,
+            warnings: Vec::new(),
+            quiet: b.quiet,
+        })
+    }
+
+    /// A warning for the record, printed now unless quiet.
+    pub fn warn(&mut self, msg: String) {
+        if !self.quiet {
+            eprintln!("latlab: warning: {msg}");
+        }
+        self.warnings.push(msg);
+    }
+
+    /// A signal asked the run to end.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Start the loads (logs under `log_dir`) and let them run `warmup_ns` before measuring.
+    /// Ok(false) when a signal came during the warm-up.
+    pub fn start_loads(
+        &mut self,
+        loads: LoadSession,
+        log_dir: &Path,
+        warmup_ns: Nanos,
+    ) -> anyhow::Result<bool> {
+        // Orphans of the loads (children of a killed group leader) are re-parented to latlab,
+        // which reaps them, instead of to a PID 1 that may never reap them.
+        // SAFETY: plain prctl.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+        let l = self.loads.insert(loads);
+        l.start(self.ledger.clone(), log_dir)?;
+        let warm = Instant::now();
+        while warm.elapsed() < Duration::from_nanos(warmup_ns) {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            l.poll()?;
+            std::thread::sleep(TICK);
+        }
+        l.measurement_started();
+        Ok(true)
+    }
+
+    /// Look after the loads (restarts; an error when a required one keeps crashing).
+    pub fn poll_loads(&mut self) -> anyhow::Result<()> {
+        match self.loads.as_mut() {
+            Some(l) => l.poll(),
+            None => Ok(()),
+        }
+    }
+
+    /// Stop the loads: their records and the system activity over the measurement.
+    pub fn stop_loads(&mut self) -> (Vec<LoadRecord>, Option<Value>) {
+        match self.loads.take() {
+            Some(l) => {
+                let (records, activity) = l.stop();
+                reap_orphans();
+                (records, Some(activity))
+            }
+            None => (vec![], None),
+        }
+    }
+
+    /// A record of this session's run: what every command's record shares.
+    pub fn record(
+        &self,
+        label: &str,
+        config: RunConfig,
+        cpus: Vec<CpuRecord>,
+        complete: bool,
+    ) -> RunRecord {
+        let mut r = RunRecord::new(label, Source::Latlab, config, cpus);
+        r.complete = complete;
+        r.tool_version = Some(env!("CARGO_PKG_VERSION").into());
+        r.command_line = Some(command_line());
+        r.started_at = Some(self.started_at.clone());
+        r.ended_at = complete.then(|| rundir::utc_now().0);
+        r.machine = self.machine.clone();
+        r.inventory = self.inventory.clone();
+        r.warnings = self.warnings.clone();
+        r
+    }
+
+    /// The run directory (the session was begun with one).
+    pub fn dir(&self) -> &Path {
+        self.dir.as_deref().expect("a session with a run directory")
+    }
+
+    /// End on an error: write the record as it stands (with the loads' records: after a
+    /// failed warm-up, or a required load that kept crashing), restore the machine and return
+    /// `e` with where the results are.
+    pub fn abandon(mut self, mut record: RunRecord, e: anyhow::Error) -> anyhow::Error {
+        let (loads, activity) = self.stop_loads();
+        record.loads = loads;
+        record.activity = activity;
+        let complete = record.complete;
+        if let Err(w) = rundir::write_run(self.dir(), &record, complete) {
+            eprintln!("latlab: warning: {w:#}");
+        }
+        let dir = self.dir().display().to_string();
+        drop(self);
+        e.context(format!("results so far: {dir}"))
+    }
+
+    /// Stop the loads (their records join the record), write the final record, restore the
+    /// machine, and print the summary in `format`; the model for the caller's verdict.
+    pub fn finish(mut self, mut record: RunRecord, format: RunFormat) -> anyhow::Result<RunModel> {
+        if self.loads.is_some() {
+            let (loads, activity) = self.stop_loads();
+            record.loads = loads;
+            record.activity = activity;
+        }
+        let dir = self.dir().to_path_buf();
+        let quiet = self.quiet;
+        rundir::write_run(&dir, &record, true)?;
+        drop(self);
+        let model = RunModel::new(record)?;
+        let out = match format {
+            RunFormat::Text => {
+                let mut s = latlab_report::render(&model, latlab_report::Format::Text);
+                s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
+                s
+            }
+            RunFormat::Json => {
+                if !quiet {
+                    eprintln!("results: {}", dir.display());
+                }
+                latlab_report::render(&model, latlab_report::Format::Json)
+            }
+        };
+        rundir::emit(&out, None)?;
+        Ok(model)
+    }
+
+    /// End without a record (`loads run`): restore, and say what could not be undone.
+    pub fn close(mut self) -> Vec<String> {
+        let _ = self.stop_loads();
+        let leftovers: Vec<String> = self
+            .ledger
+            .lock()
+            .map(|l| l.entries().map(|e| format!("{e:?}")).collect())
+            .unwrap_or_default();
+        drop(self);
+        leftovers
+    }
+}
