@@ -178,21 +178,9 @@ impl Drop for Restore {
 }
 
 pub(crate) fn open_ledger() -> anyhow::Result<Ledger> {
-    match Ledger::open() {
-        Ok(l) => Ok(l),
-        // Not root: keep the ledger where this user can write.
-        Err(_) => {
-            // SAFETY: plain syscall.
-            let uid = unsafe { libc::getuid() };
-            let dir = std::env::temp_dir().join(format!("latlab-{uid}"));
-            Ledger::open_in(&dir).with_context(|| {
-                format!(
-                    "cannot write latlab's ledger in /run/latlab or {}",
-                    dir.display()
-                )
-            })
-        }
-    }
+    // /run/latlab for root, $TMPDIR/latlab-<uid> otherwise (ledger::runtime_dir); refused
+    // when someone else owns it or others may write it.
+    Ledger::open().context("cannot write latlab's ledger")
 }
 
 struct Live {
@@ -397,7 +385,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
 
     // The run directory, checked writable before measuring.
-    let dir = rundir::create_run_dir(&a.results, &p.label)?;
+    let need = rundir::estimate_run_bytes(
+        p.cpus.len(),
+        p.duration_ns,
+        p.layout.limit_ns(),
+        p.trace_threshold_ns.map_or(0, |_| a.ext.trace_max_spikes),
+    );
+    let dir = rundir::create_run_dir_for(&a.results, &p.label, need)?;
     // The machine inventory (`latlab check`'s), recorded so `compare` can say what changed.
     // Steal time is not sampled here: it would delay the start by a second.
     let inventory = latlab_sys::inventory::collect_with(

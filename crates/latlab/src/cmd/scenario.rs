@@ -59,7 +59,9 @@ struct Session {
 }
 
 fn begin(results: &Path, label: &str) -> anyhow::Result<Session> {
-    let dir = rundir::create_run_dir(results, label)?;
+    // Scenario records hold per-task or per-file figures, not per-second maxima: an hour of it.
+    let need = rundir::estimate_run_bytes(online_cpus()?.len(), 3_600_000_000_000, 10_000_000, 0);
+    let dir = rundir::create_run_dir_for(results, label, need)?;
     let inventory = latlab_sys::inventory::collect_with(
         Path::new("/"),
         &latlab_sys::inventory::Options { steal_sample: None },
