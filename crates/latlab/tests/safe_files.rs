@@ -503,3 +503,44 @@ fn disk_full_at_the_end_keeps_the_record() {
         .collect();
     assert!(tmps.is_empty(), "temp files left: {tmps:?}");
 }
+
+/// `latlab import` and `latlab scenario` create run directories too: on a full results
+/// filesystem they are refused the same way, before anything is created or measured.
+#[test]
+fn full_results_disk_refuses_import_and_scenario() {
+    let Some(_g) = latlab_sys::privileged::guard("full_results_disk_refuses_import_and_scenario")
+    else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    let _m = Tmpfs::mount(&mnt, "4m");
+    fill(&mnt);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-core/tests/fixtures/import/cyclictest-h100.txt");
+    let import = latlab()
+        .arg("import")
+        .arg(&fixture)
+        .arg("--results")
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    let scenario = latlab()
+        .args(["scenario", "fairness", "--duration", "1s"])
+        .arg("--results")
+        .arg(&mnt)
+        .env("LATLAB_RUNTIME_DIR", d.path().join("rt"))
+        .output()
+        .unwrap();
+    for (what, o) in [("import", import), ("scenario", scenario)] {
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(1), "{what}: {e}");
+        assert_eq!(e.lines().count(), 1, "{what}: {e}");
+        assert!(e.contains("not enough free space"), "{what}: {e}");
+    }
+    assert_eq!(
+        names(&mnt),
+        ["fill"],
+        "something was created on the full disk"
+    );
+}
