@@ -1,14 +1,16 @@
 //! The ledger: every change latlab makes to the machine, written down *before* it is made.
 //!
-//! One file per latlab process, `/run/latlab/<pid>.json` (directory overridable with
-//! `LATLAB_RUNTIME_DIR`, for tests). Each entry is something to undo: a knob's original value,
+//! One file per latlab process, `/run/latlab/<pid>.json` (`$TMPDIR/latlab-<uid>` when not root;
+//! directory overridable with `LATLAB_RUNTIME_DIR`, for tests). The directory is created 0700
+//! and the ledgers 0600; a directory or ledger another user owns, or others may write, is
+//! refused (its entries would make root undo what someone else wrote down). Each entry is something to undo: a knob's original value,
 //! a tracefs instance, a load's process group and cgroup, a scratch directory. A live run
 //! undoes its entries itself ([`Ledger::restore_all`]); after a SIGKILL, `latlab cleanup` reads
 //! the files of dead pids and undoes them. Writes are atomic (temp file + rename), so a reader
 //! sees the previous or the next state, never half of one.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -52,10 +54,19 @@ pub struct LedgerFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct EntryId(pub u64);
 
+/// The runtime directory: `LATLAB_RUNTIME_DIR`, else `/run/latlab` for root and
+/// `$TMPDIR/latlab-<uid>` for other users.
 pub fn runtime_dir() -> PathBuf {
-    std::env::var_os("LATLAB_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/run/latlab"))
+    if let Some(d) = std::env::var_os("LATLAB_RUNTIME_DIR") {
+        return PathBuf::from(d);
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if uid == 0 {
+        PathBuf::from("/run/latlab")
+    } else {
+        std::env::temp_dir().join(format!("latlab-{uid}"))
+    }
 }
 
 /// Start time of a process in clock ticks since boot, if it exists.
@@ -79,8 +90,10 @@ impl Ledger {
         Self::open_in(&runtime_dir())
     }
 
+    /// Open a ledger in `dir`, created 0700 if missing; refused (with the path and the fix in
+    /// the error) when another user owns `dir` or others may write it.
     pub fn open_in(dir: &Path) -> io::Result<Ledger> {
-        fs::create_dir_all(dir)?;
+        crate::safefile::ensure_private_dir(dir)?;
         let pid = std::process::id();
         let l = Ledger {
             path: dir.join(format!("{pid}.json")),
@@ -376,27 +389,52 @@ pub fn undo_checked(e: &Entry) -> (String, bool) {
     }
 }
 
-/// Write a ledger file atomically (temp file + rename). `latlab cleanup` uses it to keep what
-/// it could not undo in a dead run's ledger.
+/// Write a ledger file atomically (temp file with an unpredictable name, O_EXCL|O_NOFOLLOW,
+/// mode 0600, fsync, rename). `latlab cleanup` uses it to keep what it could not undo in a dead
+/// run's ledger.
 pub fn write_file(path: &Path, file: &LedgerFile) -> io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    let mut f = fs::File::create(&tmp)?;
-    f.write_all(&serde_json::to_vec_pretty(file).map_err(io::Error::other)?)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path)
+    let bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
+    crate::safefile::write_atomic_mode(path, &bytes, 0o600)
 }
 
-/// Ledgers in `dir` whose owner is no longer alive (pid gone, or recycled).
+/// Ledgers in `dir` whose owner is no longer alive (pid gone, or recycled). Untrusted ones
+/// (see [`orphaned_trusted`]) are left out.
 pub fn orphaned(dir: &Path) -> io::Result<Vec<(PathBuf, LedgerFile)>> {
+    orphaned_trusted(dir).map(|(o, _)| o)
+}
+
+/// Ledgers in `dir` whose owner is no longer alive, and one line per ledger not trusted (not
+/// a regular file owned by the caller that others cannot write; or the whole directory not
+/// trusted): those are not to be acted on.
+#[allow(clippy::type_complexity)]
+pub fn orphaned_trusted(dir: &Path) -> io::Result<(Vec<(PathBuf, LedgerFile)>, Vec<String>)> {
     let mut out = Vec::new();
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+    let mut untrusted = Vec::new();
+    match crate::safefile::check_trusted(dir, true) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, untrusted)),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            untrusted.push(format!(
+                "skipping the ledgers in {}: {e}; nothing they list is undone (check them, then remove the directory)",
+                dir.display()
+            ));
+            return Ok((out, untrusted));
+        }
         Err(e) => return Err(e),
-    };
+    }
+    let rd = fs::read_dir(dir)?;
     for ent in rd {
         let p = ent?.path();
         if p.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        if let Err(e) = crate::safefile::check_trusted(&p, false) {
+            if e.kind() != io::ErrorKind::NotFound {
+                untrusted.push(format!(
+                    "skipping ledger {}: {e}; nothing it lists is undone (check it, then remove it)",
+                    p.display()
+                ));
+            }
             continue;
         }
         let Ok(bytes) = fs::read(&p) else { continue };
@@ -411,7 +449,9 @@ pub fn orphaned(dir: &Path) -> io::Result<Vec<(PathBuf, LedgerFile)>> {
             out.push((p, file));
         }
     }
-    Ok(out)
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    untrusted.sort();
+    Ok((out, untrusted))
 }
 
 #[cfg(test)]
@@ -540,5 +580,39 @@ mod tests {
         l.restore_all();
         assert!(!scratch.exists());
         assert!(undo(&Entry::ScratchDir { path: scratch }).contains("already gone"));
+    }
+
+    /// A ledger others may write (anyone could have listed what root is to undo) is not
+    /// acted on: reported, left out of the orphans.
+    #[test]
+    fn writable_by_others_ledger_is_not_trusted() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let rt = dir.path().join("run");
+        crate::safefile::ensure_private_dir(&rt).unwrap();
+        let dead = LedgerFile {
+            pid: u32::MAX - 1,
+            starttime: Some(1),
+            entries: vec![],
+        };
+        let p = rt.join("dead.json");
+        write_file(&p, &dead).unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(orphaned(&rt).unwrap().len(), 1);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o666)).unwrap();
+        let (o, untrusted) = orphaned_trusted(&rt).unwrap();
+        assert!(o.is_empty(), "{o:?}");
+        assert_eq!(untrusted.len(), 1);
+        assert!(untrusted[0].contains("writable by others"), "{untrusted:?}");
+        // A directory others may write: nothing in it is trusted, and no ledger is opened there.
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        fs::set_permissions(&rt, fs::Permissions::from_mode(0o777)).unwrap();
+        let (o, untrusted) = orphaned_trusted(&rt).unwrap();
+        assert!(o.is_empty() && untrusted.len() == 1, "{o:?} {untrusted:?}");
+        let e = Ledger::open_in(&rt).unwrap_err().to_string();
+        assert!(e.contains(&rt.display().to_string()), "{e}");
     }
 }

@@ -16,6 +16,7 @@ pub mod modes;
 pub mod privileged;
 pub mod procstat;
 pub mod rt;
+pub mod safefile;
 pub mod scenario;
 pub mod shortio;
 pub mod tracefs;

@@ -56,24 +56,11 @@ impl Drop for Restore {
     }
 }
 
-/// The ledger of this process: `/run/latlab/<pid>.json` as root, else under the user's temp
-/// directory.
+/// The ledger of this process: in `ledger::runtime_dir()` (`/run/latlab` for root,
+/// `$TMPDIR/latlab-<uid>` otherwise), refused when someone else owns that directory or others
+/// may write it.
 pub fn open_ledger() -> anyhow::Result<Ledger> {
-    match Ledger::open() {
-        Ok(l) => Ok(l),
-        // Not root: keep the ledger where this user can write.
-        Err(_) => {
-            // SAFETY: plain syscall.
-            let uid = unsafe { libc::getuid() };
-            let dir = std::env::temp_dir().join(format!("latlab-{uid}"));
-            Ledger::open_in(&dir).with_context(|| {
-                format!(
-                    "cannot write latlab's ledger in /run/latlab or {}",
-                    dir.display()
-                )
-            })
-        }
-    }
+    Ledger::open().context("cannot write latlab's ledger")
 }
 
 /// The command line as run, for the record (arguments with spaces quoted).
@@ -103,8 +90,10 @@ pub fn reap_orphans() {
 
 /// What [`Session::begin`] sets up.
 pub struct Begin<'a> {
-    /// Where the run directory goes and its label; None for commands without one.
-    pub results: Option<(&'a Path, &'a str)>,
+    /// Where the run directory goes, its label, and the free space its record needs there
+    /// (checked before anything is measured: a full disk loses no run); None for commands
+    /// without one.
+    pub results: Option<(&'a Path, &'a str, u64)>,
     /// Record the machine inventory (`latlab check`'s) and its summary.
     pub inventory: bool,
     /// Warnings are recorded but not printed.
@@ -133,7 +122,7 @@ pub struct Session {
 impl Session {
     pub fn begin(b: Begin) -> anyhow::Result<Session> {
         let dir = match b.results {
-            Some((results, label)) => Some(rundir::create_run_dir(results, label)?),
+            Some((results, label, need)) => Some(rundir::create_run_dir_for(results, label, need)?),
             None => None,
         };
         let (machine, inventory) = if b.inventory {

@@ -1,28 +1,78 @@
 //! The run directory: `latlab-results/<UTC time>-<label>/` holding `run.json` (the record),
 //! `histogram.txt` (cyclictest format), `summary.txt` (the text report), and what other parts
 //! add (`loads/`, `spikes/NNN/`). The binary is the only writer of files; every file is
-//! written atomically (temp file in the same directory, fsync, rename), so a reader — or a
-//! run killed mid-write — sees the previous or the next version, never half of one.
+//! written atomically (temp file with an unpredictable name in the same directory, opened
+//! O_EXCL|O_NOFOLLOW, fsync, rename: [`latlab_sys::safefile`]), so a reader — or a run killed
+//! mid-write — sees the previous or the next version, never half of one. What is not a regular
+//! file (`-o /dev/null`, a FIFO, a symlink) is never replaced.
+//!
+//! Before anything is measured, the results filesystem is checked to hold the record
+//! ([`estimate_run_bytes`], twice over); if the final write still fails, the record is kept in
+//! the runtime directory and the error says where.
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use latlab_core::model::RunModel;
 use latlab_core::record::{RecordError, RunRecord};
 
-/// Write `bytes` to `path` atomically.
+/// Write `bytes` to `path`: a regular file atomically, a device/FIFO/symlink written through,
+/// never replaced (see [`latlab_sys::safefile::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let mut f = fs::File::create(&tmp)?;
-    // In short calls: checkpoints are written while the measurement runs (latlab_sys::shortio).
-    latlab_sys::shortio::write_chunked(&mut f, bytes, latlab_sys::shortio::WRITE_CHUNK)?;
-    f.sync_all()?;
-    drop(f);
-    fs::rename(&tmp, path)
+    latlab_sys::safefile::write_atomic(path, bytes)
+}
+
+/// Bytes a run's files may take (run.json, histogram.txt, summary.txt, report.html), an upper
+/// estimate: per CPU, every linear histogram bucket used (a histogram.txt row share, a sparse
+/// `[lower_ns, count]` pair and its HTML), per CPU-second a maximum (JSON, HTML plot), per
+/// traced spike its record; plus a fixed part (inventory, summary, HTML skeleton). The
+/// `spikes/NNN/trace.txt` copies are not counted: they are best-effort and never hold the
+/// measurement.
+pub fn estimate_run_bytes(cpus: usize, duration_ns: u64, hist_limit_ns: u64, spikes: u32) -> u64 {
+    let cpus = cpus.max(1) as u64;
+    let buckets = hist_limit_ns / 1000 + 200;
+    let secs = duration_ns / 1_000_000_000 + 1;
+    256 * 1024 + cpus * buckets * 48 + cpus * secs * 256 + spikes as u64 * 8 * 1024
+}
+
+/// Free bytes and inodes for an unprivileged writer on the filesystem of `dir`.
+fn free_space(dir: &Path) -> std::io::Result<(u64, Option<u64>)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("path holds a NUL byte"))?;
+    // SAFETY: statvfs fills the struct; c is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let bytes = st.f_bavail as u64 * st.f_frsize as u64;
+    // Filesystems without an inode limit report 0 files.
+    let inodes = (st.f_files != 0).then_some(st.f_favail as u64);
+    Ok((bytes, inodes))
+}
+
+/// Error (before anything is measured) when `results` cannot hold `need` bytes twice over (a
+/// file and its replacement coexist while it is rewritten).
+pub fn check_space(results: &Path, need: u64) -> anyhow::Result<()> {
+    let (free, inodes) = free_space(results).with_context(|| {
+        format!(
+            "--results {}: cannot read the free space there; choose another directory with --results DIR",
+            results.display()
+        )
+    })?;
+    let want = need.saturating_mul(2);
+    if free < want || inodes.is_some_and(|i| i < 16) {
+        bail!(
+            "--results {}: not enough free space for the run's record (needs about {} KiB, {} KiB free); free some space or choose another directory with --results DIR",
+            results.display(),
+            want.div_ceil(1024),
+            free / 1024
+        );
+    }
+    Ok(())
 }
 
 /// Current UTC time: (RFC 3339 for records, compact `20261122T041800Z` for directory names).
@@ -57,12 +107,19 @@ pub fn sanitize_label(label: &str) -> String {
 /// Create a fresh run directory under `results`, checking that it can be written, before
 /// anything is measured.
 pub fn create_run_dir(results: &Path, label: &str) -> anyhow::Result<PathBuf> {
+    create_run_dir_for(results, label, estimate_run_bytes(1, 0, 10_000_000, 0))
+}
+
+/// [`create_run_dir`] for a record of about `need` bytes ([`estimate_run_bytes`]): refused,
+/// before anything is created, when the filesystem cannot hold it.
+pub fn create_run_dir_for(results: &Path, label: &str, need: u64) -> anyhow::Result<PathBuf> {
     fs::create_dir_all(results).with_context(|| {
         format!(
             "--results {}: cannot create the results directory; choose a writable one with --results DIR",
             results.display()
         )
     })?;
+    check_space(results, need)?;
     let (_, compact) = utc_now();
     let base = format!("{compact}-{}", sanitize_label(label));
     let mut dir = results.join(&base);
@@ -95,10 +152,25 @@ pub fn create_run_dir(results: &Path, label: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Write the record (a checkpoint, or the final record with its companion files).
+/// Write the record (a checkpoint, or the final record with its companion files). When the
+/// final run.json cannot be written (a full disk), the record is kept in the runtime directory
+/// ([`keep_elsewhere`]) and the error says where.
 pub fn write_run(dir: &Path, record: &RunRecord, final_files: bool) -> anyhow::Result<()> {
-    write_atomic(&dir.join("run.json"), &record.to_json())
-        .with_context(|| format!("cannot write {}", dir.join("run.json").display()))?;
+    let json = record.to_json();
+    if let Err(e) = write_atomic(&dir.join("run.json"), &json) {
+        let what = format!("cannot write {}: {e}", dir.join("run.json").display());
+        if !final_files {
+            bail!(what);
+        }
+        match keep_elsewhere(dir, &json) {
+            Ok(kept) => bail!(
+                "{what}; the record was kept in {} (move it into a run directory, e.g. `mkdir R && mv {} R/run.json`, then `latlab report R`)",
+                kept.display(),
+                kept.display()
+            ),
+            Err(e2) => bail!("{what}; keeping it elsewhere failed too: {e2}"),
+        }
+    }
     if final_files {
         let model = RunModel::new(record.clone())?;
         for (name, fmt) in [
@@ -111,6 +183,38 @@ pub fn write_run(dir: &Path, record: &RunRecord, final_files: bool) -> anyhow::R
         }
     }
     Ok(())
+}
+
+/// Keep a record that could not be written to its run directory: in the runtime directory
+/// (`/run/latlab`, `$TMPDIR/latlab-<uid>`, or `LATLAB_RUNTIME_DIR`; private, 0700), else in
+/// `$TMPDIR`, as `<run dir name>.run.json`.
+pub fn keep_elsewhere(dir: &Path, json: &[u8]) -> std::io::Result<PathBuf> {
+    let name = format!(
+        "{}.run.json",
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".into())
+    );
+    let rt = latlab_sys::ledger::runtime_dir();
+    let first = latlab_sys::safefile::ensure_private_dir(&rt).and_then(|()| {
+        let p = rt.join(&name);
+        latlab_sys::safefile::write_atomic_mode(&p, json, 0o600).map(|()| p)
+    });
+    first.or_else(|_| {
+        let p = std::env::temp_dir().join(&name);
+        // A fresh name only: $TMPDIR is shared, never write into what someone put there.
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&p)?;
+        if let Err(e) = f.write_all(json).and_then(|()| f.sync_all()) {
+            let _ = fs::remove_file(&p);
+            return Err(e);
+        }
+        Ok(p)
+    })
 }
 
 /// Path of the run.json a RUN argument names (a run directory or the file itself).

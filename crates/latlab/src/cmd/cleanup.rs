@@ -14,6 +14,10 @@
 //! 3. Load cgroups named `latlab-<pid>-…` (under the cgroup v2 root) whose pid no longer
 //!    exists: killed and removed, for the same reason.
 //!
+//! Only ledgers latlab can trust are acted on: a ledger (or runtime directory) owned by another
+//! user, or writable by group or others, could list anything for root to "undo"; it is skipped
+//! with a warning line (`latlab: warning: skipping ledger …`) and nothing it lists is undone.
+//!
 //! What a live process owns is never touched: its ledger is not orphaned, and an instance whose
 //! pid exists is skipped (even if the pid was recycled: better a leftover than a broken run).
 
@@ -21,7 +25,7 @@ use std::fs;
 use std::path::Path;
 use std::process::ExitCode;
 
-use latlab_sys::ledger::{orphaned, runtime_dir, undo, undo_checked, write_file, Entry};
+use latlab_sys::ledger::{orphaned_trusted, runtime_dir, undo, undo_checked, write_file, Entry};
 
 use crate::cli::CleanupArgs;
 
@@ -31,8 +35,11 @@ const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
     let mut lines = Vec::new();
     let dir = runtime_dir();
-    match orphaned(&dir) {
-        Ok(list) => {
+    match orphaned_trusted(&dir) {
+        Ok((list, untrusted)) => {
+            for w in untrusted {
+                eprintln!("latlab: warning: {w}");
+            }
             for (path, mut file) in list {
                 lines.push(format!(
                     "ledger {} of dead latlab pid {}: {} entries",

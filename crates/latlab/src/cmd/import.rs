@@ -40,7 +40,9 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     record
         .notes
         .push(format!("imported by latlab from {name} at {now}"));
-    let dir = rundir::create_run_dir(&args.results, &record.label)?;
+    let need = record.to_json().len() as u64 * 4
+        + rundir::estimate_run_bytes(record.cpus.len(), 0, 10_000_000, 0);
+    let dir = rundir::create_run_dir_for(&args.results, &record.label, need)?;
     rundir::write_run(&dir, &record, true)?;
     println!("{}", dir.display());
     Ok(ExitCode::SUCCESS)

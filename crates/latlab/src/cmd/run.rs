@@ -366,8 +366,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut probe_warnings = Vec::new();
     let _dma = probe(&a, &p, &mut probe_warnings)?;
 
+    let need = rundir::estimate_run_bytes(
+        p.cpus.len(),
+        p.duration_ns,
+        p.layout.limit_ns(),
+        p.trace_threshold_ns.map_or(0, |_| a.ext.trace_max_spikes),
+    );
     let mut s = Session::begin(Begin {
-        results: Some((&a.results, &p.label)),
+        results: Some((&a.results, &p.label, need)),
         inventory: true,
         quiet: a.quiet,
     })?;

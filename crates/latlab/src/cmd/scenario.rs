@@ -49,6 +49,17 @@ fn load_options(c: &ScenarioCommon, default_dir: Option<PathBuf>) -> anyhow::Res
     })
 }
 
+/// Free space a scenario's record needs: per-task or per-file figures, not per-second maxima;
+/// an hour of it.
+fn scenario_need() -> anyhow::Result<u64> {
+    Ok(rundir::estimate_run_bytes(
+        online_cpus()?.len(),
+        3_600_000_000_000,
+        10_000_000,
+        0,
+    ))
+}
+
 /// The scenario's record: its histogram series (the report's "CPU" column), its results
 /// under `scenario`, the session's warnings.
 fn record(
@@ -183,7 +194,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
     let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
     let mut s = Session::begin(Begin {
-        results: Some((&a.common.results, &label)),
+        results: Some((&a.common.results, &label, scenario_need()?)),
         inventory: true,
         // Scenario warnings go to the record only (pushed, not `warn`ed); the summary's
         // `results:` line is printed as `run` prints it.
@@ -410,7 +421,7 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
     }
     let label = a.common.label.clone().unwrap_or_else(|| "io-read".into());
     let mut s = Session::begin(Begin {
-        results: Some((&a.common.results, &label)),
+        results: Some((&a.common.results, &label, scenario_need()?)),
         inventory: true,
         // Scenario warnings go to the record only (pushed, not `warn`ed); the summary's
         // `results:` line is printed as `run` prints it.
