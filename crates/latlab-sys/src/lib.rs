@@ -13,6 +13,8 @@ pub mod live;
 pub mod loads;
 pub mod measure;
 pub mod modes;
+/// Support for the test suites (root checks, the machine-wide lock): only in test builds.
+#[cfg(any(test, feature = "test-hooks"))]
 pub mod privileged;
 pub mod procstat;
 pub mod rt;

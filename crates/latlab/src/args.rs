@@ -1,12 +1,45 @@
 //! Typed values of the command line. Each unit is parsed once, by latlab-core's one parser for
 //! it, when clap parses the flag: nothing after parsing sees a raw string, and a bad value is a
-//! usage error naming the flag before anything touches the machine or the disk.
+//! usage error naming the flag before anything touches the machine or the disk. The value
+//! enums every command shares (policy, backend, summary format) are here too.
 
 use std::fmt;
 use std::str::FromStr;
 
+use clap::ValueEnum;
+
 use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
 use latlab_core::units::{format_duration, parse_duration, parse_latency, parse_size, Nanos};
+
+/// Scheduling policy of measuring threads or tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Real,
+    Sim,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Text,
+    Json,
+}
+
+impl From<Policy> for latlab_sys::rt::Policy {
+    fn from(p: Policy) -> Self {
+        match p {
+            Policy::Fifo => latlab_sys::rt::Policy::Fifo,
+            Policy::Rr => latlab_sys::rt::Policy::Rr,
+            Policy::Other => latlab_sys::rt::Policy::Other,
+        }
+    }
+}
 
 /// A duration: `10s`, `5m`, `2h`, `1d` (a bare number is seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::args::{Backend, Policy, RunFormat};
 use crate::args::{CpuList, CpuSel, Duration, Latency, Size};
 
 #[derive(Debug, Parser)]
@@ -42,25 +43,6 @@ pub enum Command {
     Bench(BenchArgs),
     /// Responsiveness scenarios of Love's OLS 2003 paper: io-read, fairness
     Scenario(crate::cli_scenario::ScenarioArgs),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Policy {
-    Fifo,
-    Rr,
-    Other,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    Real,
-    Sim,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
-    Text,
-    Json,
 }
 
 #[derive(Debug, Args)]

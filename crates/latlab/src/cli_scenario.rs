@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::args::{CpuList, Duration, Latency, Size};
-use crate::cli::{Policy, RunFormat};
+use crate::args::{CpuList, Duration, Latency, Policy, RunFormat, Size};
 
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {

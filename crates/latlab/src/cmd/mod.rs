@@ -17,7 +17,6 @@ pub mod import;
 pub mod loads;
 pub mod report;
 pub mod run;
-pub mod run_modes;
 pub mod scenario;
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -19,7 +19,6 @@ use latlab_sys::rt::{self, Policy};
 use latlab_sys::scenario::{fairness, io_read};
 use serde_json::{json, Value};
 
-use crate::cli::Policy as CliPolicy;
 use crate::cli_scenario::{
     FairnessArgs, IoReadArgs, ScenarioArgs, ScenarioCommand, ScenarioCommon,
 };
@@ -114,11 +113,7 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     if duration_ns == 0 {
         bail!("--duration: must be more than 0 (e.g. 10s)");
     }
-    let policy = match a.policy {
-        CliPolicy::Fifo => Policy::Fifo,
-        CliPolicy::Rr => Policy::Rr,
-        CliPolicy::Other => Policy::Other,
-    };
+    let policy = Policy::from(a.policy);
     let online = online_cpus()?;
     let cpus = match &a.cpus {
         None => {

@@ -7,9 +7,9 @@ use latlab_core::units::Human;
 use latlab_sys::measure::ThreadShared;
 use latlab_sys::modes::{Ipc, Mode};
 
+use super::plan::Plan;
 use crate::cli::RunArgs;
 use crate::cli_modes::{IpcKind, RunMode};
-use crate::cmd::run::Plan;
 
 /// The validated mode.
 pub struct ModePlan {

@@ -9,169 +9,27 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
-use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
-use latlab_core::hist::Layout;
-use latlab_core::record::{CpuRecord, RunConfig, RunRecord, SpikeRecord, ThreadInfo};
-use latlab_core::stats::Stats;
-use latlab_core::units::{format_duration, Human, Nanos};
+use anyhow::bail;
+use latlab_core::record::SpikeRecord;
+use latlab_core::units::{format_duration, Human};
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
-use latlab_sys::rt::{self, Policy};
+use latlab_sys::rt::{self};
 
-use crate::args::CpuSel;
-use crate::cli::{Backend, Policy as CliPolicy, RunArgs};
-use crate::cmd::run_modes::ModePlan;
+use crate::cli::{Backend, RunArgs};
 use crate::lifecycle::{Begin, Session};
 use crate::rundir;
-use crate::trace_session::TraceOptions;
+
+pub mod modes;
+pub mod plan;
+mod record;
+
+pub use plan::{online_cpus, Plan};
+use record::{build_record, Measured};
 
 /// Checkpoint period: a SIGKILLed run loses at most this much.
 const CHECKPOINT: Duration = Duration::from_secs(10);
 /// Collector period: spikes, loads and signals are looked at this often.
 const TICK: Duration = Duration::from_millis(100);
-
-/// Everything `run` needs, typed and validated before anything touches the machine or the disk.
-pub struct Plan {
-    pub duration_ns: Nanos,
-    pub interval_ns: Nanos,
-    /// `--interval` was given (an audio run's period is `--period`).
-    pub interval_given: bool,
-    pub distance_ns: Nanos,
-    pub layout: Layout,
-    pub cpus: Vec<u32>,
-    pub policy: Policy,
-    pub priority: u32,
-    pub trace_threshold_ns: Option<Nanos>,
-    pub max_latency_ns: Option<Nanos>,
-    /// The flight recorder's options, with `--trace-threshold`.
-    pub trace: Option<TraceOptions>,
-    pub warmup_ns: Nanos,
-    pub label: String,
-}
-
-fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
-    r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
-}
-
-/// Online CPUs from sysfs (`0-3,6`).
-pub fn online_cpus() -> anyhow::Result<Vec<u32>> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .context("cannot read /sys/devices/system/cpu/online")?;
-    Ok(parse_cpu_list(&s)?)
-}
-
-pub fn kernel_release() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
-    let duration_ns = a.duration.0;
-    if duration_ns == 0 {
-        bail!("--duration: must be more than 0 (e.g. 10s)");
-    }
-    let interval_ns = a.interval.map_or(1_000_000, |i| i.0);
-    if interval_ns < 10_000 {
-        bail!(
-            "--interval {}: below the 10us minimum; use 10us or more (cyclictest's 50us is a common floor)",
-            format_duration(interval_ns)
-        );
-    }
-    let distance_ns = a.distance.0;
-    let limit = a.hist_limit.0;
-    if limit < 100_000 || !limit.is_multiple_of(1_000) || limit > 10_000_000_000 {
-        bail!(
-            "--hist-limit {}: must be whole microseconds from 100us to 10s (the log-scaled tail covers everything above)",
-            format_duration(limit)
-        );
-    }
-    let layout = flag("hist-limit", Layout::new(1_000, limit))?;
-    let policy = match a.policy {
-        CliPolicy::Fifo => Policy::Fifo,
-        CliPolicy::Rr => Policy::Rr,
-        CliPolicy::Other => Policy::Other,
-    };
-    if policy.is_rt() && !(1..=99).contains(&a.priority) {
-        bail!(
-            "--priority {}: must be 1..99 for --policy {}",
-            a.priority,
-            policy.as_str()
-        );
-    }
-    let online = online_cpus()?;
-    let cpus = match &a.cpus {
-        CpuSel::All => {
-            let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
-            let cpus: Vec<u32> = online
-                .iter()
-                .copied()
-                .filter(|c| allowed.contains(c))
-                .collect();
-            if cpus.is_empty() {
-                bail!("--cpus all: no CPU is available to this process");
-            }
-            cpus
-        }
-        CpuSel::List(list) => {
-            for c in &list.0 {
-                if !online.contains(c) {
-                    bail!(
-                        "--cpus {list}: CPU {c} is not online (online: {}); choose online CPUs",
-                        format_cpu_list(&online)
-                    );
-                }
-            }
-            list.0.clone()
-        }
-    };
-    // The last thread's interval (cyclictest -d adds the distance once per further thread)
-    // must not wrap around.
-    let last = (cpus.len() as u64 - 1)
-        .checked_mul(distance_ns)
-        .and_then(|d| d.checked_add(interval_ns))
-        .filter(|&i| i <= 3_600 * 1_000_000_000);
-    if last.is_none() {
-        bail!(
-            "--distance {}: with {} threads the last one's interval would exceed an hour; use a smaller --distance",
-            format_duration(distance_ns),
-            cpus.len()
-        );
-    }
-    let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
-    let max_latency_ns = a.max_latency.map(|t| t.0);
-    let buffer = a.ext.trace_buffer.0;
-    if buffer == 0 || !buffer.is_multiple_of(1024) || buffer > (1 << 30) {
-        bail!("--trace-buffer {buffer}: give whole KiB up to 1GiB per CPU, such as 4MiB or 512KiB");
-    }
-    let trace = trace_threshold_ns.map(|threshold_ns| TraceOptions {
-        threshold_ns,
-        buffer_kb: buffer / 1024,
-        max_spikes: a.ext.trace_max_spikes,
-        instances: a.ext.trace_instances,
-        required: a.ext.trace_required,
-    });
-    let warmup_ns = a.ext.warmup.0;
-    let label = a.label.clone().unwrap_or_else(|| match a.backend {
-        Backend::Sim => "sim".into(),
-        Backend::Real => kernel_release().unwrap_or_else(|| "run".into()),
-    });
-    Ok(Plan {
-        duration_ns,
-        interval_ns,
-        interval_given: a.interval.is_some(),
-        distance_ns,
-        layout,
-        cpus,
-        policy,
-        priority: if policy.is_rt() { a.priority } else { 0 },
-        trace_threshold_ns,
-        max_latency_ns,
-        trace,
-        warmup_ns,
-        label,
-    })
-}
 
 struct Live {
     enabled: bool,
@@ -212,100 +70,6 @@ impl Live {
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
     }
-}
-
-/// What the record is built from while the run goes on.
-struct Measured<'a> {
-    threads: &'a [Arc<measure::ThreadShared>],
-    seconds: &'a [Vec<Option<u64>>],
-    /// The threads' results, once they have ended.
-    results: Option<&'a [measure::ThreadResult]>,
-    measured_ns: Nanos,
-    spikes: &'a [SpikeRecord],
-}
-
-impl Measured<'_> {
-    const NOTHING: Measured<'static> = Measured {
-        threads: &[],
-        seconds: &[],
-        results: None,
-        measured_ns: 0,
-        spikes: &[],
-    };
-}
-
-/// The run's configuration as the record keeps it.
-fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
-    RunConfig {
-        mode: mp.name.into(),
-        backend: match a.backend {
-            Backend::Real => "real".into(),
-            Backend::Sim => "sim".into(),
-        },
-        interval_ns: Some(p.interval_ns),
-        duration_ns: Some(p.duration_ns),
-        cpus: p.cpus.clone(),
-        priority: Some(p.priority),
-        policy: Some(p.policy.as_str().into()),
-        distance_ns: p.distance_ns,
-        aligned: a.aligned,
-        hist_limit_ns: Some(p.layout.limit_ns()),
-        bucket_ns: Some(p.layout.bucket_ns),
-        max_latency_ns: p.max_latency_ns,
-        trace_threshold_ns: p.trace_threshold_ns,
-        loads: a.loads.clone(),
-        warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
-        sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
-        measured_ns: Some(measured_ns),
-        mode_params: mp.params.clone(),
-    }
-}
-
-/// The record as it stands (checkpoint or final).
-fn build_record(
-    s: &Session,
-    a: &RunArgs,
-    p: &Plan,
-    mp: &ModePlan,
-    m: &Measured,
-    complete: bool,
-) -> RunRecord {
-    let cpus = m
-        .threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let h = t.hist.snapshot();
-            let res = m.results.and_then(|r| r.iter().find(|r| r.cpu == t.cpu));
-            CpuRecord {
-                cpu: t.cpu,
-                stats: Stats {
-                    missed_periods: t.missed.load(Ordering::Relaxed)
-                        + t.mode.coalesced.load(Ordering::Relaxed),
-                    ..Stats::default()
-                },
-                histogram: h.to_record(),
-                per_second_max_ns: m.seconds[i].clone(),
-                top_spikes: res.map(|r| r.top.clone()).unwrap_or_default(),
-                thread: ThreadInfo {
-                    tid: res.map(|r| r.tid),
-                    policy: Some(p.policy.as_str().into()),
-                    priority: Some(p.priority),
-                    interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
-                },
-                mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
-            }
-        })
-        .collect();
-    let mut r = s.record(
-        &p.label,
-        run_config(a, p, mp, m.measured_ns),
-        cpus,
-        complete,
-    );
-    r.spikes = m.spikes.to_vec();
-    r.refresh().expect("live histograms are consistent");
-    r
 }
 
 /// Probe what this machine allows before anything is changed, and hold what the measurement
@@ -355,8 +119,8 @@ fn probe(
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
     // an error now), before anything is changed.
-    let mut p = plan(&a)?;
-    let mp = crate::cmd::run_modes::plan_mode(&a, &mut p, &online_cpus()?)?;
+    let mut p = plan::plan(&a)?;
+    let mp = modes::plan_mode(&a, &mut p, &online_cpus()?)?;
     let loads = if a.loads.is_empty() {
         None
     } else {

@@ -1,0 +1,108 @@
+//! `latlab run`'s record, built from the live measurement for each checkpoint and at the end.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use latlab_core::record::{CpuRecord, RunConfig, RunRecord, SpikeRecord, ThreadInfo};
+use latlab_core::stats::Stats;
+use latlab_core::units::Nanos;
+use latlab_sys::measure;
+
+use super::modes::ModePlan;
+use super::plan::Plan;
+use crate::cli::{Backend, RunArgs};
+use crate::lifecycle::Session;
+
+/// What the record is built from while the run goes on.
+pub(super) struct Measured<'a> {
+    pub threads: &'a [Arc<measure::ThreadShared>],
+    pub seconds: &'a [Vec<Option<u64>>],
+    /// The threads' results, once they have ended.
+    pub results: Option<&'a [measure::ThreadResult]>,
+    pub measured_ns: Nanos,
+    pub spikes: &'a [SpikeRecord],
+}
+
+impl Measured<'_> {
+    pub const NOTHING: Measured<'static> = Measured {
+        threads: &[],
+        seconds: &[],
+        results: None,
+        measured_ns: 0,
+        spikes: &[],
+    };
+}
+
+/// The run's configuration as the record keeps it.
+fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
+    RunConfig {
+        mode: mp.name.into(),
+        backend: match a.backend {
+            Backend::Real => "real".into(),
+            Backend::Sim => "sim".into(),
+        },
+        interval_ns: Some(p.interval_ns),
+        duration_ns: Some(p.duration_ns),
+        cpus: p.cpus.clone(),
+        priority: Some(p.priority),
+        policy: Some(p.policy.as_str().into()),
+        distance_ns: p.distance_ns,
+        aligned: a.aligned,
+        hist_limit_ns: Some(p.layout.limit_ns()),
+        bucket_ns: Some(p.layout.bucket_ns),
+        max_latency_ns: p.max_latency_ns,
+        trace_threshold_ns: p.trace_threshold_ns,
+        loads: a.loads.clone(),
+        warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
+        sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
+        measured_ns: Some(measured_ns),
+        mode_params: mp.params.clone(),
+    }
+}
+
+/// The record as it stands (checkpoint or final).
+pub(super) fn build_record(
+    s: &Session,
+    a: &RunArgs,
+    p: &Plan,
+    mp: &ModePlan,
+    m: &Measured,
+    complete: bool,
+) -> RunRecord {
+    let cpus = m
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let h = t.hist.snapshot();
+            let res = m.results.and_then(|r| r.iter().find(|r| r.cpu == t.cpu));
+            CpuRecord {
+                cpu: t.cpu,
+                stats: Stats {
+                    missed_periods: t.missed.load(Ordering::Relaxed)
+                        + t.mode.coalesced.load(Ordering::Relaxed),
+                    ..Stats::default()
+                },
+                histogram: h.to_record(),
+                per_second_max_ns: m.seconds[i].clone(),
+                top_spikes: res.map(|r| r.top.clone()).unwrap_or_default(),
+                thread: ThreadInfo {
+                    tid: res.map(|r| r.tid),
+                    policy: Some(p.policy.as_str().into()),
+                    priority: Some(p.priority),
+                    interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
+                },
+                mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
+            }
+        })
+        .collect();
+    let mut r = s.record(
+        &p.label,
+        run_config(a, p, mp, m.measured_ns),
+        cpus,
+        complete,
+    );
+    r.spikes = m.spikes.to_vec();
+    r.refresh().expect("live histograms are consistent");
+    r
+}
