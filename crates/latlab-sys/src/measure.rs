@@ -335,6 +335,8 @@ pub enum EngineError {
         priority: u32,
         err: std::io::Error,
     },
+    #[error("the interval of thread {index} (interval + {index} × distance) does not fit in 64-bit ns; use a smaller distance")]
+    Interval { index: usize },
     #[error("cannot start a measurement thread: {0}")]
     Spawn(std::io::Error),
     #[error("cannot create the {ipc} channel of a wakeup pair: {err}")]
@@ -535,6 +537,13 @@ impl Engine {
             (Mode::Wakeup { .. }, Backend::Real) => n,
             _ => 0,
         };
+        // Checked before any thread starts (a thread waiting at the barrier would never end).
+        let intervals = (0..n)
+            .map(|i| {
+                latlab_core::units::thread_interval(cfg.interval_ns, cfg.distance_ns, i)
+                    .ok_or(EngineError::Interval { index: i })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(Barrier::new(n + senders + 1));
         let go = Arc::new(Barrier::new(n + senders + 1));
@@ -544,7 +553,7 @@ impl Engine {
         let mut handles = Vec::with_capacity(n);
         let mut aux = Vec::with_capacity(senders);
         for (i, &cpu) in cfg.cpus.iter().enumerate() {
-            let interval = cfg.interval_ns + i as u64 * cfg.distance_ns;
+            let interval = intervals[i];
             let sh = Arc::new(ThreadShared::new(cpu, cfg.layout, &mode, interval));
             threads.push(sh.clone());
             // Wakeup: the pair's channel, and its sender thread.

@@ -63,6 +63,9 @@ pub fn kernel_release() -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The longest wake-up period of a measurement thread (`--interval`, `+ i·--distance`).
+pub const MAX_INTERVAL_NS: Nanos = 3_600 * 1_000_000_000;
+
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let duration_ns = flag("duration", parse_duration(&a.duration))?;
     if duration_ns == 0 {
@@ -76,6 +79,12 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         );
     }
     let distance_ns = flag("distance", parse_latency(&a.distance))?;
+    if interval_ns > MAX_INTERVAL_NS {
+        bail!(
+            "--interval {}: above the 1h maximum; use a shorter interval",
+            a.interval
+        );
+    }
     let limit = flag("hist-limit", parse_latency(&a.hist_limit))?;
     if limit < 100_000 || limit % 1_000 != 0 || limit > 10_000_000_000 {
         bail!(
@@ -122,6 +131,17 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     };
     if cpus.is_empty() {
         bail!("--cpus all: no CPU is available to this process");
+    }
+    // Thread i wakes every interval + i·distance (cyclictest -d): each must fit, and stay a
+    // sane period (the schedule adds it to CLOCK_MONOTONIC times).
+    let last = cpus.len() - 1;
+    match latlab_core::units::thread_interval(interval_ns, distance_ns, last) {
+        Some(t) if t <= MAX_INTERVAL_NS => {}
+        _ => bail!(
+            "--distance {}: the interval of thread {last} (--interval {} + {last} × --distance) is above the 1h maximum; use a smaller --distance",
+            a.distance,
+            a.interval
+        ),
     }
     let trace_threshold_ns = a
         .trace_threshold
@@ -272,7 +292,11 @@ fn build_record(
                     tid: res.map(|r| r.tid),
                     policy: Some(p.policy.as_str().into()),
                     priority: Some(p.priority),
-                    interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
+                    interval_ns: latlab_core::units::thread_interval(
+                        p.interval_ns,
+                        p.distance_ns,
+                        i,
+                    ),
                 },
                 mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
             }
