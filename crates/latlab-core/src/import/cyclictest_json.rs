@@ -136,74 +136,85 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let mut max_key = 0u64;
     let mut most_keys = 0usize;
     for (name, t) in threads {
-        let ln = line_of(name);
-        let tnum: u32 = name.parse().map_err(|_| {
-            ctx.err(
-                ln,
-                format!("thread key '{}': expected a number", super::clip(name)),
-            )
-        })?;
-        let field = |k: &str| -> Result<&Value, ImportError> {
-            t.get(k)
-                .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
-        };
-        let num = |k: &str| -> Result<u64, ImportError> {
-            field(k)?.as_u64().ok_or_else(|| {
-                ctx.err(
-                    ln,
-                    format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
-                )
-            })
-        };
-        let cycles = num("cycles")?;
-        let min = num("min")?;
-        let max = num("max")?;
-        let avg = field("avg")?
-            .as_f64()
-            .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
-        let cpu = t
-            .get("cpu")
-            .and_then(Value::as_i64)
-            .filter(|&c| c >= 0 && c <= u32::MAX as i64)
-            .map(|c| c as u32)
-            .unwrap_or(tnum);
-        let hist = field("histogram")?.as_object().ok_or_else(|| {
-            ctx.err(
-                ln,
-                format!("thread {tnum}: \"histogram\": expected an object"),
-            )
-        })?;
-        let mut buckets = Vec::with_capacity(hist.len());
-        most_keys = most_keys.max(hist.len());
-        for (k, c) in hist {
-            let b: u64 = k.parse().map_err(|_| {
-                ctx.err(
-                    ln,
-                    format!(
-                        "thread {tnum}: histogram key '{}': expected a bucket number",
-                        super::clip(k)
-                    ),
-                )
-            })?;
-            let c = c.as_u64().ok_or_else(|| {
-                ctx.err(
-                    ln,
-                    format!("thread {tnum}: histogram bucket {b}: expected a count"),
-                )
-            })?;
-            max_key = max_key.max(b);
-            if c > 0 {
-                buckets.push((b, c));
+        // The line of a thread is looked up only for an error (a scan of the text per thread
+        // would be quadratic): errors inside carry line 0, set below.
+        let fix = |mut e: ImportError| {
+            if e.line == 0 {
+                e.line = line_of(name);
             }
-        }
-        if cycles > 0 && buckets.is_empty() {
-            return Err(ctx.err(
+            e
+        };
+        let mut one = || -> Result<_, ImportError> {
+            let ln = 0;
+            let tnum: u32 = name.parse().map_err(|_| {
+                ctx.err(
+                    ln,
+                    format!("thread key '{}': expected a number", super::clip(name)),
+                )
+            })?;
+            let field = |k: &str| -> Result<&Value, ImportError> {
+                t.get(k)
+                    .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
+            };
+            let num = |k: &str| -> Result<u64, ImportError> {
+                field(k)?.as_u64().ok_or_else(|| {
+                    ctx.err(
+                        ln,
+                        format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
+                    )
+                })
+            };
+            let cycles = num("cycles")?;
+            let min = num("min")?;
+            let max = num("max")?;
+            let avg = field("avg")?
+                .as_f64()
+                .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
+            let cpu = t
+                .get("cpu")
+                .and_then(Value::as_i64)
+                .filter(|&c| c >= 0 && c <= u32::MAX as i64)
+                .map(|c| c as u32)
+                .unwrap_or(tnum);
+            let hist = field("histogram")?.as_object().ok_or_else(|| {
+                ctx.err(
+                    ln,
+                    format!("thread {tnum}: \"histogram\": expected an object"),
+                )
+            })?;
+            let mut buckets = Vec::with_capacity(hist.len());
+            most_keys = most_keys.max(hist.len());
+            for (k, c) in hist {
+                let b: u64 = k.parse().map_err(|_| {
+                    ctx.err(
+                        ln,
+                        format!(
+                            "thread {tnum}: histogram key '{}': expected a bucket number",
+                            super::clip(k)
+                        ),
+                    )
+                })?;
+                let c = c.as_u64().ok_or_else(|| {
+                    ctx.err(
+                        ln,
+                        format!("thread {tnum}: histogram bucket {b}: expected a count"),
+                    )
+                })?;
+                max_key = max_key.max(b);
+                if c > 0 {
+                    buckets.push((b, c));
+                }
+            }
+            if cycles > 0 && buckets.is_empty() {
+                return Err(ctx.err(
                 ln,
                 format!("thread {tnum} has {cycles} cycles but an empty histogram: cyclictest ran without -h/-H, so there is no distribution to import (rerun with -h 1000 or more)"),
             ));
-        }
-        buckets.sort_unstable();
-        parsed.push((ln, tnum, cpu, cycles, min, max, avg, buckets));
+            }
+            buckets.sort_unstable();
+            Ok((name.as_str(), tnum, cpu, cycles, min, max, avg, buckets))
+        };
+        parsed.push(one().map_err(fix)?);
     }
     parsed.sort_by_key(|p| p.1);
     let past_key = u128::from(max_key) + 1;
@@ -220,33 +231,45 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     }
     let mut out = Vec::new();
     let mut overs = 0u128;
-    for (ln, tnum, cpu, cycles, min, max, avg, buckets) in parsed {
-        let in_hist = total(ctx, ln, buckets.iter().map(|b| &b.1))?;
-        let over = cycles.checked_sub(in_hist).ok_or_else(|| {
-            ctx.err(
+    for (name, tnum, cpu, cycles, min, max, avg, buckets) in parsed {
+        let fix = |mut e: ImportError| {
+            if e.line == 0 {
+                e.line = line_of(name);
+            }
+            e
+        };
+        let one = || -> Result<_, ImportError> {
+            let ln = 0;
+            let in_hist = total(ctx, ln, buckets.iter().map(|b| &b.1))?;
+            let over =
+                cycles.checked_sub(in_hist).ok_or_else(|| {
+                    ctx.err(
                 ln,
                 format!("thread {tnum}: {cycles} cycles but the histogram holds {in_hist} samples"),
             )
-        })?;
+                })?;
+            let b_ns = buckets
+                .iter()
+                .map(|&(b, c)| Ok((mul(ctx, ln, b, unit, "histogram bucket")?, c)))
+                .collect::<Result<Vec<(u64, u64)>, ImportError>>()?;
+            let hist = build_hist(
+                ctx,
+                ln,
+                layout,
+                &b_ns,
+                over,
+                mul(ctx, ln, min, unit, "min")?,
+                mul(ctx, ln, max, unit, "max")?,
+                Some(avg * unit as f64),
+            )
+            .map_err(|mut e| {
+                e.msg = format!("thread {tnum}: {}", e.msg);
+                e
+            })?;
+            Ok((over, hist))
+        };
+        let (over, hist) = one().map_err(fix)?;
         overs += u128::from(over);
-        let b_ns = buckets
-            .iter()
-            .map(|&(b, c)| Ok((mul(ctx, ln, b, unit, "histogram bucket")?, c)))
-            .collect::<Result<Vec<(u64, u64)>, ImportError>>()?;
-        let hist = build_hist(
-            ctx,
-            ln,
-            layout,
-            &b_ns,
-            over,
-            mul(ctx, ln, min, unit, "min")?,
-            mul(ctx, ln, max, unit, "max")?,
-            Some(avg * unit as f64),
-        )
-        .map_err(|mut e| {
-            e.msg = format!("thread {tnum}: {}", e.msg);
-            e
-        })?;
         out.push(Thread {
             cpu,
             hist,
