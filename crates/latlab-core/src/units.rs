@@ -60,6 +60,14 @@ fn scale(num: &str, mult: u64) -> Option<Nanos> {
     u64::try_from(out).ok()
 }
 
+fn too_large(s: &str, what: &'static str) -> UnitError {
+    UnitError {
+        input: s.to_string(),
+        what,
+        expected: "a value below 2^64 ns (about 584 years)",
+    }
+}
+
 /// The interval of the `i`-th thread: `interval + i · distance` (cyclictest `-i`/`-d`),
 /// `None` when it does not fit in u64 ns.
 pub fn thread_interval(interval_ns: Nanos, distance_ns: Nanos, i: usize) -> Option<Nanos> {
@@ -71,9 +79,10 @@ pub fn thread_interval(interval_ns: Nanos, distance_ns: Nanos, i: usize) -> Opti
 
 /// Parse a latency or interval: `500us`, `1ms`, `250000ns`, `1.5ms`, `2s`; bare number = µs.
 pub fn parse_latency(s: &str) -> Result<Nanos, UnitError> {
+    let what = "latency";
     let err = || UnitError {
         input: s.to_string(),
-        what: "latency",
+        what,
         expected: "a number with a unit such as 500us, 1ms or 250000ns (a bare number means µs)",
     };
     let (num, unit) = split_number(s).ok_or_else(err)?;
@@ -84,14 +93,15 @@ pub fn parse_latency(s: &str) -> Result<Nanos, UnitError> {
         "s" | "sec" => NS_PER_S,
         _ => return Err(err()),
     };
-    scale(num, mult).ok_or_else(err)
+    scale(num, mult).ok_or_else(|| too_large(s, what))
 }
 
 /// Parse a duration: `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number means seconds.
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
+    let what = "duration";
     let err = || UnitError {
         input: s.to_string(),
-        what: "duration",
+        what,
         expected: "a number with a unit such as 10s, 5m, 2h or 1d",
     };
     let (num, unit) = split_number(s).ok_or_else(err)?;
@@ -105,7 +115,7 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
         "ns" => 1,
         _ => return Err(err()),
     };
-    scale(num, mult).ok_or_else(err)
+    scale(num, mult).ok_or_else(|| too_large(s, what))
 }
 
 /// A latency shown to people: `57 µs`, `1.25 ms`, `812 ns`, `3.4 s`.
@@ -206,7 +216,10 @@ mod tests {
         );
         assert_eq!(parse_latency("18446744073709551615ns"), Ok(u64::MAX));
         assert!(parse_latency("18446744073709551616ns").is_err());
-        assert!(parse_latency("18446744073709552us").is_err());
+        assert_eq!(
+            parse_latency("18446744073709552us").unwrap_err().to_string(),
+            "'18446744073709552us' is not a latency: expected a value below 2^64 ns (about 584 years)"
+        );
         assert!(parse_latency("99999999999999999999999999999999999999999s").is_err());
         assert!(parse_duration("213503982d").is_err());
         assert_eq!(parse_latency("0.0005us"), Ok(1)); // half up
