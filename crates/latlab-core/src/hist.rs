@@ -350,15 +350,27 @@ impl Histogram {
                 b_n: other.layout.linear_buckets,
             });
         }
+        // Checked first, so a merge that does not fit leaves `self` as it was. Every bucket
+        // is at most the total, so a total that fits means every bucket fits.
+        let overflow = || HistError::Inconsistent("merged sample counts overflow 64 bits".into());
+        let count = self.count.checked_add(other.count).ok_or_else(overflow)?;
+        let unknown_above = self
+            .unknown_above
+            .checked_add(other.unknown_above)
+            .ok_or_else(overflow)?;
+        // Sums saturate as in `record` (merge = concatenation): only samples of centuries
+        // (Σx² past u128) reach the bound.
+        let sum = self.sum.saturating_add(other.sum);
+        let sumsq = self.sumsq.saturating_add(other.sumsq);
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
-        self.count += other.count;
+        self.count = count;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-        self.sum = self.sum.saturating_add(other.sum);
-        self.sumsq = self.sumsq.saturating_add(other.sumsq);
-        self.unknown_above += other.unknown_above;
+        self.sum = sum;
+        self.sumsq = sumsq;
+        self.unknown_above = unknown_above;
         self.exact_moments &= other.exact_moments;
         Ok(())
     }
@@ -633,6 +645,33 @@ mod tests {
         let mut bad = r;
         bad.max_ns = 5;
         assert!(Histogram::from_record(&bad).is_err());
+    }
+
+    /// Counts near u64::MAX: the merge is an error (it used to wrap in release builds) and
+    /// leaves the histogram as it was.
+    #[test]
+    fn merge_overflow_is_an_error() {
+        let layout = Layout::new(1_000, 100_000).unwrap();
+        let big = |n: u64| {
+            let mut counts = vec![0; layout.len()];
+            counts[5] = n;
+            Histogram::from_parts(layout, counts, 5_000, 5_000, 0, 0, 0, false).unwrap()
+        };
+        let mut a = big(u64::MAX - 1);
+        let before = a.clone();
+        let e = a.merge(&big(2)).unwrap_err();
+        assert!(e.to_string().contains("overflow"), "{e}");
+        assert_eq!(a, before);
+        a.merge(&big(1)).unwrap();
+        assert_eq!(a.count(), u64::MAX);
+        // The unknown-above count too.
+        let mut counts = vec![0; layout.len()];
+        counts[5] = 1;
+        let u = |n| {
+            Histogram::from_parts(layout, counts.clone(), 5_000, 9_000_000, 0, 0, n, false).unwrap()
+        };
+        let mut x = u(u64::MAX / 2);
+        assert!(x.merge(&u(u64::MAX / 2 + 1)).is_err());
     }
 
     fn samples() -> impl Strategy<Value = Vec<u64>> {

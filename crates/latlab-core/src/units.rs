@@ -20,7 +20,8 @@ pub struct UnitError {
     pub expected: &'static str,
 }
 
-fn split_number(s: &str) -> Option<(f64, &str)> {
+/// A decimal number (`12`, `1.5`, `.25`) and the unit after it.
+fn split_number(s: &str) -> Option<(&str, &str)> {
     let s = s.trim();
     let end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -28,26 +29,60 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     if end == 0 {
         return None;
     }
-    let num: f64 = s[..end].parse().ok()?;
-    if !num.is_finite() {
-        return None;
-    }
-    Some((num, s[end..].trim()))
+    Some((&s[..end], s[end..].trim()))
 }
 
-fn scale(num: f64, mult: u64) -> Option<Nanos> {
-    let v = (num * mult as f64).round();
-    if !(0.0..=u64::MAX as f64).contains(&v) {
+/// `num` (decimal digits with at most one '.') × `mult`, rounded half up to whole ns, exactly:
+/// `None` when it is not a number or does not fit in u64 (never wraps, never goes through f64).
+fn scale(num: &str, mult: u64) -> Option<Nanos> {
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() || frac.contains('.') {
         return None;
     }
-    Some(v as u64)
+    let mut v: u128 = 0;
+    for b in int.bytes() {
+        v = v.checked_mul(10)?.checked_add(u128::from(b - b'0'))?;
+        if v > u128::from(u64::MAX) {
+            return None;
+        }
+    }
+    let mut out = v.checked_mul(u128::from(mult))?;
+    // The fraction: 20 digits resolve far below 1 ns for every unit (≤ 1 day); more only
+    // rounds. 10^20 · 86 400 · 10^9 fits in u128.
+    let mut f: u128 = 0;
+    let mut den: u128 = 1;
+    for b in frac.bytes().take(20) {
+        f = f * 10 + u128::from(b - b'0');
+        den *= 10;
+    }
+    let scaled = f * u128::from(mult);
+    out = out.checked_add((scaled + den / 2) / den)?;
+    u64::try_from(out).ok()
+}
+
+fn too_large(s: &str, what: &'static str) -> UnitError {
+    UnitError {
+        input: s.to_string(),
+        what,
+        expected: "a value below 2^64 ns (about 584 years)",
+    }
+}
+
+/// The interval of the `i`-th thread: `interval + i · distance` (cyclictest `-i`/`-d`),
+/// `None` when it does not fit in u64 ns.
+pub fn thread_interval(interval_ns: Nanos, distance_ns: Nanos, i: usize) -> Option<Nanos> {
+    u64::try_from(i)
+        .ok()?
+        .checked_mul(distance_ns)?
+        .checked_add(interval_ns)
 }
 
 /// Parse a latency or interval: `500us`, `1ms`, `250000ns`, `1.5ms`, `2s`; bare number = µs.
 pub fn parse_latency(s: &str) -> Result<Nanos, UnitError> {
+    let what = "latency";
     let err = || UnitError {
         input: s.to_string(),
-        what: "latency",
+        what,
         expected: "a number with a unit such as 500us, 1ms or 250000ns (a bare number means µs)",
     };
     let (num, unit) = split_number(s).ok_or_else(err)?;
@@ -58,14 +93,15 @@ pub fn parse_latency(s: &str) -> Result<Nanos, UnitError> {
         "s" | "sec" => NS_PER_S,
         _ => return Err(err()),
     };
-    scale(num, mult).ok_or_else(err)
+    scale(num, mult).ok_or_else(|| too_large(s, what))
 }
 
 /// Parse a duration: `10s`, `5m`, `2h`, `1d`, `500ms`; a bare number means seconds.
 pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
+    let what = "duration";
     let err = || UnitError {
         input: s.to_string(),
-        what: "duration",
+        what,
         expected: "a number with a unit such as 10s, 5m, 2h or 1d",
     };
     let (num, unit) = split_number(s).ok_or_else(err)?;
@@ -79,7 +115,7 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
         "ns" => 1,
         _ => return Err(err()),
     };
-    scale(num, mult).ok_or_else(err)
+    scale(num, mult).ok_or_else(|| too_large(s, what))
 }
 
 /// A latency shown to people: `57 µs`, `1.25 ms`, `812 ns`, `3.4 s`.
@@ -209,6 +245,36 @@ mod tests {
         assert!(parse_latency("10parsecs").is_err());
         assert!(parse_latency("").is_err());
         assert!(parse_latency("-5us").is_err());
+    }
+
+    /// Numbers are exact and never wrap: 18446744073709546615ns used to go through f64
+    /// (18446744073709547520, or a wrapped interval later).
+    #[test]
+    fn huge_numbers_are_exact_or_refused() {
+        assert_eq!(
+            parse_latency("18446744073709546615ns"),
+            Ok(18_446_744_073_709_546_615)
+        );
+        assert_eq!(parse_latency("18446744073709551615ns"), Ok(u64::MAX));
+        assert!(parse_latency("18446744073709551616ns").is_err());
+        assert_eq!(
+            parse_latency("18446744073709552us").unwrap_err().to_string(),
+            "'18446744073709552us' is not a latency: expected a value below 2^64 ns (about 584 years)"
+        );
+        assert!(parse_latency("99999999999999999999999999999999999999999s").is_err());
+        assert!(parse_duration("213503982d").is_err());
+        assert_eq!(parse_latency("0.0005us"), Ok(1)); // half up
+        assert_eq!(parse_latency("0.0004us"), Ok(0));
+        assert_eq!(parse_latency(".5ms"), Ok(500_000));
+        assert_eq!(
+            parse_latency("1.000000000000000000000000000000000001s"),
+            Ok(NS_PER_S)
+        );
+        assert!(parse_latency("1.2.3ms").is_err());
+        assert!(parse_latency(".").is_err());
+        assert_eq!(thread_interval(10_000, 5, 3), Some(10_015));
+        assert_eq!(thread_interval(10_000, 18_446_744_073_709_546_615, 1), None);
+        assert_eq!(thread_interval(10_000, u64::MAX / 2, 2), None);
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub enum EngineError {
         priority: u32,
         err: std::io::Error,
     },
+    #[error("the interval of thread {index} (interval + {index} × distance) does not fit in 64-bit ns; use a smaller distance")]
+    Interval { index: usize },
     #[error("cannot start a measurement thread: {0}")]
     Spawn(std::io::Error),
     #[error("cannot create the {ipc} channel of a wakeup pair: {err}")]
@@ -127,6 +129,13 @@ impl Engine {
     /// As [`Engine::start`], in one of the [`Mode`]s.
     pub fn start_mode(cfg: Config, mode: Mode) -> Result<Engine, EngineError> {
         let n = cfg.cpus.len();
+        // Checked before any thread starts (a thread waiting at the barrier would never end).
+        let intervals = (0..n)
+            .map(|i| {
+                latlab_core::units::thread_interval(cfg.interval_ns, cfg.distance_ns, i)
+                    .ok_or(EngineError::Interval { index: i })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut senders = Vec::new();
         for (i, &cpu) in cfg.cpus.iter().enumerate() {
             let s = mode
@@ -153,10 +162,7 @@ impl Engine {
         let mut handles = Vec::with_capacity(n);
         let mut aux = Vec::with_capacity(helpers);
         for (i, (&cpu, sender)) in cfg.cpus.iter().zip(senders).enumerate() {
-            // Checked when the plan was made; saturate rather than wrap if it was not.
-            let interval = cfg
-                .interval_ns
-                .saturating_add((i as u64).saturating_mul(cfg.distance_ns));
+            let interval = intervals[i];
             let sh = Arc::new(ThreadShared::new(
                 cpu,
                 cfg.layout,

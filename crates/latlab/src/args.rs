@@ -114,8 +114,18 @@ impl fmt::Display for Duration {
 }
 
 impl fmt::Display for Latency {
+    /// Exact: in the largest unit that divides it (`1ms`, `488us`, `18446744073709546615ns`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&format_duration(self.0))
+        let ns = self.0;
+        if ns != 0 && ns.is_multiple_of(1_000_000_000) {
+            write!(f, "{}s", ns / 1_000_000_000)
+        } else if ns != 0 && ns.is_multiple_of(1_000_000) {
+            write!(f, "{}ms", ns / 1_000_000)
+        } else if ns.is_multiple_of(1_000) {
+            write!(f, "{}us", ns / 1_000)
+        } else {
+            write!(f, "{ns}ns")
+        }
     }
 }
 
@@ -161,6 +171,12 @@ mod tests {
             Ok(CpuSel::List(CpuList(vec![0, 1, 2, 5])))
         );
         assert_eq!(Size(200 << 20).to_string(), "200M");
+        assert_eq!(
+            Latency(18_446_744_073_709_546_615).to_string(),
+            "18446744073709546615ns"
+        );
+        assert_eq!(Latency(488_000).to_string(), "488us");
+        assert_eq!(Latency(2_000_000_000).to_string(), "2s");
         assert_eq!(Size(4097).to_string(), "4097");
         assert!("".parse::<CpuList>().unwrap_err().contains("empty"));
         assert!("4XB".parse::<Size>().unwrap_err().contains("not a size"));

@@ -191,7 +191,7 @@ pub enum ImportFrom {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The file to import
+    /// The file to import (a regular file; `-` reads standard input)
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = ImportFrom::Auto)]
     pub from: ImportFrom,
@@ -199,6 +199,9 @@ pub struct ImportArgs {
     pub label: Option<String>,
     #[arg(long, default_value = "latlab-results")]
     pub results: PathBuf,
+    /// Refuse input larger than this (it is read whole): 1G, 200M, 4096
+    #[arg(long, default_value = "1G", value_name = "SIZE")]
+    pub max_input_size: Size,
 }
 
 #[derive(Debug, Args)]

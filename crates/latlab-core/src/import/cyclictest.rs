@@ -15,8 +15,10 @@
 //! Overflows (samples ≥ the limit) are counted but their values are lost, except the largest
 //! (Max Latencies). `T:` summary lines (without `-q`) give each thread's interval and priority.
 
-use super::{build_hist, clip, cmdline_opt, int, lines, record, Ctx, ImportError, Thread};
-use crate::hist::Layout;
+use super::{
+    build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
+    Thread,
+};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 #[derive(Default)]
@@ -57,6 +59,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                 None
             };
             if let Some((slot, v, what)) = slot {
+                check_threads(ctx, n, v.split_whitespace().count())?;
                 let vals = v
                     .split_whitespace()
                     .map(|tok| int(ctx, n, tok, what))
@@ -75,7 +78,14 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                     .and_then(|v| v.parse::<u64>().ok())
             };
             if let Some(th) = thread {
-                t_lines.push((th, val("I:"), val("P:").map(|p| p as u32)));
+                let prio = val("P:").and_then(|p| u32::try_from(p).ok());
+                let interval = match val("I:") {
+                    Some(i) => Some(mul(ctx, n, i, 1_000, "interval (µs)")?),
+                    None => None,
+                };
+                if t_lines.len() < super::MAX_THREADS {
+                    t_lines.push((th, interval, prio));
+                }
             }
             continue;
         }
@@ -88,6 +98,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         let counts = toks
             .map(|tok| int(ctx, n, tok, "histogram count"))
             .collect::<Result<Vec<_>, _>>()?;
+        check_threads(ctx, n, counts.len())?;
         if counts.is_empty() {
             return Err(ctx.err(
                 n,
@@ -165,28 +176,27 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         "imported from cyclictest -h: 1 µs buckets; mean is cyclictest's Avg (rounded to 1 µs) and the standard deviation is estimated from bucket midpoints".to_string(),
     ];
     let dense = rows.iter().enumerate().all(|(i, r)| r.1 == i as u64);
-    let limit_us = rows.last().map(|r| r.1 + 1).unwrap_or(1).max(1);
+    let limit_us = rows.last().map(|r| u128::from(r.1) + 1).unwrap_or(1);
     if !dense {
         notes.push(format!(
             "empty buckets are omitted in this file, so the histogram limit is unknown: taken as {limit_us} µs (one past the last bucket printed)"
         ));
     }
-    let layout = Layout::new(1_000, (limit_us * 1_000).max(64))
-        .map_err(|e| ctx.err(max_line, format!("histogram of {limit_us} buckets: {e}")))?;
+    let (layout, cut) = super::layout(ctx, max_line, 1_000, limit_us * 1_000, rows.len())?;
+    notes.extend(cut);
     let mut out = Vec::with_capacity(threads);
-    let mut any_over = 0u64;
+    let mut any_over = 0u128;
     for th in 0..threads {
-        let buckets: Vec<(u64, u64)> = rows
-            .iter()
-            .filter(|r| r.2[th] > 0)
-            .map(|r| (r.1 * 1_000, r.2[th]))
-            .collect();
-        let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
+        let mut buckets: Vec<(u64, u64)> = Vec::new();
+        for r in rows.iter().filter(|r| r.2[th] > 0) {
+            buckets.push((mul(ctx, r.0, r.1, 1_000, "bucket (µs)")?, r.2[th]));
+        }
+        let in_hist = total(ctx, max_line, buckets.iter().map(|b| &b.1))?;
         let over = t.over.as_ref().map(|o| o.1[th]).unwrap_or(0);
-        any_over += over;
+        any_over += u128::from(over);
         if let Some((ln, tot)) = &t.total {
             // cyclictest's Total counts the bucketed samples (overflows excluded).
-            if tot[th] != in_hist && tot[th] != in_hist + over {
+            if tot[th] != in_hist && Some(tot[th]) != in_hist.checked_add(over) {
                 return Err(ctx.err(
                     *ln,
                     format!(
@@ -200,29 +210,22 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         let max_us = max[th];
         let first = buckets.first().map(|b| b.0 / 1_000);
         let min_ns = match (min_us, first) {
-            (Some(m), _) => m.saturating_mul(1_000),
+            (Some(m), _) => mul(ctx, t.min.as_ref().map_or(0, |m| m.0), m, 1_000, "Min (µs)")?,
             (None, Some(f)) => f * 1_000,
             (None, None) => layout.limit_ns(),
         };
+        let max_ns = mul(ctx, max_line, max_us, 1_000, "Max (µs)")?;
         let avg = t.avg.as_ref().map(|a| a.1[th] as f64 * 1_000.0);
-        let hist = build_hist(
-            ctx,
-            max_line,
-            layout,
-            &buckets,
-            over,
-            min_ns,
-            max_us.saturating_mul(1_000),
-            avg,
-        )
-        .map_err(|mut e| {
-            e.msg = format!("thread {th}: {}", e.msg);
-            e
-        })?;
+        let hist = build_hist(ctx, max_line, layout, &buckets, over, min_ns, max_ns, avg).map_err(
+            |mut e| {
+                e.msg = format!("thread {th}: {}", e.msg);
+                e
+            },
+        )?;
         let (interval, prio) = t_lines
             .iter()
             .find(|x| x.0 == th as u32)
-            .map(|x| (x.1.map(|i| i * 1_000), x.2))
+            .map(|x| (x.1, x.2))
             .unwrap_or((None, None));
         out.push(Thread {
             cpu: th as u32,
@@ -327,6 +330,51 @@ mod tests {
         let h = crate::hist::Histogram::from_record(&r.cpus[1].histogram).unwrap();
         assert_eq!(h.quantile(Quantile::MAX), Some(150_000));
         assert!(r.notes.iter().any(|n| n.contains("omitted")));
+    }
+
+    /// A row at 9 999 999 µs made a dense histogram to 10 s (80 MB per thread). The linear
+    /// part now stops at 10 ms (the file prints 3 rows); the far row is in the log tail, and
+    /// min, max, mean and the quantile bounds stay right.
+    #[test]
+    fn far_sparse_rows_go_to_the_tail() {
+        let f = b"# Histogram\n000003 000001\n000007 000002\n9999999 000001\n# Min Latencies: 00003\n# Avg Latencies: 2500004\n# Max Latencies: 9999999\n# Histogram Overflows: 00000\n";
+        let r = import(f, From::Auto, "far").unwrap();
+        let c = &r.cpus[0];
+        assert_eq!(c.histogram.limit_ns, 10_000_000);
+        assert_eq!(c.stats.samples, 4);
+        assert_eq!(c.stats.min_ns, Some(3_000));
+        assert_eq!(c.stats.max_ns, Some(9_999_999_000));
+        assert_eq!(c.stats.mean_ns, Some(2_500_004_000));
+        assert_eq!(c.stats.median_ns, Some(8_000));
+        assert_eq!(c.stats.p99_ns, Some(9_999_999_000));
+        assert!(c.histogram.buckets.len() == 3, "{:?}", c.histogram.buckets);
+        assert!(
+            r.notes.iter().any(|n| n.contains("log-scaled tail")),
+            "{:?}",
+            r.notes
+        );
+        // Dense files keep one linear bucket per printed row, as before.
+        let h = import(H2000, From::Cyclictest, "h2000.txt").unwrap();
+        assert_eq!(h.cpus[0].histogram.limit_ns, 2_000_000);
+        assert!(!h.notes.iter().any(|n| n.contains("log-scaled tail")));
+    }
+
+    /// Bucket numbers and trailer values past 2^64 ns are errors, not wrapped or saturated.
+    #[test]
+    fn huge_values_are_errors() {
+        let f = b"# Histogram\n000003 000001\n# Max Latencies: 18446744073709552\n";
+        let e = import(f, From::Cyclictest, "x").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Max (µs) 18446744073709552 is too large"),
+            "{e}"
+        );
+        let f = b"# Histogram\n18446744073709552 000001\n# Max Latencies: 3\n";
+        let e = import(f, From::Cyclictest, "x").unwrap_err();
+        assert!(e.to_string().contains("too large"), "{e}");
+        let f = b"# Histogram\n000003 18446744073709551615\n000004 1\n# Max Latencies: 4\n";
+        let e = import(f, From::Cyclictest, "x").unwrap_err();
+        assert!(e.to_string().contains("more than 2^64"), "{e}");
     }
 
     #[test]

@@ -7,14 +7,80 @@
 //! A file written without `-h` has empty histograms: it has no distribution to import, and
 //! that is an error rather than a histogram made up from min/avg/max.
 
-use serde_json::Value;
+use std::fmt;
 
-use super::{build_hist, cmdline_opt, record, Ctx, ImportError, Thread};
-use crate::hist::Layout;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::{build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Thread};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
+/// A JSON value read with duplicate keys refused (serde_json keeps the last silently, which
+/// would import one of two histograms a file gives for the same thread).
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+        d.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(Strict(x)) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if m.contains_key(&k) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key \"{}\": each key may appear once in an object",
+                    super::clip(&k)
+                )));
+            }
+            let Strict(v) = map.next_value()?;
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
 pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
-    let v: Value = serde_json::from_slice(bytes)
+    let Strict(v) = serde_json::from_slice(bytes)
         .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
     let text = String::from_utf8_lossy(bytes);
     let line_of = |key: &str| -> usize {
@@ -52,125 +118,158 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             .or_else(|| cmdline_opt(c, "-H", "--histofall"))
             .and_then(|s| s.parse::<u64>().ok())
     });
-    let interval = cmd
+    let interval = match cmd
         .as_deref()
         .and_then(|c| cmdline_opt(c, "-i", "--interval"))
         .and_then(|s| s.parse::<u64>().ok())
-        .map(|i| i * 1_000);
+    {
+        Some(i) => Some(mul(ctx, line_of("cmdline:"), i, 1_000, "-i interval (µs)")?),
+        None => None,
+    };
     let prio = cmd
         .as_deref()
         .and_then(|c| cmdline_opt(c, "-p", "--priority"))
         .and_then(|s| s.parse::<u32>().ok());
 
+    check_threads(ctx, line_of("thread"), threads.len())?;
     let mut parsed = Vec::new();
     let mut max_key = 0u64;
+    let mut most_keys = 0usize;
     for (name, t) in threads {
-        let ln = line_of(name);
-        let tnum: u32 = name.parse().map_err(|_| {
-            ctx.err(
-                ln,
-                format!("thread key '{}': expected a number", super::clip(name)),
-            )
-        })?;
-        let field = |k: &str| -> Result<&Value, ImportError> {
-            t.get(k)
-                .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
-        };
-        let num = |k: &str| -> Result<u64, ImportError> {
-            field(k)?.as_u64().ok_or_else(|| {
-                ctx.err(
-                    ln,
-                    format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
-                )
-            })
-        };
-        let cycles = num("cycles")?;
-        let min = num("min")?;
-        let max = num("max")?;
-        let avg = field("avg")?
-            .as_f64()
-            .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
-        let cpu = t
-            .get("cpu")
-            .and_then(Value::as_i64)
-            .filter(|&c| c >= 0 && c <= u32::MAX as i64)
-            .map(|c| c as u32)
-            .unwrap_or(tnum);
-        let hist = field("histogram")?.as_object().ok_or_else(|| {
-            ctx.err(
-                ln,
-                format!("thread {tnum}: \"histogram\": expected an object"),
-            )
-        })?;
-        let mut buckets = Vec::with_capacity(hist.len());
-        for (k, c) in hist {
-            let b: u64 = k.parse().map_err(|_| {
-                ctx.err(
-                    ln,
-                    format!(
-                        "thread {tnum}: histogram key '{}': expected a bucket number",
-                        super::clip(k)
-                    ),
-                )
-            })?;
-            let c = c.as_u64().ok_or_else(|| {
-                ctx.err(
-                    ln,
-                    format!("thread {tnum}: histogram bucket {b}: expected a count"),
-                )
-            })?;
-            max_key = max_key.max(b);
-            if c > 0 {
-                buckets.push((b, c));
+        // The line of a thread is looked up only for an error (a scan of the text per thread
+        // would be quadratic): errors inside carry line 0, set below.
+        let fix = |mut e: ImportError| {
+            if e.line == 0 {
+                e.line = line_of(name);
             }
-        }
-        if cycles > 0 && buckets.is_empty() {
-            return Err(ctx.err(
+            e
+        };
+        let mut one = || -> Result<_, ImportError> {
+            let ln = 0;
+            let tnum: u32 = name.parse().map_err(|_| {
+                ctx.err(
+                    ln,
+                    format!("thread key '{}': expected a number", super::clip(name)),
+                )
+            })?;
+            let field = |k: &str| -> Result<&Value, ImportError> {
+                t.get(k)
+                    .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
+            };
+            let num = |k: &str| -> Result<u64, ImportError> {
+                field(k)?.as_u64().ok_or_else(|| {
+                    ctx.err(
+                        ln,
+                        format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
+                    )
+                })
+            };
+            let cycles = num("cycles")?;
+            let min = num("min")?;
+            let max = num("max")?;
+            let avg = field("avg")?
+                .as_f64()
+                .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
+            let cpu = t
+                .get("cpu")
+                .and_then(Value::as_i64)
+                .filter(|&c| c >= 0 && c <= u32::MAX as i64)
+                .map(|c| c as u32)
+                .unwrap_or(tnum);
+            let hist = field("histogram")?.as_object().ok_or_else(|| {
+                ctx.err(
+                    ln,
+                    format!("thread {tnum}: \"histogram\": expected an object"),
+                )
+            })?;
+            let mut buckets = Vec::with_capacity(hist.len());
+            most_keys = most_keys.max(hist.len());
+            for (k, c) in hist {
+                let b: u64 = k.parse().map_err(|_| {
+                    ctx.err(
+                        ln,
+                        format!(
+                            "thread {tnum}: histogram key '{}': expected a bucket number",
+                            super::clip(k)
+                        ),
+                    )
+                })?;
+                let c = c.as_u64().ok_or_else(|| {
+                    ctx.err(
+                        ln,
+                        format!("thread {tnum}: histogram bucket {b}: expected a count"),
+                    )
+                })?;
+                max_key = max_key.max(b);
+                if c > 0 {
+                    buckets.push((b, c));
+                }
+            }
+            if cycles > 0 && buckets.is_empty() {
+                return Err(ctx.err(
                 ln,
                 format!("thread {tnum} has {cycles} cycles but an empty histogram: cyclictest ran without -h/-H, so there is no distribution to import (rerun with -h 1000 or more)"),
             ));
-        }
-        buckets.sort_unstable();
-        parsed.push((ln, tnum, cpu, cycles, min, max, avg, buckets));
+            }
+            buckets.sort_unstable();
+            Ok((name.as_str(), tnum, cpu, cycles, min, max, avg, buckets))
+        };
+        parsed.push(one().map_err(fix)?);
     }
     parsed.sort_by_key(|p| p.1);
-    let limit = limit_from_cmd.unwrap_or(max_key + 1).max(max_key + 1);
-    let layout = Layout::new(unit, (limit * unit).max(64))
-        .map_err(|e| ctx.err(0, format!("histogram limit {limit} {unit_name}: {e}")))?;
+    let past_key = u128::from(max_key) + 1;
+    let limit = limit_from_cmd.map_or(past_key, u128::from).max(past_key);
+    let (layout, cut) = super::layout(ctx, 0, unit, limit * u128::from(unit), most_keys)?;
     let mut notes = vec![format!(
         "imported from cyclictest --json: 1 {unit_name} buckets to {limit} {unit_name}; mean is cyclictest's avg and the standard deviation is estimated from bucket midpoints"
     )];
+    notes.extend(cut);
     if limit_from_cmd.is_none() {
         notes.push(format!(
             "the command line does not give the histogram size: the limit is taken as {limit} {unit_name}, one past the last bucket"
         ));
     }
     let mut out = Vec::new();
-    let mut overs = 0u64;
-    for (ln, tnum, cpu, cycles, min, max, avg, buckets) in parsed {
-        let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
-        let over = cycles.checked_sub(in_hist).ok_or_else(|| {
-            ctx.err(
+    let mut overs = 0u128;
+    for (name, tnum, cpu, cycles, min, max, avg, buckets) in parsed {
+        let fix = |mut e: ImportError| {
+            if e.line == 0 {
+                e.line = line_of(name);
+            }
+            e
+        };
+        let one = || -> Result<_, ImportError> {
+            let ln = 0;
+            let in_hist = total(ctx, ln, buckets.iter().map(|b| &b.1))?;
+            let over =
+                cycles.checked_sub(in_hist).ok_or_else(|| {
+                    ctx.err(
                 ln,
                 format!("thread {tnum}: {cycles} cycles but the histogram holds {in_hist} samples"),
             )
-        })?;
-        overs += over;
-        let b_ns: Vec<(u64, u64)> = buckets.iter().map(|&(b, c)| (b * unit, c)).collect();
-        let hist = build_hist(
-            ctx,
-            ln,
-            layout,
-            &b_ns,
-            over,
-            min.saturating_mul(unit),
-            max.saturating_mul(unit),
-            Some(avg * unit as f64),
-        )
-        .map_err(|mut e| {
-            e.msg = format!("thread {tnum}: {}", e.msg);
-            e
-        })?;
+                })?;
+            let b_ns = buckets
+                .iter()
+                .map(|&(b, c)| Ok((mul(ctx, ln, b, unit, "histogram bucket")?, c)))
+                .collect::<Result<Vec<(u64, u64)>, ImportError>>()?;
+            let hist = build_hist(
+                ctx,
+                ln,
+                layout,
+                &b_ns,
+                over,
+                mul(ctx, ln, min, unit, "min")?,
+                mul(ctx, ln, max, unit, "max")?,
+                Some(avg * unit as f64),
+            )
+            .map_err(|mut e| {
+                e.msg = format!("thread {tnum}: {}", e.msg);
+                e
+            })?;
+            Ok((over, hist))
+        };
+        let (over, hist) = one().map_err(fix)?;
+        overs += u128::from(over);
         out.push(Thread {
             cpu,
             hist,
@@ -257,6 +356,60 @@ mod tests {
         let s = e.to_string();
         assert!(s.starts_with("nohist.json:"), "{s}");
         assert!(s.contains("without -h"), "{s}");
+    }
+
+    /// serde_json keeps the last of duplicate keys; this reader refuses them, naming the key.
+    #[test]
+    fn duplicate_keys_are_refused() {
+        let thread = |c: u64| {
+            format!("{{\"histogram\": {{\"5\": {c}}}, \"cycles\": {c}, \"min\": 5, \"max\": 5, \"avg\": 5}}")
+        };
+        let f = format!(
+            "{{\"thread\": {{\n\"0\": {},\n\"0\": {}}}}}",
+            thread(1),
+            thread(2)
+        );
+        let e = import(f.as_bytes(), From::CyclictestJson, "d.json").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("d.json:3: not valid JSON: duplicate key \"0\""),
+            "{e}"
+        );
+        let f = format!("{{\"thread\": {{\"0\": {}}}, \"thread\": {{}}}}", thread(1));
+        let e = import(f.as_bytes(), From::CyclictestJson, "d.json").unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"thread\""), "{e}");
+        let f = "{\"thread\": {\"0\": {\"histogram\": {\"5\": 1, \"5\": 1}, \"cycles\": 1, \"min\": 5, \"max\": 5, \"avg\": 5}}}";
+        let e = import(f.as_bytes(), From::CyclictestJson, "d.json").unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"5\""), "{e}");
+        // Without duplicates the same file imports.
+        let f = format!("{{\"thread\": {{\"0\": {}}}}}", thread(3));
+        assert_eq!(
+            import(f.as_bytes(), From::CyclictestJson, "d.json")
+                .unwrap()
+                .total
+                .samples,
+            3
+        );
+    }
+
+    /// `-i 18446744073709552` (µs) is more than 2^64 ns: an error, not 384 ns.
+    #[test]
+    fn huge_interval_is_refused() {
+        let f = "{\"cmdline:\": \"cyclictest -h 100 -i 18446744073709552\", \"thread\": {\"0\": {\"histogram\": {\"5\": 1}, \"cycles\": 1, \"min\": 5, \"max\": 5, \"avg\": 5}}}";
+        let e = import(f.as_bytes(), From::CyclictestJson, "i.json").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("-i interval (µs) 18446744073709552 is too large"),
+            "{e}"
+        );
+        let ok = f.replace("18446744073709552", "1000");
+        assert_eq!(
+            import(ok.as_bytes(), From::CyclictestJson, "i.json")
+                .unwrap()
+                .config
+                .interval_ns,
+            Some(1_000_000)
+        );
     }
 
     #[test]

@@ -31,6 +31,16 @@ pub mod realfeel;
 pub mod rtla;
 pub mod verbose;
 
+/// At most this many threads (columns, CPUs) in an imported file: each costs a histogram
+/// (~90 KiB), so a few KB of text must not ask for gigabytes.
+pub const MAX_THREADS: usize = 1024;
+
+/// Linear buckets an import gets at least (latlab's own default: 1 µs to 10 ms). More only
+/// when the file prints more bucket rows: buckets the file does not print cost nothing, so
+/// one row at 9 999 999 µs does not make 10 million buckets. Rows above the linear part go to
+/// the log-scaled tail (≤ 3.2 % wide); min, max and the mean stay exact.
+pub const MIN_DENSE_BUCKETS: u64 = 10_000;
+
 /// Which format a file is in (`--from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum From {
@@ -199,6 +209,69 @@ pub(crate) fn clip(s: &str) -> String {
     out
 }
 
+/// `a · b` or an error naming `what` (a value too large for 64-bit ns never wraps).
+pub(crate) fn mul(ctx: &Ctx, line: usize, a: u64, b: u64, what: &str) -> Result<u64, ImportError> {
+    a.checked_mul(b)
+        .ok_or_else(|| ctx.err(line, format!("{what} {a} is too large (over 2^64 ns)")))
+}
+
+/// Sum of counts, or an error (counts that overflow 64 bits are not a histogram).
+pub(crate) fn total<'a>(
+    ctx: &Ctx,
+    line: usize,
+    counts: impl IntoIterator<Item = &'a u64>,
+) -> Result<u64, ImportError> {
+    counts
+        .into_iter()
+        .try_fold(0u64, |a, &c| a.checked_add(c))
+        .ok_or_else(|| ctx.err(line, "sample counts add up to more than 2^64"))
+}
+
+/// The error for a file with too many threads (columns).
+pub(crate) fn check_threads(ctx: &Ctx, line: usize, n: usize) -> Result<(), ImportError> {
+    if n > MAX_THREADS {
+        return Err(ctx.err(
+            line,
+            format!("{n} threads (columns): at most {MAX_THREADS} can be imported"),
+        ));
+    }
+    Ok(())
+}
+
+/// The layout of an import: `width_ns` buckets up to `limit_ns` (what the file gives), but
+/// linear only up to `max(MIN_DENSE_BUCKETS, rows)` buckets, where `rows` is how many bucket
+/// rows the file prints: memory follows the file, not the numbers in it. Returns the layout
+/// and, when it was cut, a note saying so.
+pub(crate) fn layout(
+    ctx: &Ctx,
+    line: usize,
+    width_ns: u64,
+    limit_ns: u128,
+    rows: usize,
+) -> Result<(Layout, Option<String>), ImportError> {
+    let width = width_ns.max(1);
+    let wanted = limit_ns.div_ceil(u128::from(width)).max(1);
+    let cap = MIN_DENSE_BUCKETS.max(rows as u64);
+    let mut n = u64::try_from(wanted).unwrap_or(u64::MAX).min(cap);
+    // The layout's minimum (64 ns) and maximum (u64::MAX / 4 ns) limits.
+    n = n.max(64u64.div_ceil(width));
+    n = n.min((u64::MAX / 4) / width).max(1);
+    let l = Layout {
+        bucket_ns: width,
+        linear_buckets: n,
+    };
+    l.validate()
+        .map_err(|e| ctx.err(line, format!("bucket width {width_ns} ns: {e}")))?;
+    let note = (u128::from(l.limit_ns()) < limit_ns).then(|| {
+        format!(
+            "buckets from {} µs up are kept in the log-scaled tail (≤ 3.2 % wide), as latlab does above its histogram limit: the file prints {rows} bucket rows, so it gets {n} linear buckets, not one per {width_ns} ns up to {} µs; min, max and mean are as the file gives them",
+            l.limit_ns() / 1_000,
+            limit_ns / 1_000
+        )
+    });
+    Ok((l, note))
+}
+
 /// One imported thread: its histogram and what the file says about it.
 pub(crate) struct Thread {
     pub cpu: u32,
@@ -210,6 +283,10 @@ pub(crate) struct Thread {
 /// known) its average. Sum comes from the average × count (so `exact_moments` is false); the
 /// sum of squares is estimated from bucket midpoints (and the limit for overflows, a lower
 /// bound), since no tool prints it.
+///
+/// A native bucket `[lo, lo + layout.bucket_ns)` above the linear part (see [`layout`]) is
+/// counted in the tail bucket holding `lo`: the tools print whole-µs values, and `lo` is the
+/// value they give (as their min and max are), as in the `-v` importer.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_hist(
     ctx: &Ctx,
@@ -225,8 +302,14 @@ pub(crate) fn build_hist(
     let mut n = unknown_above as u128;
     let mut mid_sum = 0f64;
     let mut sq = 0f64;
+    let width = layout.bucket_ns;
     for &(lo, c) in buckets {
-        let i = layout.index_of_lower(lo).ok_or_else(|| {
+        let i = if lo < layout.limit_ns() {
+            layout.index_of_lower(lo)
+        } else {
+            lo.is_multiple_of(width).then(|| layout.index(lo))
+        }
+        .ok_or_else(|| {
             ctx.err(
                 line,
                 format!("bucket at {lo} ns does not start a bucket of the file's layout"),
@@ -236,7 +319,8 @@ pub(crate) fn build_hist(
             .checked_add(c)
             .ok_or_else(|| ctx.err(line, "bucket count overflows"))?;
         n += c as u128;
-        let mid = lo as f64 + (layout.upper(i).min(max_ns.max(lo)) - lo) as f64 / 2.0;
+        let top = lo.saturating_add(width);
+        let mid = lo as f64 + (top.min(max_ns.max(lo)) - lo) as f64 / 2.0;
         mid_sum += mid * c as f64;
         sq += mid * mid * c as f64;
     }

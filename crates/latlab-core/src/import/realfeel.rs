@@ -12,7 +12,6 @@
 //! comes from bucket midpoints. Blank lines and `#` comments are skipped.
 
 use super::{build_hist, clip, lines, record, Ctx, ImportError, Thread};
-use crate::hist::Layout;
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// A decimal number of milliseconds, exactly, in ns (up to 6 decimals).
@@ -100,12 +99,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let limit = last_lo
         .checked_add(width)
         .ok_or_else(|| ctx.err(last_line, "latency too large"))?;
-    let layout = Layout::new(width, limit.max(64)).map_err(|e| {
-        ctx.err(
-            last_line,
-            format!("bucket width {width} ns, limit {limit} ns: {e}"),
-        )
-    })?;
+    let (layout, cut) = super::layout(ctx, last_line, width, u128::from(limit), rows.len())?;
     let buckets: Vec<(u64, u64)> = rows
         .iter()
         .filter(|r| r.2 > 0)
@@ -115,7 +109,10 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         return Err(ctx.err(0, "every bucket count is 0: no samples"));
     };
     let &(top_lo, _) = buckets.last().expect("non-empty");
-    let top_hi = layout.upper(layout.index(top_lo));
+    // The top bucket's end, in the file's width (or the tail bucket's, when that is lower).
+    let top_hi = top_lo
+        .saturating_add(width)
+        .min(layout.upper(layout.index(top_lo)));
     let hist = build_hist(
         ctx,
         last_line,
@@ -126,11 +123,12 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         top_hi - 1,
         None,
     )?;
-    let notes = vec![
+    let mut notes = vec![
         format!("imported from a realfeel-style histogram: bucket width inferred as {} ms", width as f64 / 1e6),
         "the file has no min, max or mean: min and max are bucket bounds, the mean and standard deviation are estimated from bucket midpoints".into(),
         "the file does not say which CPU was measured: 'cpu' is 0".into(),
     ];
+    notes.extend(cut);
     Ok(record(
         Source::Realfeel,
         ctx.name,
@@ -178,6 +176,19 @@ mod tests {
         // Williams' "% below 0.1 ms" = the 0.0 bucket's share.
         assert_eq!(s.below["100us"], 1271218.0 / n as f64);
         assert_eq!(s.median_ns, Some(100_000));
+    }
+
+    /// Two lines, 1 µs apart and 9999 ms away, asked for 10 million 1 µs buckets (80 MB).
+    #[test]
+    fn far_bucket_goes_to_the_tail() {
+        let r = import(b"0.001 1\n0.002 1\n9999.0 1\n", From::Realfeel, "m").unwrap();
+        let s = &r.cpus[0].stats;
+        assert_eq!(s.bucket_ns, 1_000);
+        assert_eq!(r.cpus[0].histogram.limit_ns, 10_000_000);
+        assert_eq!(s.samples, 3);
+        assert_eq!(s.min_ns, Some(1_000));
+        assert_eq!(s.max_ns, Some(9_999_000_999));
+        assert!(r.notes.iter().any(|n| n.contains("log-scaled tail")));
     }
 
     #[test]

@@ -17,8 +17,9 @@
 //! not printed); `over:` samples are above `entries × width`, whose value is unknown. A
 //! trailing `ALL` summary section (newer rtla) is ignored.
 
-use super::{build_hist, clip, int, lines, record, Ctx, ImportError, Thread};
-use crate::hist::Layout;
+use super::{
+    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Thread,
+};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -142,6 +143,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             ))
         }
     };
+    check_threads(ctx, hline, sel.len())?;
     for k in ["count", "min", "max"] {
         if !tail.contains_key(k) {
             return Err(ctx.err(
@@ -151,34 +153,32 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
     }
     let width = rows.iter().fold(0, |g, r| gcd(g, r.1)).max(1);
-    let limit = rows.last().map(|r| r.1 + width).unwrap_or(width);
-    let layout = Layout::new(width * unit, (limit * unit).max(64))
-        .map_err(|e| ctx.err(hline, format!("bucket width {width}, limit {limit}: {e}")))?;
+    let limit = u128::from(rows.last().map_or(0, |r| r.1)) + u128::from(width);
+    let width_ns = mul(ctx, hline, width, unit, "bucket width")?;
+    let (layout, cut) = super::layout(ctx, hline, width_ns, limit * u128::from(unit), rows.len())?;
     let unit_name = if unit == 1 { "ns" } else { "µs" };
-    let mut notes = vec![
+    let mut notes: Vec<String> = cut.into_iter().collect();
+    notes.splice(0..0, [
         format!("imported from rtla timerlat hist: {kind} (thread) latency per CPU; the IRQ latency columns are not imported"),
         format!("bucket width inferred as {width} {unit_name} from the printed indices; limit taken as {limit} {unit_name} (one past the last printed bucket); mean from rtla's avg, standard deviation estimated from bucket midpoints"),
-    ];
+    ]);
     let mut threads = Vec::new();
-    let mut overs = 0;
+    let mut overs = 0u128;
     for (col, cpu) in sel {
         let get = |k: &str| tail.get(k).and_then(|(ln, v)| v[col].map(|x| (*ln, x)));
-        let buckets: Vec<(u64, u64)> = rows
-            .iter()
-            .filter(|r| r.2[col] > 0)
-            .map(|r| (r.1 * unit, r.2[col]))
-            .collect();
-        let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
+        let mut buckets: Vec<(u64, u64)> = Vec::new();
+        for r in rows.iter().filter(|r| r.2[col] > 0) {
+            buckets.push((mul(ctx, r.0, r.1, unit, "Index")?, r.2[col]));
+        }
+        let in_hist = total(ctx, last, buckets.iter().map(|b| &b.1))?;
         let over = get("over").map(|x| x.1).unwrap_or(0);
-        overs += over;
+        overs += u128::from(over);
         let (cl, count) = get("count").unwrap_or((last, 0));
-        if count != in_hist + over {
+        let held = u128::from(in_hist) + u128::from(over);
+        if u128::from(count) != held {
             return Err(ctx.err(
                 cl,
-                format!(
-                    "{kind}-{cpu:03}: count {count}, but the buckets and 'over' hold {}",
-                    in_hist + over
-                ),
+                format!("{kind}-{cpu:03}: count {count}, but the buckets and 'over' hold {held}"),
             ));
         }
         if count == 0 {
@@ -186,16 +186,19 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
         let (ml, max) =
             get("max").ok_or_else(|| ctx.err(last, format!("{kind}-{cpu:03}: no max")))?;
-        let min = get("min").map(|x| x.1).unwrap_or(0);
-        let avg = get("avg").map(|x| (x.1 * unit) as f64);
+        let min = match get("min") {
+            Some((l, m)) => mul(ctx, l, m, unit, "min")?,
+            None => 0,
+        };
+        let avg = get("avg").map(|x| x.1 as f64 * unit as f64);
         let hist = build_hist(
             ctx,
             ml,
             layout,
             &buckets,
             over,
-            min * unit,
-            max.saturating_mul(unit),
+            min,
+            mul(ctx, ml, max, unit, "max")?,
             avg,
         )
         .map_err(|mut e| {

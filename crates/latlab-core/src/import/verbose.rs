@@ -10,12 +10,9 @@
 //! log tail, still counted by value), and min/max/mean/stddev are exact for µs-truncated
 //! samples. This is the hot importer (files of millions of lines): it parses bytes directly.
 
-use super::{clip, record, Ctx, ImportError, Thread};
+use super::{clip, record, Ctx, ImportError, Thread, MAX_THREADS};
 use crate::hist::{Histogram, Layout};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
-
-/// More threads than this is not a cyclictest file (and would only eat memory).
-const MAX_THREADS: u64 = 4096;
 
 /// Parse `digits` after optional spaces; returns the number and the rest.
 #[inline]
@@ -62,7 +59,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                     ),
                 )
             })?;
-            if t >= MAX_THREADS {
+            if t >= MAX_THREADS as u64 {
                 return Err(ctx.err(
                     i + 1,
                     format!("thread {t}: expected fewer than {MAX_THREADS} threads"),
@@ -74,7 +71,9 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             }
             hists[t]
                 .get_or_insert_with(|| Histogram::new(layout))
-                .record(v.saturating_mul(1_000));
+                .record(v.checked_mul(1_000).ok_or_else(|| {
+                    ctx.err(i + 1, format!("latency {v} µs is too large (over 2^64 ns)"))
+                })?);
             continue;
         }
         let s = String::from_utf8_lossy(&l[first..]);

@@ -2,22 +2,116 @@
 //! a run directory (`run.json`, `histogram.txt`, `summary.txt`), so `report` and `compare`
 //! work on it like on latlab's own runs. Parsing is latlab-core's (pure); this only reads the
 //! file and writes the directory.
+//!
+//! Input is bounded: FILE must be a regular file (a FIFO, a device or a socket is refused at
+//! once, before any read: `-` reads standard input, where the user can redirect anything),
+//! and it is read whole only up to `--max-input-size` (1 GiB).
 
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use latlab_core::import::{self, From};
 
 use crate::cli::{ImportArgs, ImportFrom};
 use crate::rundir;
 
+/// Whether descriptor 1 was open when the process started: 0 not probed, 1 open, 2 closed.
+/// Rust's runtime reopens a closed stdout on /dev/null before `main`, after which a write
+/// "succeeds" and the run directory's path is lost; the probe runs before that, from
+/// `.init_array` (as C constructors do).
+static STDOUT_AT_START: AtomicU8 = AtomicU8::new(0);
+
+extern "C" fn probe_stdout() {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    let open = unsafe { libc::fcntl(1, libc::F_GETFD) } >= 0;
+    STDOUT_AT_START.store(if open { 1 } else { 2 }, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static PROBE_STDOUT: extern "C" fn() = probe_stdout;
+
+/// Was stdout closed when latlab started (or is it closed now)?
+fn stdout_closed() -> bool {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    STDOUT_AT_START.load(Ordering::Relaxed) == 2 || unsafe { libc::fcntl(1, libc::F_GETFD) } < 0
+}
+
+/// The file's path for messages (control characters escaped: it is the user's text).
+fn shown(p: &Path) -> String {
+    p.display().to_string().escape_debug().to_string()
+}
+
+/// Read at most `max` bytes from `r`; more is an error naming the limit and the flag.
+fn read_bounded(r: impl Read, max: u64, name: &str) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    r.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{name}: cannot read the input to import"))?;
+    if bytes.len() as u64 > max {
+        bail!("{name}: larger than the --max-input-size limit of {max} bytes; raise it (e.g. --max-input-size 4G) or import a smaller file");
+    }
+    Ok(bytes)
+}
+
+/// The input: standard input for `-`, else a regular file, opened without blocking (a FIFO
+/// without a writer would hang an open) and refused unless regular.
+fn read_input(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    if path.as_os_str() == "-" {
+        return read_bounded(std::io::stdin().lock(), max, "standard input");
+    }
+    let name = shown(path);
+    let f = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .with_context(|| format!("{name}: cannot open the file to import; check the path"))?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("{name}: cannot stat the file to import"))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        if ft.is_dir() {
+            bail!("{name}: is {kind}; give the file to import");
+        }
+        bail!("{name}: is {kind}, not a regular file; to import from it, use '-' and redirect (latlab import - < {name})");
+    }
+    if meta.len() > max {
+        bail!(
+            "{name}: {} bytes, larger than the --max-input-size limit of {max} bytes; raise it (e.g. --max-input-size 4G) or import a smaller file",
+            meta.len()
+        );
+    }
+    // A regular file never blocks, so O_NONBLOCK changes nothing from here on.
+    read_bounded(f, max, &name)
+}
+
 pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(&args.file).with_context(|| {
-        format!(
-            "{}: cannot read the file to import; check the path",
-            args.file.display()
-        )
-    })?;
+    // The run directory's path goes to stdout: with stdout closed, fail before anything is
+    // written (and before a file we open takes descriptor 1).
+    if stdout_closed() {
+        bail!("stdout is closed: latlab import prints the new run directory there; run it with stdout open (e.g. > dir.txt)");
+    }
+    let max = args.max_input_size.0;
+    let bytes = read_input(&args.file, max)?;
     let from = match args.from {
         ImportFrom::Auto => From::Auto,
         ImportFrom::Cyclictest => From::Cyclictest,
@@ -26,10 +120,16 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportFrom::Rtla => From::Rtla,
         ImportFrom::Realfeel => From::Realfeel,
     };
-    let name = args.file.display().to_string();
+    let name = if args.file.as_os_str() == "-" {
+        "stdin".to_string()
+    } else {
+        shown(&args.file)
+    };
     let mut record = import::import(&bytes, from, &name)?;
+    drop(bytes);
     record.label = match &args.label {
         Some(l) => l.clone(),
+        None if args.file.as_os_str() == "-" => "stdin".into(),
         None => args
             .file
             .file_stem()
@@ -44,6 +144,12 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         + rundir::estimate_run_bytes(record.cpus.len(), 0, 10_000_000, 0);
     let dir = rundir::create_run_dir_for(&args.results, &record.label, need)?;
     rundir::write_run(&dir, &record, true)?;
-    println!("{}", dir.display());
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{}", dir.display()).and_then(|()| out.flush()) {
+        bail!(
+            "cannot write to stdout ({e}); the run directory was written: {}",
+            shown(&dir)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -47,6 +47,14 @@ pub fn kernel_release() -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// The longest wake-up period of a measurement thread (`--interval`, `+ i·--distance`).
+pub const MAX_INTERVAL_NS: Nanos = 3_600 * 1_000_000_000;
+
+/// A time as given, in the largest unit that keeps it exact (`10us`, `18446744073709546615ns`).
+fn exact(ns: Nanos) -> String {
+    crate::args::Latency(ns).to_string()
+}
+
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let duration_ns = a.duration.0;
     if duration_ns == 0 {
@@ -56,10 +64,16 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     if interval_ns < 10_000 {
         bail!(
             "--interval {}: below the 10us minimum; use 10us or more (cyclictest's 50us is a common floor)",
-            format_duration(interval_ns)
+            exact(interval_ns)
         );
     }
     let distance_ns = a.distance.0;
+    if interval_ns > MAX_INTERVAL_NS {
+        bail!(
+            "--interval {}: above the 1h maximum; use a shorter interval",
+            exact(interval_ns)
+        );
+    }
     let limit = a.hist_limit.0;
     if limit < 100_000 || !limit.is_multiple_of(1_000) || limit > 10_000_000_000 {
         bail!(
@@ -102,18 +116,16 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             list.0.clone()
         }
     };
-    // The last thread's interval (cyclictest -d adds the distance once per further thread)
-    // must not wrap around.
-    let last = (cpus.len() as u64 - 1)
-        .checked_mul(distance_ns)
-        .and_then(|d| d.checked_add(interval_ns))
-        .filter(|&i| i <= 3_600 * 1_000_000_000);
-    if last.is_none() {
-        bail!(
-            "--distance {}: with {} threads the last one's interval would exceed an hour; use a smaller --distance",
-            format_duration(distance_ns),
-            cpus.len()
-        );
+    // Thread i wakes every interval + i·distance (cyclictest -d): each must fit, and stay a
+    // sane period (the schedule adds it to CLOCK_MONOTONIC times).
+    let last = cpus.len() - 1;
+    match latlab_core::units::thread_interval(interval_ns, distance_ns, last) {
+        Some(t) if t <= MAX_INTERVAL_NS => {}
+        _ => bail!(
+            "--distance {}: the interval of thread {last} (--interval {} + {last} × --distance) is above the 1h maximum; use a smaller --distance",
+            exact(distance_ns),
+            exact(interval_ns)
+        ),
     }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
     let max_latency_ns = a.max_latency.map(|t| t.0);

@@ -90,7 +90,11 @@ pub(super) fn build_record(
                     tid: res.map(|r| r.tid),
                     policy: Some(p.policy.as_str().into()),
                     priority: Some(p.priority),
-                    interval_ns: Some(p.interval_ns + i as u64 * p.distance_ns),
+                    interval_ns: latlab_core::units::thread_interval(
+                        p.interval_ns,
+                        p.distance_ns,
+                        i,
+                    ),
                 },
                 mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
             }

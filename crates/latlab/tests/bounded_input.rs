@@ -1,0 +1,373 @@
+//! Bounded input (issue 14 §4): `latlab import` keeps memory proportional to the file, refuses
+//! special files at once, reads `-` from stdin, caps the input size; numbers that would wrap
+//! are errors (exit 1, one line); a closed or full stdout is an error, not a panic.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+
+fn latlab() -> Command {
+    let mut c = Command::cargo_bin("latlab").unwrap();
+    // Nothing here may hang: a hang is a failure, not a stuck test run.
+    c.timeout(Duration::from_secs(30));
+    c
+}
+
+fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+fn run_dirs(results: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(results) {
+        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
+        Err(_) => vec![],
+    }
+}
+
+/// The one stderr line of a failed command: `latlab: error: …`, exit 1.
+fn one_error_line(out: &std::process::Output) -> String {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("latlab: error: "), "{err}");
+    err
+}
+
+/// A cyclictest -h histogram of `threads` columns with a single sample at 9 999 999 µs each
+/// (rt-tests ≥ 2.7 omits empty buckets): under 1 KB of text.
+fn sparse_far_histogram(threads: usize) -> String {
+    let row = |v: &str| vec![v; threads].join(" ");
+    format!(
+        "# Histogram\n9999999 {}\n# Total: {}\n# Min Latencies: {}\n# Avg Latencies: {}\n# Max Latencies: {}\n# Histogram Overflows: {}\n",
+        row("000001"),
+        row("000000001"),
+        row("9999999"),
+        row("9999999"),
+        row("9999999"),
+        row("00000"),
+    )
+}
+
+/// The issue's file: 20 columns, one bucket at 9 999 999 µs. It took 18 s and 1.5 GB (a dense
+/// 1 µs histogram to 10 s per column); now it imports under a 200 MB address-space limit in a
+/// moment, with the exact maximum.
+#[test]
+fn far_sparse_histogram_imports_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = sparse_far_histogram(20);
+    assert!(text.len() < 1_100, "{}", text.len());
+    let f = dir.path().join("h20.txt");
+    std::fs::write(&f, &text).unwrap();
+    let results = dir.path().join("r");
+    let mut cmd = StdCommand::new(bin());
+    cmd.arg("import")
+        .arg(&f)
+        .arg("--results")
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 200 << 20,
+                rlim_max: 200 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("import of a 1 KB file still running after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let took = t0.elapsed();
+    assert!(
+        status.success(),
+        "{status:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let run = run_dirs(&results);
+    assert_eq!(run.len(), 1);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run[0].join("run.json")).unwrap()).unwrap();
+    let cpus = json["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 20);
+    for c in cpus {
+        assert_eq!(c["histogram"]["max_ns"], 9_999_999_000u64, "{c}");
+        assert_eq!(c["histogram"]["count"], 1);
+        assert_eq!(c["histogram"]["min_ns"], 9_999_999_000u64);
+    }
+    assert_eq!(json["total"]["max_ns"], 9_999_999_000u64);
+    // The linear part is latlab's default, not 10 s of 1 µs buckets.
+    assert_eq!(cpus[0]["histogram"]["limit_ns"], 10_000_000);
+    // histogram.txt follows the layout: 10 000 rows, not 10 million.
+    let h = std::fs::read_to_string(run[0].join("histogram.txt")).unwrap();
+    assert!(h.lines().count() < 10_100, "{}", h.lines().count());
+    // And the report reads it back.
+    let rep = latlab()
+        .args(["report", "--format", "json"])
+        .arg(&run[0])
+        .output()
+        .unwrap();
+    assert!(rep.status.success(), "{rep:?}");
+    let r: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+    assert_eq!(r["total"]["max_ns"], 9_999_999_000u64, "{r}");
+}
+
+/// More threads than can be imported is a clear error, not gigabytes.
+#[test]
+fn too_many_columns_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("wide.txt");
+    std::fs::write(&f, sparse_far_histogram(1025)).unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&f)
+        .arg("--results")
+        .arg(dir.path().join("r"))
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("1025 threads (columns): at most 1024"),
+        "{err}"
+    );
+    assert!(run_dirs(&dir.path().join("r")).is_empty());
+}
+
+/// `/dev/zero` used to be read until memory ran out: refused at once, saying to use `-`.
+#[test]
+fn dev_zero_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let out = latlab()
+        .args(["import", "/dev/zero", "--results"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("/dev/zero: is a character device, not a regular file")
+            && err.contains("use '-' and redirect"),
+        "{err}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+}
+
+/// A FIFO without a writer used to hang the open: refused at once.
+#[test]
+fn fifo_without_writer_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = latlab() // times out (fails) after 30 s instead of hanging
+        .arg("import")
+        .arg(&fifo)
+        .arg("--results")
+        .arg(dir.path().join("r"))
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("is a FIFO, not a regular file") && err.contains("latlab import - <"),
+        "{err}"
+    );
+}
+
+/// `-` reads standard input (where anything can be redirected), within the size cap.
+#[test]
+fn dash_reads_stdin_and_the_size_cap_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r");
+    let text = sparse_far_histogram(2);
+    let out = latlab()
+        .args(["import", "-", "--results"])
+        .arg(&results)
+        .write_stdin(text.clone())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let run = run_dirs(&results);
+    assert_eq!(run.len(), 1);
+    assert!(run[0].to_string_lossy().ends_with("-stdin"), "{run:?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run[0].join("run.json")).unwrap()).unwrap();
+    assert_eq!(json["total"]["samples"], 2);
+
+    // Larger than --max-input-size: from stdin and from a file.
+    let out = latlab()
+        .args(["import", "-", "--max-input-size", "100", "--results"])
+        .arg(&results)
+        .write_stdin(text.clone())
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("standard input: larger than the --max-input-size limit of 100 bytes"),
+        "{err}"
+    );
+    let f = dir.path().join("h.txt");
+    let text = sparse_far_histogram(20); // 1043 bytes
+    assert!(text.len() > 1024);
+    std::fs::write(&f, &text).unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&f)
+        .args(["--max-input-size", "1K", "--results"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("h.txt: 1043 bytes, larger than the --max-input-size limit of 1024 bytes"),
+        "{err}"
+    );
+    assert_eq!(run_dirs(&results).len(), 1, "nothing written on errors");
+}
+
+/// Numbers that wrapped in release builds are errors naming the flag or field.
+#[test]
+fn wrapping_numbers_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r");
+    // CPU 1's interval was 10 µs + 18446744073709546615 ns = 5.9 µs.
+    let out = latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "--cpus",
+            "0-1",
+            "--interval",
+            "10us",
+            "--distance",
+            "18446744073709546615ns",
+            "--results",
+        ])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(err.contains("--distance 18446744073709546615ns"), "{err}");
+    for interval in ["18446744073709551615ns", "18446744073709552us", "2h"] {
+        let out = latlab()
+            .args(["run", "--backend", "sim", "--duration", "1s", "--cpus", "0"])
+            .args(["--interval", interval, "--results"])
+            .arg(&results)
+            .output()
+            .unwrap();
+        let err = one_error_line(&out);
+        assert!(err.contains("--interval"), "{interval}: {err}");
+    }
+    assert!(run_dirs(&results).is_empty());
+
+    // cyclictest --json with -i 18446744073709552 (µs) became 384 ns.
+    let f = dir.path().join("i.json");
+    std::fs::write(
+        &f,
+        r#"{"cmdline:": "cyclictest -h 100 -i 18446744073709552", "thread": {"0": {"histogram": {"5": 1}, "cycles": 1, "min": 5, "max": 5, "avg": 5}}}"#,
+    )
+    .unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&f)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("-i interval (µs) 18446744073709552 is too large"),
+        "{err}"
+    );
+    assert!(run_dirs(&results).is_empty());
+}
+
+/// The cyclictest JSON reader kept the last of duplicate keys; now it names the key.
+#[test]
+fn duplicate_json_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("d.json");
+    let t = |c: u64| {
+        format!(r#"{{"histogram": {{"5": {c}}}, "cycles": {c}, "min": 5, "max": 5, "avg": 5}}"#)
+    };
+    std::fs::write(
+        &f,
+        format!("{{\"thread\": {{\n\"0\": {},\n\"0\": {}}}}}\n", t(1), t(2)),
+    )
+    .unwrap();
+    let out = latlab()
+        .arg("import")
+        .arg(&f)
+        .arg("--results")
+        .arg(dir.path().join("r"))
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(err.contains("duplicate key \"0\""), "{err}");
+}
+
+/// stdout closed (`>&-`) or full (`> /dev/full`): exit 1 with one line, never a panic (101)
+/// and never a path silently lost.
+#[test]
+fn closed_or_full_stdout_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("h.txt");
+    std::fs::write(&f, sparse_far_histogram(1)).unwrap();
+    let results = dir.path().join("r");
+    let out = StdCommand::new("sh")
+        .arg("-c")
+        .arg(r#"exec "$0" import "$1" --results "$2" >&-"#)
+        .arg(bin())
+        .arg(&f)
+        .arg(&results)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(err.contains("stdout is closed"), "{err}");
+    assert!(run_dirs(&results).is_empty(), "refused before writing");
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = StdCommand::new(bin())
+        .arg("import")
+        .arg(&f)
+        .arg("--results")
+        .arg(&results)
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = one_error_line(&out);
+    assert!(err.contains("cannot write to stdout"), "{err}");
+    // Nothing lost: the directory the message names exists.
+    let run = run_dirs(&results);
+    assert_eq!(run.len(), 1);
+    let name = run[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&name), "{err}");
+    let _ = std::io::stderr().flush();
+}
