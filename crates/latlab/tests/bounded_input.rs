@@ -4,28 +4,19 @@
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+
+mod support;
+use support::{bin, run_dirs};
 
 fn latlab() -> Command {
     let mut c = Command::cargo_bin("latlab").unwrap();
     // Nothing here may hang: a hang is a failure, not a stuck test run.
     c.timeout(Duration::from_secs(30));
     c
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
-
-fn run_dirs(results: &Path) -> Vec<PathBuf> {
-    match std::fs::read_dir(results) {
-        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
-        Err(_) => vec![],
-    }
 }
 
 /// The one stderr line of a failed command: `latlab: error: …`, exit 1.

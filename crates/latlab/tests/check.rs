@@ -8,15 +8,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use latlab_sys::ledger::{Entry, LedgerFile};
+
+mod support;
+use support::latlab;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../latlab-sys/tests/fixtures/inventory")
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
 }
 
 fn golden(tree: &str, format: &str, ext: &str) {

@@ -1,23 +1,13 @@
 //! CLI tests of `latlab run` (sim backend) and `latlab report`: every bad-input error with its
 //! exit code and message, and the run directory a run leaves.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn only_run_dir(results: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
+mod support;
+use support::{latlab, only_run_dir};
 
 fn sim_run(results: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
     latlab()

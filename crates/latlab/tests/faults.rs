@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 use latlab_sys::ledger::{knob_value, Entry, LedgerFile};
 use serde_json::Value;
 
+mod support;
+use support::bin;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     Sigint,
@@ -65,10 +68,6 @@ fn env_u64(name: &str) -> Option<u64> {
             .parse()
             .unwrap_or_else(|_| panic!("{name}={v}: expected a number"))
     })
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
 }
 
 /// Kills the child if the test fails, so no latlab outlives it.

@@ -11,9 +11,8 @@ use std::process::Command;
 
 use latlab_sys::privileged;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
+mod support;
+use support::bin;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

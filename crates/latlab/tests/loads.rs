@@ -7,14 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use latlab_sys::loads::profiles::{which, PROFILES};
 use latlab_sys::loads::supervisor::group_members;
 use serde_json::Value;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
+mod support;
+use support::latlab;
 
 #[test]
 fn unknown_profile_lists_the_known_ones() {

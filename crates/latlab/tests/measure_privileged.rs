@@ -1,28 +1,14 @@
 //! Privileged tests of the real backend: SCHED_FIFO threads on every CPU, for real. They skip
 //! without root (LATLAB_REQUIRE_PRIVILEGED=1 makes that a failure) and run one at a time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use latlab_sys::privileged;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
-
-fn only_run_dir(results: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
-}
-
-fn read_json(p: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-}
+mod support;
+use support::{bin, only_run_dir, read_json};
 
 /// Processes (pid) that hold /dev/cpu_dma_latency open.
 fn dma_holders() -> Vec<u32> {

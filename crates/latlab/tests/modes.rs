@@ -1,7 +1,7 @@
 //! `latlab run --mode wakeup|jitter|audio`: the statistics on the sim backend (no root,
 //! deterministic), flag validation, and short privileged runs of the real backend.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -9,9 +9,8 @@ use std::sync::Arc;
 use latlab_sys::privileged;
 use serde_json::Value;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("latlab")
-}
+mod support;
+use support::{bin, run_dirs};
 
 /// Run latlab with `args` (+ `--results DIR --quiet --format json`); (exit code, stdout json, run dir).
 fn run(results: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, Output) {
@@ -33,15 +32,6 @@ fn err_of(args: &[&str]) -> (i32, String) {
     let t = tempfile::tempdir().unwrap();
     let (code, _, out) = run(t.path(), args, &[]);
     (code, String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
-fn run_dirs(results: &Path) -> Vec<PathBuf> {
-    let mut d: Vec<_> = std::fs::read_dir(results)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    d.sort();
-    d
 }
 
 #[test]

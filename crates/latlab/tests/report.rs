@@ -3,16 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+mod support;
+use support::latlab;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../latlab-core/tests/fixtures/import")
         .join(name)
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
 }
 
 /// Import a file, return the run directory the command printed.

@@ -3,16 +3,14 @@
 //! privileged ones (SCHED_RR, --iosched) run as root through the guard.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use assert_cmd::prelude::*;
 use latlab_sys::privileged;
 use predicates::prelude::*;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
+mod support;
+use support::command as latlab;
 
 fn only_run_json(results: &Path) -> serde_json::Value {
     let dirs: Vec<PathBuf> = std::fs::read_dir(results)
@@ -309,14 +307,20 @@ fn io_read_iosched_set_and_restored_privileged() {
     let t = tempfile::tempdir().unwrap();
     let dev = latlab_sys::scenario::io_read::block_device(t.path());
     let (Some(path), Some(before)) = (dev.scheduler_path.clone(), dev.scheduler.clone()) else {
-        eprintln!(
-            "skipping: {} has no changeable I/O scheduler ({dev:?})",
-            t.path().display()
+        support::cannot_run(
+            "io_read_iosched_set_and_restored_privileged",
+            &format!(
+                "{} has no changeable I/O scheduler ({dev:?})",
+                t.path().display()
+            ),
         );
         return;
     };
     let Some(other) = dev.available.iter().find(|s| **s != before).cloned() else {
-        eprintln!("skipping: {path:?} offers only {before}");
+        support::cannot_run(
+            "io_read_iosched_set_and_restored_privileged",
+            &format!("{path:?} offers only {before}"),
+        );
         return;
     };
     let results = t.path().join("r");

@@ -1,0 +1,56 @@
+//! What latlab's integration tests share: the binary under test, the run directories it
+//! writes, and the privileged-test guard (`latlab_sys::privileged`, in test builds only).
+//! Each test file takes it with `mod support;`; not every file uses every helper.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+#[allow(unused_imports)]
+pub use latlab_sys::privileged;
+
+/// The latlab binary under test (built with the `test-hooks` feature).
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+/// An `assert_cmd` command of the binary under test.
+pub fn latlab() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("latlab").unwrap()
+}
+
+/// A plain `std::process::Command` of the binary under test (for spawning and signalling).
+pub fn command() -> std::process::Command {
+    std::process::Command::new(bin())
+}
+
+/// The run directories under `results`, sorted (none when it does not exist).
+pub fn run_dirs(results: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = match std::fs::read_dir(results) {
+        Ok(d) => d.map(|e| e.unwrap().path()).collect(),
+        Err(_) => vec![],
+    };
+    v.sort();
+    v
+}
+
+/// The one run directory under `results`.
+pub fn only_run_dir(results: &Path) -> PathBuf {
+    let dirs = run_dirs(results);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// A JSON file, parsed.
+pub fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// A privileged test that cannot run on this machine for a reason found at run time (no
+/// changeable I/O scheduler, ...): skips with the reason, or fails under
+/// `LATLAB_REQUIRE_PRIVILEGED=1`, where a skip would hide a test that did not run.
+pub fn cannot_run(test: &str, why: &str) {
+    if std::env::var("LATLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+        panic!("{test}: LATLAB_REQUIRE_PRIVILEGED=1 but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+}
