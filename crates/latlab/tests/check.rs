@@ -1,9 +1,9 @@
 //! `latlab check` and `latlab cleanup` through the CLI.
 //!
-//! Golden files: `latlab check --root <fixture tree>` must print exactly
-//! `crates/latlab-sys/tests/fixtures/inventory/golden/<tree>.{txt,json}`. After an intended
-//! change of the output, regenerate them and review the diff:
-//! `UPDATE_GOLDEN=1 cargo test -p latlab --test check golden`.
+//! Golden files (insta snapshots, as every report format's): `latlab check --root <fixture
+//! tree>` must print exactly `tests/snapshots/check__check_<tree>_{txt,json}.snap`. After an
+//! intended change of the output, regenerate them and review the diff:
+//! `INSTA_UPDATE=always cargo test -p latlab --test check golden`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,21 +28,10 @@ fn golden(tree: &str, format: &str, ext: &str) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let path = fixtures().join("golden").join(format!("{tree}.{ext}"));
-    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1") {
-        fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(&path, &out.stdout).unwrap();
-        return;
-    }
-    let want = fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; create it with UPDATE_GOLDEN=1", path.display()));
-    if out.stdout != want {
-        panic!(
-            "latlab check --root {tree} --format {format} differs from {}:\n{}\n(UPDATE_GOLDEN=1 to accept)",
-            path.display(),
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    insta::assert_snapshot!(
+        format!("check_{}_{ext}", tree.replace('-', "_")),
+        String::from_utf8(out.stdout).expect("check prints UTF-8")
+    );
 }
 
 #[test]
