@@ -24,6 +24,7 @@ pub mod model;
 pub mod modes;
 pub mod record;
 pub mod scenario;
+pub mod scenario_record;
 pub mod sim;
 pub mod stats;
 pub mod trace;

@@ -12,12 +12,15 @@ use latlab_core::cpulist::format_cpu_list;
 use latlab_core::hist::{Histogram, Layout, Quantile};
 use latlab_core::record::{CpuRecord, RunConfig, RunRecord, ThreadInfo};
 use latlab_core::scenario as stats;
+use latlab_core::scenario_record::{
+    DeviceRecord, FairnessRecord, FairnessResult, IoReadRecord, IoSchedRecord, PassSummary,
+    PhaseRecord, RatioRecord, ScenarioRecord, SleeperSummary, TaskShare,
+};
 use latlab_core::stats::Stats;
 use latlab_core::units::Nanos;
 use latlab_sys::ledger::Entry;
 use latlab_sys::rt::{self, Policy};
 use latlab_sys::scenario::{fairness, io_read};
-use serde_json::{json, Value};
 
 use crate::cli_scenario::{
     FairnessArgs, IoReadArgs, ScenarioArgs, ScenarioCommand, ScenarioCommon,
@@ -66,7 +69,7 @@ fn record(
     label: &str,
     config: RunConfig,
     series: Vec<(u32, &Histogram, ThreadInfo, u64)>,
-    scenario: Value,
+    scenario: ScenarioRecord,
 ) -> anyhow::Result<RunRecord> {
     let cpus = series
         .into_iter()
@@ -84,18 +87,10 @@ fn record(
         })
         .collect();
     let mut r = s.record(label, config, cpus, true);
-    r.scenario = scenario;
+    // Until the record's `scenario` is typed, the value of the typed record.
+    r.scenario = serde_json::to_value(&scenario)?;
     r.refresh()?;
     Ok(r)
-}
-
-fn hist_summary(h: &Histogram) -> Value {
-    json!({
-        "count": h.count(),
-        "p50_ns": h.quantile(Quantile::P50),
-        "p99_ns": h.quantile(Quantile::P99),
-        "max_ns": h.max(),
-    })
 }
 
 // ----------------------------------------------------------------------------------------
@@ -238,60 +233,62 @@ fn run_fairness(a: FairnessArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let empty = Histogram::new(layout);
-    let (tasks_v, scen) = match &out {
-        Some(o) => {
-            let cpu: Vec<f64> = o.tasks.iter().map(|t| t.cpu_ns as f64).collect();
-            let work: Vec<f64> = o.tasks.iter().map(|t| t.work as f64).collect();
-            let cs = stats::shares(&cpu);
-            let ws = stats::shares(&work);
-            let per: Vec<Value> = o
-                .tasks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    json!({"task": t.index, "tid": t.tid, "cpu_ns": t.cpu_ns, "work": t.work,
-                           "wall_ns": t.wall_ns, "cpu_share": cs[i], "work_share": ws[i]})
-                })
-                .collect();
-            let total_cpu: u64 = o.tasks.iter().map(|t| t.cpu_ns).sum();
-            let util = (o.elapsed_ns > 0)
-                .then(|| total_cpu as f64 / (o.elapsed_ns as f64 * cpus.len() as f64));
-            (
-                per,
-                json!({
-                    "jain_index": stats::jain_index(&cpu),
-                    "jain_index_work": stats::jain_index(&work),
-                    "max_min_ratio": stats::max_min_ratio(&cpu),
-                    "elapsed_ns": o.elapsed_ns,
-                    "utilisation": util,
-                    "sleeper": o.sleeper.as_ref().zip(sleeper_interval_ns).map(|(sl, i)| {
-                        let mut v = hist_summary(&sl.hist);
-                        v["interval_ns"] = json!(i);
-                        v["wakeups"] = json!(sl.hist.count());
-                        v["missed"] = json!(sl.missed);
-                        v["tid"] = json!(sl.tid);
-                        v
-                    }),
+    let mut per_task = Vec::new();
+    let mut result = None;
+    if let Some(o) = &out {
+        let cpu: Vec<f64> = o.tasks.iter().map(|t| t.cpu_ns as f64).collect();
+        let work: Vec<f64> = o.tasks.iter().map(|t| t.work as f64).collect();
+        let cs = stats::shares(&cpu);
+        let ws = stats::shares(&work);
+        per_task = o
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskShare {
+                task: t.index,
+                tid: t.tid,
+                cpu_ns: t.cpu_ns,
+                work: t.work,
+                wall_ns: t.wall_ns,
+                cpu_share: cs[i],
+                work_share: ws[i],
+            })
+            .collect();
+        let total_cpu: u64 = o.tasks.iter().map(|t| t.cpu_ns).sum();
+        result =
+            Some(FairnessResult {
+                jain_index: stats::jain_index(&cpu),
+                jain_index_work: stats::jain_index(&work),
+                max_min_ratio: stats::max_min_ratio(&cpu),
+                elapsed_ns: o.elapsed_ns,
+                utilisation: (o.elapsed_ns > 0)
+                    .then(|| total_cpu as f64 / (o.elapsed_ns as f64 * cpus.len() as f64)),
+                sleeper: o.sleeper.as_ref().zip(sleeper_interval_ns).map(|(sl, i)| {
+                    SleeperSummary {
+                        count: sl.hist.count(),
+                        p50_ns: sl.hist.quantile(Quantile::P50),
+                        p99_ns: sl.hist.quantile(Quantile::P99),
+                        max_ns: sl.hist.max(),
+                        interval_ns: i,
+                        wakeups: sl.hist.count(),
+                        missed: sl.missed,
+                        tid: sl.tid,
+                    }
                 }),
-            )
-        }
-        None => (vec![], json!({})),
-    };
-    let mut scenario = json!({
-        "kind": "fairness",
-        "tasks": a.tasks,
-        "policy": policy.as_str(),
-        "priority": cfg.priority,
-        "cpus": format_cpu_list(&cpus),
-        "duration_ns": duration_ns,
-        "interrupted": interrupted,
-        "cpu_time_source": "CLOCK_THREAD_CPUTIME_ID read by each task at its start and end",
-        "work_unit": format!("{} rounds of xorshift64", fairness::CHUNK),
-        "per_task": tasks_v,
-    });
-    if let (Some(o), Some(m)) = (scenario.as_object_mut(), scen.as_object()) {
-        o.extend(m.clone());
+            });
     }
+    let scenario = ScenarioRecord::Fairness(FairnessRecord {
+        tasks: a.tasks,
+        policy: policy.as_str().into(),
+        priority: cfg.priority,
+        cpus: format_cpu_list(&cpus),
+        duration_ns,
+        interrupted,
+        cpu_time_source: "CLOCK_THREAD_CPUTIME_ID read by each task at its start and end".into(),
+        work_unit: format!("{} rounds of xorshift64", fairness::CHUNK),
+        per_task,
+        result,
+    });
     let series: Vec<(u32, &Histogram, ThreadInfo, u64)> =
         match out.as_ref().and_then(|o| o.sleeper.as_ref()) {
             Some(sl) => vec![(
@@ -553,11 +550,16 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
     let mut ratios = Vec::new();
     for ph in &phases {
         let pname = ph.name.clone().unwrap_or_else(|| "alone".into());
-        let mut v = json!({"name": pname, "load": ph.name});
-        for (key, hist, passes, what) in [
-            ("big", &ph.big_hist, &ph.big, "big-file read(2)"),
+        let mut rec = PhaseRecord {
+            name: pname.clone(),
+            load: ph.name.clone(),
+            big: None,
+            small: None,
+        };
+        for (slot, hist, passes, what) in [
+            (&mut rec.big, &ph.big_hist, &ph.big, "big-file read(2)"),
             (
-                "small",
+                &mut rec.small,
                 &ph.small_hist,
                 &ph.small,
                 "small file open+read+close",
@@ -570,13 +572,17 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
             series.push((idx, hist, ThreadInfo::default(), 0));
             series_names.push(format!("{pname}: {what}"));
             let totals: Vec<Nanos> = passes.iter().map(|p| p.total_ns).collect();
-            let mut m = hist_summary(hist);
-            m["series"] = json!(idx);
-            m["totals_ns"] = json!(totals);
-            m["median_total_ns"] = json!(stats::median(&totals));
-            m["ops_per_pass"] = json!(passes[0].ops);
-            m["bytes_per_pass"] = json!(passes[0].bytes);
-            v[key] = m;
+            *slot = Some(PassSummary {
+                count: hist.count(),
+                p50_ns: hist.quantile(Quantile::P50),
+                p99_ns: hist.quantile(Quantile::P99),
+                max_ns: hist.max(),
+                series: idx,
+                median_total_ns: stats::median(&totals),
+                totals_ns: totals,
+                ops_per_pass: passes[0].ops,
+                bytes_per_pass: passes[0].bytes,
+            });
         }
         if ph.name.is_some() {
             if let Some(al) = &alone {
@@ -584,37 +590,47 @@ fn run_io_read(a: IoReadArgs) -> anyhow::Result<ExitCode> {
                 let r = |a: Option<Nanos>, b: Option<Nanos>| {
                     a.zip(b).and_then(|(l, al)| stats::slowdown(l, al))
                 };
-                ratios.push(json!({
-                    "phase": pname,
-                    "big_total": r(me.big_total, al.big_total),
-                    "big_p99": r(me.big_p99, al.big_p99),
-                    "small_total": r(me.small_total, al.small_total),
-                    "small_p99": r(me.small_p99, al.small_p99),
-                }));
+                ratios.push(RatioRecord {
+                    phase: pname,
+                    big_total: r(me.big_total, al.big_total),
+                    big_p99: r(me.big_p99, al.big_p99),
+                    small_total: r(me.small_total, al.small_total),
+                    small_p99: r(me.small_p99, al.small_p99),
+                });
             }
         }
-        phase_v.push(v);
+        phase_v.push(rec);
     }
-    let scenario = json!({
-        "kind": "io-read",
-        "file_size": size,
-        "small_files": a.small_files,
-        "small_bytes": files.as_ref().map(|f| f.small_bytes),
-        "read_size": io_read::READ_SIZE,
-        "repeat": a.repeat,
-        "dir": parent,
-        "scratch": scratch,
-        "cache_drop": io_read::DROP_METHOD,
-        "walk_order": "readdir order, depth first (as find lists them), listed before the timed region",
-        "device": {
-            "dev": device.dev, "name": device.name, "disk": device.disk, "slaves": device.slaves,
-            "scheduler_path": device.scheduler_path, "available": device.available, "note": device.note,
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    let scenario = ScenarioRecord::IoRead(IoReadRecord {
+        file_size: size,
+        small_files: a.small_files,
+        small_bytes: files.as_ref().map(|f| f.small_bytes),
+        read_size: io_read::READ_SIZE,
+        repeat: a.repeat,
+        dir: path(&parent),
+        scratch: path(&scratch),
+        cache_drop: io_read::DROP_METHOD.into(),
+        walk_order:
+            "readdir order, depth first (as find lists them), listed before the timed region".into(),
+        device: DeviceRecord {
+            dev: device.dev.clone(),
+            name: device.name.clone(),
+            disk: device.disk.clone(),
+            slaves: device.slaves.clone(),
+            scheduler_path: device.scheduler_path.as_deref().map(path),
+            available: device.available.clone(),
+            note: device.note.clone(),
         },
-        "iosched": {"requested": a.iosched, "before": before, "during": during},
-        "interrupted": interrupted,
-        "series": series_names,
-        "phases": phase_v,
-        "ratios": ratios,
+        iosched: IoSchedRecord {
+            requested: a.iosched.clone(),
+            before,
+            during,
+        },
+        interrupted,
+        series: series_names,
+        phases: phase_v,
+        ratios,
     });
     let config = RunConfig {
         mode: "io-read".into(),
