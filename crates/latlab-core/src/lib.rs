@@ -14,6 +14,7 @@
 //! assert_eq!(s.max_ns, Some(42_000));
 //! ```
 
+pub mod activity;
 pub mod compare;
 pub mod cpulist;
 pub mod findings;

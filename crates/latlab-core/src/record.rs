@@ -220,7 +220,7 @@ pub struct RunRecord {
     /// System activity over the measurement: /proc/softirqs and /proc/interrupts deltas,
     /// load average (recorded with loads).
     #[serde(default)]
-    pub activity: Option<serde_json::Value>,
+    pub activity: Option<crate::activity::ActivityRecord>,
     /// Results of `latlab scenario` (io-read, fairness) beyond the histograms; absent otherwise.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub scenario: serde_json::Value,

@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
+use latlab_core::activity::{ActivityRecord, CounterDelta, LoadAvg};
 
 /// One interrupt or softirq line: per-CPU counts and, for interrupts, its description.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -95,10 +95,10 @@ impl Snapshot {
     /// What happened between `self` (earlier) and `later`, as the JSON stored in the record:
     /// `{interval_s, softirqs: {NAME: {total, per_s, per_cpu}}, interrupts: {…, desc},
     /// loadavg_start, loadavg_end}`. Interrupt lines that did not change are left out.
-    pub fn delta(&self, later: &Snapshot) -> Value {
+    pub fn delta(&self, later: &Snapshot) -> ActivityRecord {
         let secs = later.at.saturating_duration_since(self.at).as_secs_f64();
         let table = |a: &BTreeMap<String, Counter>, b: &BTreeMap<String, Counter>, all: bool| {
-            let mut m = Map::new();
+            let mut m = BTreeMap::new();
             for (k, cb) in b {
                 let ca = a.get(k);
                 let per_cpu: Vec<u64> = cb
@@ -111,41 +111,46 @@ impl Snapshot {
                         v.checked_sub(old).unwrap_or(*v)
                     })
                     .collect();
-                let total: u64 = per_cpu.iter().sum();
+                let total: u64 = per_cpu.iter().fold(0u64, |s, v| s.saturating_add(*v));
                 if total == 0 && !all {
                     continue;
                 }
-                let mut e = Map::new();
-                e.insert("total".into(), json!(total));
-                e.insert(
-                    "per_s".into(),
-                    json!(if secs > 0.0 { total as f64 / secs } else { 0.0 }),
+                m.insert(
+                    k.clone(),
+                    CounterDelta {
+                        total,
+                        per_s: if secs > 0.0 { total as f64 / secs } else { 0.0 },
+                        per_cpu,
+                        desc: cb.desc.clone(),
+                    },
                 );
-                e.insert("per_cpu".into(), json!(per_cpu));
-                if !cb.desc.is_empty() {
-                    e.insert("desc".into(), json!(cb.desc));
-                }
-                m.insert(k.clone(), Value::Object(e));
             }
-            Value::Object(m)
+            m
         };
-        let la = |l: &Option<(f64, f64, f64, String)>| match l {
-            Some((a, b, c, r)) => json!({"1m": a, "5m": b, "15m": c, "tasks": r}),
-            None => Value::Null,
+        let la = |l: &Option<(f64, f64, f64, String)>| {
+            l.as_ref().map(|(a, b, c, r)| LoadAvg {
+                one: *a,
+                five: *b,
+                fifteen: *c,
+                tasks: r.clone(),
+            })
         };
-        json!({
-            "interval_s": secs,
-            "softirqs": table(&self.softirqs, &later.softirqs, true),
-            "interrupts": table(&self.interrupts, &later.interrupts, false),
-            "loadavg_start": la(&self.loadavg),
-            "loadavg_end": la(&later.loadavg),
-        })
+        ActivityRecord {
+            interval_s: secs,
+            softirqs: table(&self.softirqs, &later.softirqs, true),
+            interrupts: table(&self.interrupts, &later.interrupts, false),
+            loadavg_start: la(&self.loadavg),
+            loadavg_end: la(&later.loadavg),
+            from: None,
+            scratch_dir: None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn tree(dir: &Path, rcu: (u64, u64), loc: (u64, u64), la: &str) {
         std::fs::create_dir_all(dir.join("proc")).unwrap();
@@ -187,7 +192,7 @@ mod tests {
             "2.00 1.00 0.50 3/120 9\n",
         );
         let b = Snapshot::read(d.path()).unwrap();
-        let v = a.delta(&b);
+        let v = serde_json::to_value(a.delta(&b)).unwrap();
         assert_eq!(v["softirqs"]["RCU"]["total"], json!(1050));
         assert_eq!(v["softirqs"]["RCU"]["per_cpu"], json!([50, 1000]));
         assert_eq!(v["softirqs"]["HI"]["total"], json!(0));

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use latlab_core::activity::ActivityRecord;
 use latlab_core::model::RunModel;
 use latlab_core::record::{CpuRecord, LoadRecord, Machine, RunConfig, RunRecord, Source};
 use latlab_core::units::Nanos;
@@ -212,12 +213,12 @@ impl Session {
     }
 
     /// Stop the loads: their records and the system activity over the measurement.
-    pub fn stop_loads(&mut self) -> (Vec<LoadRecord>, Option<Value>) {
+    pub fn stop_loads(&mut self) -> (Vec<LoadRecord>, Option<ActivityRecord>) {
         match self.loads.take() {
             Some(l) => {
                 let (records, activity) = l.stop();
                 reap_orphans();
-                (records, Some(activity))
+                (records, activity)
             }
             None => (vec![], None),
         }

@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
+use latlab_core::activity::ActivityRecord;
 use latlab_core::record::LoadRecord;
 use latlab_sys::ledger::{Entry, EntryId, Ledger};
 use latlab_sys::loads::profiles::{self, Metric, Resolved, Scale};
 use latlab_sys::loads::supervisor::{self, PartSpec, Supervisor};
 use latlab_sys::loads::{gentree, metrics};
 use latlab_sys::procstat::Snapshot;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 /// How loads run (from the `--load-*` flags).
 #[derive(Debug, Clone, Default)]
@@ -385,7 +386,7 @@ impl LoadSession {
     }
 
     /// Stop everything, verify nothing remains, remove scratch, forget ledger entries.
-    pub fn stop(mut self) -> (Vec<LoadRecord>, Value) {
+    pub fn stop(mut self) -> (Vec<LoadRecord>, Option<ActivityRecord>) {
         let end = Snapshot::read(Path::new("/")).ok();
         let reports = self.sup.take().map(|s| s.stop()).unwrap_or_default();
         let scratch_dir = self.scratch.as_ref().map(|(d, _)| d.clone());
@@ -523,20 +524,18 @@ impl LoadSession {
         let activity = match (self.at_measure.as_ref().or(self.at_start.as_ref()), &end) {
             (Some(a), Some(b)) => {
                 let mut v = a.delta(b);
-                if let Value::Object(m) = &mut v {
-                    m.insert(
-                        "from".into(),
-                        json!(if self.at_measure.is_some() {
-                            "measurement start"
-                        } else {
-                            "load start"
-                        }),
-                    );
-                    m.insert("scratch_dir".into(), json!(scratch_dir));
-                }
-                v
+                v.from = Some(
+                    if self.at_measure.is_some() {
+                        "measurement start"
+                    } else {
+                        "load start"
+                    }
+                    .into(),
+                );
+                v.scratch_dir = scratch_dir.map(|d| d.to_string_lossy().into_owned());
+                Some(v)
             }
-            _ => Value::Null,
+            _ => None,
         };
         (records, activity)
     }
