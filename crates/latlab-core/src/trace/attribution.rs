@@ -1829,6 +1829,169 @@ mod tests {
         assert!(rows.iter().map(|r| r.share).sum::<f64>() <= 1.0);
     }
 
+    /// A trace in the kernel's own layout (that of trace-events.txt, `%16s-%-7d [CPU] FLAGS
+    /// TS: event: body`) on CPU 0: τ (`tau`, pid 7, FIFO 80) arms its timer for 1.000100 and
+    /// sleeps, `odd` (pid 9, its name given) runs and switches to `hog` (pid 8, CFS), which
+    /// keeps the CPU past the timer; τ's marker ends an 840 µs sample. 10 lines, the marker
+    /// last.
+    pub(crate) fn kernel_trace(odd: &str) -> String {
+        let l = |task: &str, pid: i64, flags: &str, ts: &str, body: &str| {
+            format!("{task:>16}-{pid:<7} [000] {flags} {ts:>12}: {body}\n")
+        };
+        [
+            l("tau", 7, "d..1.", "1.000000", "hrtimer_start: hrtimer=h function=hrtimer_wakeup expires=1000100000 softexpires=1000100000 mode=ABS"),
+            l("tau", 7, "d..2.", "1.000001", &format!("sched_switch: prev_comm=tau prev_pid=7 prev_prio=19 prev_state=S ==> next_comm={odd} next_pid=9 next_prio=120")),
+            l(odd, 9, "d.h..", "1.000010", "local_timer_entry: vector=236"),
+            l(odd, 9, "d.h..", "1.000012", "local_timer_exit: vector=236"),
+            l(odd, 9, "d..2.", "1.000020", &format!("sched_switch: prev_comm={odd} prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=hog next_pid=8 next_prio=120")),
+            l("hog", 8, "d.h..", "1.000100", "local_timer_entry: vector=236"),
+            l("hog", 8, "d.h2.", "1.000101", "sched_waking: comm=tau pid=7 prio=19 target_cpu=000"),
+            l("hog", 8, "dNh..", "1.000102", "local_timer_exit: vector=236"),
+            l("hog", 8, "d..2.", "1.000900", "sched_switch: prev_comm=hog prev_pid=8 prev_prio=120 prev_state=R ==> next_comm=tau next_pid=7 next_prio=19"),
+            l("tau", 7, "....1", "1.000950", "tracing_mark_write: LATLAB_STOP cpu=0 intended=1000100000 actual=1000940000 latency=840000"),
+        ]
+        .concat()
+    }
+
+    fn markers_opts() -> AnalyzeOptions {
+        AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: false,
+            mode: None,
+        }
+    }
+
+    /// The one spike of [`kernel_trace`], whatever odd task ran before it: 840 µs, the hog
+    /// named as the non-preemptible section for most of it.
+    fn assert_the_hog_spike(a: &Analysis) {
+        assert_the_hog_spike_with(a, 798_000)
+    }
+
+    fn assert_the_hog_spike_with(a: &Analysis, hog_ns: Nanos) {
+        assert_eq!(a.mode, Some(SampleMode::Markers));
+        assert_eq!(a.spikes.len(), 1, "{a:#?}");
+        let s = &a.spikes[0];
+        assert_eq!(
+            (s.pid, s.intended_ns, s.latency_ns),
+            (7, 1_000_100_000, 840_000)
+        );
+        assert_eq!(find(s, CauseKind::PreemptOff, "hog"), hog_ns, "{s:#?}");
+    }
+
+    /// Regression (issue 14): a task named with newlines (any user can: prctl(PR_SET_NAME))
+    /// switched in and out on the measured CPU made its lines unparseable, and `analyze` rejected
+    /// the whole trace. Names with up to two newlines now parse; three (`a\nb\nc\nd`, 7 bytes)
+    /// still cost lines, which are skipped, counted and named, and the spike is analyzed; the
+    /// block parser gives the same (the skips and warnings too).
+    #[test]
+    fn regression_a_task_named_with_newlines_costs_lines_not_the_trace() {
+        for (odd, skipped) in [("nl\nx", 0), ("a\nb\nc", 0), ("a\nb\nc\nd", 1)] {
+            let t = kernel_trace(odd);
+            let a = analyze_text(&t, &markers_opts()).unwrap();
+            assert_the_hog_spike(&a);
+            if skipped == 0 {
+                assert_eq!((a.skipped_lines, a.events), (0, 10), "{odd:?}: {a:#?}");
+                assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+            } else {
+                assert!(a.skipped_lines >= 1, "{a:#?}");
+                assert!(a.events < 10 && a.events >= 6, "{a:#?}");
+                let (line, why) = &a.skipped[0];
+                // The switch to it, its `next_comm` cut over four lines, is the first.
+                assert_eq!(
+                    (*line, why.as_str()),
+                    (2, "sched_switch: no next_pid=field")
+                );
+                assert!(
+                    a.warnings[0].starts_with(&format!(
+                        "{} line{} skipped: not trace events (first: line {line}: ",
+                        a.skipped_lines,
+                        if a.skipped_lines == 1 { "" } else { "s" }
+                    )),
+                    "{:?}",
+                    a.warnings
+                );
+            }
+            for block in [1, 40, 200] {
+                for threads in [2, 3] {
+                    assert_eq!(
+                        format!("{:?}", analyze_blocks(&t, &markers_opts(), threads, block)),
+                        format!("{:?}", Ok::<_, ParseError>(&a)),
+                        "{odd:?} block {block}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A trace cut inside its last marker (`latency=8400` for 840000): the sample is read
+    /// without that last field (latency = actual − intended), and a warning names the line.
+    /// Cut before `actual=` is whole, the sample cannot be read: said so too.
+    #[test]
+    fn a_cut_last_marker_is_read_without_its_last_field_and_warned_about() {
+        let full = kernel_trace("odd");
+        let t = &full[..full.len() - 3];
+        assert!(t.ends_with("latency=8400"));
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert_the_hog_spike(&a);
+        assert_eq!(
+            a.warnings,
+            ["line 10: the last latlab marker is cut short: its last field is not read (no newline at the end: a truncated file?)"]
+        );
+        let t = &full[..full.find("actual=").unwrap() + 10];
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert!(a.spikes.is_empty(), "{a:#?}");
+        assert_eq!(
+            a.warnings,
+            ["line 10: the last latlab marker is cut short: its sample is lost (no newline at the end: a truncated file?)"]
+        );
+        // Any other last line without its newline.
+        let t = full[..full.find("LATLAB_STOP").unwrap()].trim_end();
+        let t = &t[..t.rfind('\n').unwrap()];
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert_eq!(
+            a.warnings,
+            ["line 9: the last line is cut short (no newline at the end: a truncated file?)"]
+        );
+        for block in [1, 40, 200] {
+            for t in [&full[..full.len() - 3], t] {
+                assert_eq!(
+                    format!("{:?}", analyze_blocks(t, &markers_opts(), 2, block)),
+                    format!("{:?}", analyze_text(t, &markers_opts())),
+                );
+            }
+        }
+    }
+
+    /// Time going backwards on a CPU (an event stamped before the one before it): warned
+    /// about with its line, CPU and step, no time counted across it, and the spike kept, in
+    /// both modes.
+    #[test]
+    fn time_going_backwards_is_warned_about_and_the_spike_kept() {
+        // The timer IRQ's exit stamped 60 µs before its entry.
+        let t =
+            kernel_trace("odd").replace("1.000102: local_timer_exit", "1.000040: local_timer_exit");
+        let a = analyze_text(&t, &markers_opts()).unwrap();
+        // The IRQ's last µs is now the hog's: its exit came "before" the waking.
+        assert_the_hog_spike_with(&a, 799_000);
+        assert_eq!(
+            a.warnings,
+            ["time goes backwards 1 time (first: line 8, CPU 0, 61.0 us before the event before it on that CPU): no time is counted across such a step"]
+        );
+        for block in [1, 40, 200] {
+            assert_eq!(
+                format!("{:?}", analyze_blocks(&t, &markers_opts(), 2, block)),
+                format!("{:?}", Ok::<_, ParseError>(&a)),
+            );
+        }
+        // Without the marker: the RT wake-up is the sample, up to τ's switch-in.
+        let t = t.split_inclusive('\n').take(9).collect::<String>();
+        let a = analyze_text(&t, &markers_opts()).unwrap();
+        assert_eq!(a.mode, Some(SampleMode::Wakeups));
+        assert_eq!(a.spikes.len(), 1, "{a:#?}");
+        assert_eq!(a.spikes[0].latency_ns, 800_000);
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+    }
+
     #[test]
     fn markers() {
         assert_eq!(

@@ -1437,11 +1437,19 @@ impl<'a> Iterator for Parser<'a> {
             let l = raw.strip_suffix('\r').unwrap_or(raw);
             let unterminated = self.lines.pos > self.lines.text.len() && !raw.is_empty();
             if let Some(a) = anchor(l) {
-                let head = if self.prev.is_none() && self.pending.is_none() {
+                let mut head = if self.prev.is_none() && self.pending.is_none() {
                     None
                 } else {
                     self.settle(false)
                 };
+                // A head and this line's TASK column make one comm: at most 15 bytes.
+                if let Some((hl, ht)) = &head {
+                    let (comm, _) = split_task(&l[..a.task_end]);
+                    if ht.trim_start_matches(' ').len() + 1 + comm.len() > 15 {
+                        self.out.push_back(not_a_line(*hl, ht));
+                        head = None;
+                    }
+                }
                 if unterminated {
                     self.out.push_back(Record::CutShort { line });
                 }
@@ -1881,9 +1889,9 @@ mod tests {
                 _ => None,
             })
             .collect();
-        // Two unanchored lines before an event may be the head of its TASK column (a comm with
-        // newlines): they are joined to it; the lines before them are skipped.
-        assert_eq!(skipped, vec![(3, 1), (4, 1)]);
+        // Unanchored lines before an event may be the head of its TASK column (a comm with
+        // newlines), but not these: with it they would make a comm longer than 15 bytes.
+        assert_eq!(skipped, vec![(3, 1), (4, 1), (5, 2)]);
         let events: Vec<&Event> = r
             .iter()
             .filter_map(|r| match r {
@@ -1892,7 +1900,7 @@ mod tests {
             })
             .collect();
         assert_eq!(events.len(), 3);
-        assert_eq!(events[2].task_comm, "even more\nand more\n  bash");
+        assert_eq!((events[2].task_comm.as_ref(), events[2].line), ("bash", 7));
         // The last line without its newline: noted before the record that holds it.
         let t = format!("{ok}{}", ok.trim_end());
         let r = parse(&t).unwrap();
