@@ -1335,8 +1335,22 @@ mod tests {
             virtualized: true,
             mode: None,
         };
+        // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names
+        // that cost lines, a text cut inside its last marker.
+        let odd = crate::trace::parse::tests::un_cat_a(FIXTURES[2]);
+        let cut = kernel_trace("a\nb\nc\nd");
+        let more = [
+            odd,
+            kernel_trace("a\nb\nc"),
+            cut.clone(),
+            cut[..cut.len() - 3].to_string(),
+        ];
         let mut split = 0;
-        for fixture in FIXTURES {
+        for fixture in FIXTURES
+            .iter()
+            .copied()
+            .chain(more.iter().map(|s| s.as_str()))
+        {
             let text = fixture.repeat(3);
             let lines: Vec<&str> = text.split_inclusive('\n').collect();
             let mut texts = vec![text.clone()];

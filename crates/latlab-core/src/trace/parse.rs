@@ -1442,10 +1442,11 @@ impl<'a> Iterator for Parser<'a> {
                 } else {
                     self.settle(false)
                 };
-                // A head and this line's TASK column make one comm: at most 15 bytes.
+                // A head and this line's TASK column make one comm: at most 15 bytes (else
+                // the head is lines of something else, skipped).
                 if let Some((hl, ht)) = &head {
-                    let (comm, _) = split_task(&l[..a.task_end]);
-                    if ht.trim_start_matches(' ').len() + 1 + comm.len() > 15 {
+                    let col = format!("{ht}\n{}", &l[..a.task_end]);
+                    if split_task(&col).0.len() > 15 {
                         self.out.push_back(not_a_line(*hl, ht));
                         head = None;
                     }
@@ -1699,7 +1700,7 @@ impl fmt::Display for TaskRef<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const EVENTS: &str = include_str!("../../tests/fixtures/trace/trace-events.txt");
