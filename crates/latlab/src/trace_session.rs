@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
+use latlab_core::trace::attribution::printable;
 use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
@@ -436,6 +437,13 @@ impl TraceSession {
         for l in &spike.timeline {
             txt.push_str(l);
             txt.push('\n');
+        }
+        // What the parser skipped (an odd task name can cost lines, never the analysis), a cut
+        // last line, time going backwards: escaped, the trace's text is untrusted.
+        if let Ok(a) = &analysis {
+            for w in &a.warnings {
+                txt.push_str(&format!("warning: {}\n", printable(w)));
+            }
         }
         let _ = std::fs::write(dir.join("analysis.txt"), txt);
         Some(spike)

@@ -343,7 +343,16 @@ pub struct Analysis {
     /// `(cpu, events)` of `[LOST N EVENTS]` markers.
     pub lost: Vec<(u32, u64)>,
     pub mode: Option<SampleMode>,
+    /// Lines of text that are not events (nor comments, headers, lost-events lines), left out.
+    pub skipped_lines: u64,
+    /// The first [`SKIPPED_KEPT`] texts skipped: (line, why).
+    pub skipped: Vec<(usize, String)>,
+    /// One line each: lines skipped, time going backwards on a CPU, a cut last line.
+    pub warnings: Vec<String>,
 }
+
+/// How many skipped texts an [`Analysis`] names (the count covers all).
+pub const SKIPPED_KEPT: usize = 5;
 
 /// The state machine. Feed events in time order per CPU. Names are borrowed from the events
 /// (so from the trace text) for as long as the analysis needs them: no string per event.
@@ -354,6 +363,14 @@ pub struct Analyzer<'a> {
     /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
     known: PidMap<(Cow<'a, str>, i64)>,
     out: Analysis,
+    /// Added to the line numbers of the events fed (those of a block count from its start).
+    pub line_offset: usize,
+    /// Steps back in time on a CPU: how many, and the first few (line, cpu, ns back).
+    backwards: u64,
+    backwards_first: Vec<(usize, u32, Nanos)>,
+    /// The last line, when it has no newline (as the parser numbers it), and what to say.
+    cut_line: Option<usize>,
+    cut: Option<String>,
 }
 
 fn is_sched(k: &EventKind) -> bool {
@@ -380,6 +397,19 @@ pub fn parse_marker(text: &str) -> Option<(Nanos, Nanos, Option<Nanos>)> {
     }
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// A trace_marker text that is latlab's (whether or not its fields can be read).
+fn is_latlab_marker(text: &str) -> bool {
+    text.contains("LATLAB_STOP") || text.starts_with("latlab seq=")
+}
+
 impl<'a> Analyzer<'a> {
     pub fn new(opts: AnalyzeOptions, mode: SampleMode) -> Analyzer<'a> {
         Analyzer {
@@ -391,7 +421,48 @@ impl<'a> Analyzer<'a> {
                 mode: Some(mode),
                 ..Default::default()
             },
+            line_offset: 0,
+            backwards: 0,
+            backwards_first: Vec::new(),
+            cut_line: None,
+            cut: None,
         }
+    }
+
+    /// Feed one record of the parser.
+    #[inline]
+    pub fn record(&mut self, r: &Record<'a>) {
+        match r {
+            Record::Event(e) => self.feed(e),
+            Record::Lost { cpu, events, .. } => self.lost(*cpu, *events),
+            Record::Skipped { line, lines, msg } => self.skipped(*line, *lines, msg),
+            Record::CutShort { line } => self.cut_short(*line),
+        }
+    }
+
+    /// `lines` lines from `line` are not events: counted, the first few named.
+    pub fn skipped(&mut self, line: usize, lines: usize, msg: &str) {
+        self.out.skipped_lines += lines as u64;
+        if self.out.skipped.len() < SKIPPED_KEPT {
+            self.out
+                .skipped
+                .push((line + self.line_offset, msg.to_string()));
+        }
+    }
+
+    /// The first text skipped, (line, why).
+    pub fn first_skipped(&self) -> Option<(usize, &str)> {
+        self.out.skipped.first().map(|(l, m)| (*l, m.as_str()))
+    }
+
+    /// The last line (`line`) has no newline: the record fed next holds it. A latlab marker
+    /// there is read without its last field, which may have lost characters ([`Self::feed`]).
+    pub fn cut_short(&mut self, line: usize) {
+        self.cut_line = Some(line);
+        let line = line + self.line_offset;
+        self.cut = Some(format!(
+            "line {line}: the last line is cut short (no newline at the end: a truncated file?)"
+        ));
     }
 
     pub fn lost(&mut self, cpu: u32, events: u64) {
@@ -434,7 +505,15 @@ impl<'a> Analyzer<'a> {
             });
         }
         let t = match st.last_ts {
-            Some(l) if ev.ts < l => l, // out of order: no time passes
+            // Out of order: no time passes (counted, and warned about).
+            Some(l) if ev.ts < l => {
+                self.backwards += 1;
+                if self.backwards_first.len() < 3 {
+                    self.backwards_first
+                        .push((ev.line + self.line_offset, ev.cpu, l - ev.ts));
+                }
+                l
+            }
             _ => ev.ts,
         };
         // 1. Charge the time since the previous event.
@@ -609,7 +688,28 @@ impl<'a> Analyzer<'a> {
                 }
             }
             EventKind::Marker { text } if mode == SampleMode::Markers => {
-                if let Some((e, r, l)) = parse_marker(text) {
+                // On a cut last line the last field may have lost digits (`latency=13351`
+                // for 13351484): it is not read (the latency is then actual − intended).
+                let cut = self.cut_line == Some(ev.line) && is_latlab_marker(text);
+                let m = if cut {
+                    text.trim_end()
+                        .rsplit_once(' ')
+                        .and_then(|(h, _)| parse_marker(h))
+                } else {
+                    parse_marker(text)
+                };
+                if cut {
+                    let what = if m.is_some() {
+                        "the last latlab marker is cut short: its last field is not read"
+                    } else {
+                        "the last latlab marker is cut short: its sample is lost"
+                    };
+                    let line = ev.line + self.line_offset;
+                    self.cut = Some(format!(
+                        "line {line}: {what} (no newline at the end: a truncated file?)"
+                    ));
+                }
+                if let Some((e, r, l)) = m {
                     let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
                         Some(i) => st.windows.remove(i),
                         None => Window {
@@ -727,6 +827,39 @@ impl<'a> Analyzer<'a> {
                 }
             }
         }
+        let o = &mut self.out;
+        if o.skipped_lines > 0 {
+            let (line, why) = &o.skipped[0];
+            let also: Vec<String> = o.skipped[1..].iter().map(|(l, _)| l.to_string()).collect();
+            o.warnings.push(format!(
+                "{} line{} skipped: not trace events (first: line {line}: {why}{})",
+                o.skipped_lines,
+                plural(o.skipped_lines as usize),
+                if also.is_empty() {
+                    String::new()
+                } else {
+                    format!("; then line{} {}", plural(also.len()), also.join(", "))
+                }
+            ));
+        }
+        if let Some(&(line, cpu, back)) = self.backwards_first.first() {
+            let also: Vec<String> = self.backwards_first[1..]
+                .iter()
+                .map(|(l, c, _)| format!("{l} (CPU {c})"))
+                .collect();
+            o.warnings.push(format!(
+                "time goes backwards {} time{} (first: line {line}, CPU {cpu}, {:.1} us before the event before it on that CPU{}): no time is counted across such a step",
+                self.backwards,
+                plural(self.backwards as usize),
+                back as f64 / 1000.0,
+                if also.is_empty() {
+                    String::new()
+                } else {
+                    format!("; then line{} {}", plural(also.len()), also.join(", "))
+                }
+            ));
+        }
+        o.warnings.extend(self.cut.take());
         self.out
     }
 }
@@ -828,18 +961,11 @@ fn mode_of(text: &str, opts: &AnalyzeOptions) -> SampleMode {
 pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
     let mode = mode_of(text, opts);
     let mut a = Analyzer::new(opts.clone(), mode);
-    let mut any = false;
     for r in Parser::new(text) {
-        match r? {
-            Record::Event(e) => {
-                any = true;
-                a.feed(&e)
-            }
-            Record::Lost { cpu, events, .. } => a.lost(cpu, events),
-        }
+        a.record(&r);
     }
-    if !any {
-        return Err(no_events(text));
+    if a.out.events == 0 {
+        return Err(no_events(text, a.first_skipped()));
     }
     Ok(a.finish())
 }
@@ -986,18 +1112,17 @@ fn run_blocks(
         };
     }
     let mut a = Analyzer::new(opts.clone(), mode);
-    let mut any = false;
     let mut offset = 0usize;
     let mut stopped = None;
     let blocks = super::parse::byte_blocks_on(bytes, block, threads);
     let n = threads.min(blocks.len());
-    let fed = std::thread::scope(|s| -> Result<(), ParseError> {
+    std::thread::scope(|s| {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
         // through its own bounded channel (at most 4 blocks ahead: with 2 the feeder waited at
         // times), and the fed buffers go back to it for reuse.
         let mut ways = Vec::with_capacity(n);
         for w in 0..n {
-            type Buf<'t> = Vec<Result<Record<'t>, ParseError>>;
+            type Buf<'t> = Vec<Record<'t>>;
             let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Buf<'_>, usize), Outcome>>(4);
             let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
             let mine = blocks.iter().skip(w).step_by(n);
@@ -1013,9 +1138,8 @@ fn run_blocks(
                     }
                     let mut buf = recycled.try_recv().unwrap_or_default();
                     let lines = super::parse::parse_block(text, &mut buf);
-                    let stop = matches!(buf.last(), Some(Err(_)));
-                    // A closed channel: the feeder stopped at an error.
-                    if tx.send(Ok((buf, lines))).is_err() || stop {
+                    // A closed channel: the feeder stopped (another block was not UTF-8).
+                    if tx.send(Ok((buf, lines))).is_err() {
                         return;
                     }
                 }
@@ -1035,60 +1159,31 @@ fn run_blocks(
                     break;
                 }
             };
-            feed_block(&recs, &mut a, &mut any, offset)?;
+            feed_block(&recs, &mut a, offset);
             offset += lines;
             let _ = back.send(recs);
         }
-        Ok(())
     });
-    // The text before an invalid byte may already have failed to parse: a lossy copy of the
-    // whole decides then, as for any text that is not UTF-8. (A parse error does not depend on
-    // the mode: one found before a marker is the answer in either.)
-    if matches!(stopped, Some(Outcome::NotUtf8))
-        || (fed.is_err() && std::str::from_utf8(bytes).is_err())
-    {
-        return Outcome::NotUtf8;
-    }
     if let Some(o) = stopped {
         return o;
     }
-    Outcome::Done(match fed {
-        Err(e) => Err(e),
-        Ok(()) if !any => Err(no_events(
-            std::str::from_utf8(bytes).expect("every block was UTF-8"),
-        )),
-        Ok(()) => Ok(a.finish()),
+    Outcome::Done(if a.out.events == 0 {
+        let text = std::str::from_utf8(bytes).expect("every block was UTF-8");
+        Err(no_events(text, a.first_skipped()))
+    } else {
+        Ok(a.finish())
     })
 }
 
-/// Feed one parsed block whose lines start at line `offset` of the text; its first error ends
-/// the analysis (with the line number in the whole text).
-fn feed_block<'t>(
-    recs: &[Result<Record<'t>, ParseError>],
-    a: &mut Analyzer<'t>,
-    any: &mut bool,
-    offset: usize,
-) -> Result<(), ParseError> {
+/// Feed one parsed block whose lines start at line `offset` of the text.
+fn feed_block<'t>(recs: &[Record<'t>], a: &mut Analyzer<'t>, offset: usize) {
     // By reference: a record is 168 bytes, and moving each one out was a memcpy per event.
-    // Read only: the analysis never reads an event's line, so the records (written by another
-    // core) are not shifted to whole-text line numbers; only an error is.
+    // Read only: the records (written by another core) are not shifted to whole-text line
+    // numbers; the analyzer adds the offset to the few lines it keeps (warnings, skips).
+    a.line_offset = offset;
     for r in recs.iter() {
-        match r {
-            Ok(r) => match r {
-                Record::Event(e) => {
-                    *any = true;
-                    a.feed(e)
-                }
-                Record::Lost { cpu, events, .. } => a.lost(*cpu, *events),
-            },
-            Err(e) => {
-                let mut e = e.clone();
-                e.line += offset;
-                return Err(e);
-            }
-        }
+        a.record(r);
     }
-    Ok(())
 }
 
 /// A latlab marker in the last MiB of `bytes` (from a line start), where the recorder's marker
@@ -1240,8 +1335,22 @@ mod tests {
             virtualized: true,
             mode: None,
         };
+        // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names
+        // that cost lines, a text cut inside its last marker.
+        let odd = crate::trace::parse::tests::un_cat_a(FIXTURES[2]);
+        let cut = kernel_trace("a\nb\nc\nd");
+        let more = [
+            odd,
+            kernel_trace("a\nb\nc"),
+            cut.clone(),
+            cut[..cut.len() - 3].to_string(),
+        ];
         let mut split = 0;
-        for fixture in FIXTURES {
+        for fixture in FIXTURES
+            .iter()
+            .copied()
+            .chain(more.iter().map(|s| s.as_str()))
+        {
             let text = fixture.repeat(3);
             let lines: Vec<&str> = text.split_inclusive('\n').collect();
             let mut texts = vec![text.clone()];
@@ -1732,6 +1841,169 @@ mod tests {
         assert!((rows[0].share - 0.7).abs() < 1e-9);
         assert_eq!(rows.len(), 3);
         assert!(rows.iter().map(|r| r.share).sum::<f64>() <= 1.0);
+    }
+
+    /// A trace in the kernel's own layout (that of trace-events.txt, `%16s-%-7d [CPU] FLAGS
+    /// TS: event: body`) on CPU 0: τ (`tau`, pid 7, FIFO 80) arms its timer for 1.000100 and
+    /// sleeps, `odd` (pid 9, its name given) runs and switches to `hog` (pid 8, CFS), which
+    /// keeps the CPU past the timer; τ's marker ends an 840 µs sample. 10 lines, the marker
+    /// last.
+    pub(crate) fn kernel_trace(odd: &str) -> String {
+        let l = |task: &str, pid: i64, flags: &str, ts: &str, body: &str| {
+            format!("{task:>16}-{pid:<7} [000] {flags} {ts:>12}: {body}\n")
+        };
+        [
+            l("tau", 7, "d..1.", "1.000000", "hrtimer_start: hrtimer=h function=hrtimer_wakeup expires=1000100000 softexpires=1000100000 mode=ABS"),
+            l("tau", 7, "d..2.", "1.000001", &format!("sched_switch: prev_comm=tau prev_pid=7 prev_prio=19 prev_state=S ==> next_comm={odd} next_pid=9 next_prio=120")),
+            l(odd, 9, "d.h..", "1.000010", "local_timer_entry: vector=236"),
+            l(odd, 9, "d.h..", "1.000012", "local_timer_exit: vector=236"),
+            l(odd, 9, "d..2.", "1.000020", &format!("sched_switch: prev_comm={odd} prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=hog next_pid=8 next_prio=120")),
+            l("hog", 8, "d.h..", "1.000100", "local_timer_entry: vector=236"),
+            l("hog", 8, "d.h2.", "1.000101", "sched_waking: comm=tau pid=7 prio=19 target_cpu=000"),
+            l("hog", 8, "dNh..", "1.000102", "local_timer_exit: vector=236"),
+            l("hog", 8, "d..2.", "1.000900", "sched_switch: prev_comm=hog prev_pid=8 prev_prio=120 prev_state=R ==> next_comm=tau next_pid=7 next_prio=19"),
+            l("tau", 7, "....1", "1.000950", "tracing_mark_write: LATLAB_STOP cpu=0 intended=1000100000 actual=1000940000 latency=840000"),
+        ]
+        .concat()
+    }
+
+    fn markers_opts() -> AnalyzeOptions {
+        AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: false,
+            mode: None,
+        }
+    }
+
+    /// The one spike of [`kernel_trace`], whatever odd task ran before it: 840 µs, the hog
+    /// named as the non-preemptible section for most of it.
+    fn assert_the_hog_spike(a: &Analysis) {
+        assert_the_hog_spike_with(a, 798_000)
+    }
+
+    fn assert_the_hog_spike_with(a: &Analysis, hog_ns: Nanos) {
+        assert_eq!(a.mode, Some(SampleMode::Markers));
+        assert_eq!(a.spikes.len(), 1, "{a:#?}");
+        let s = &a.spikes[0];
+        assert_eq!(
+            (s.pid, s.intended_ns, s.latency_ns),
+            (7, 1_000_100_000, 840_000)
+        );
+        assert_eq!(find(s, CauseKind::PreemptOff, "hog"), hog_ns, "{s:#?}");
+    }
+
+    /// Regression (issue 14): a task named with newlines (any user can: prctl(PR_SET_NAME))
+    /// switched in and out on the measured CPU made its lines unparseable, and `analyze` rejected
+    /// the whole trace. Names with up to two newlines now parse; three (`a\nb\nc\nd`, 7 bytes)
+    /// still cost lines, which are skipped, counted and named, and the spike is analyzed; the
+    /// block parser gives the same (the skips and warnings too).
+    #[test]
+    fn regression_a_task_named_with_newlines_costs_lines_not_the_trace() {
+        for (odd, skipped) in [("nl\nx", 0), ("a\nb\nc", 0), ("a\nb\nc\nd", 1)] {
+            let t = kernel_trace(odd);
+            let a = analyze_text(&t, &markers_opts()).unwrap();
+            assert_the_hog_spike(&a);
+            if skipped == 0 {
+                assert_eq!((a.skipped_lines, a.events), (0, 10), "{odd:?}: {a:#?}");
+                assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+            } else {
+                assert!(a.skipped_lines >= 1, "{a:#?}");
+                assert!(a.events < 10 && a.events >= 6, "{a:#?}");
+                let (line, why) = &a.skipped[0];
+                // The switch to it, its `next_comm` cut over four lines, is the first.
+                assert_eq!(
+                    (*line, why.as_str()),
+                    (2, "sched_switch: no next_pid=field")
+                );
+                assert!(
+                    a.warnings[0].starts_with(&format!(
+                        "{} line{} skipped: not trace events (first: line {line}: ",
+                        a.skipped_lines,
+                        if a.skipped_lines == 1 { "" } else { "s" }
+                    )),
+                    "{:?}",
+                    a.warnings
+                );
+            }
+            for block in [1, 40, 200] {
+                for threads in [2, 3] {
+                    assert_eq!(
+                        format!("{:?}", analyze_blocks(&t, &markers_opts(), threads, block)),
+                        format!("{:?}", Ok::<_, ParseError>(&a)),
+                        "{odd:?} block {block}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A trace cut inside its last marker (`latency=8400` for 840000): the sample is read
+    /// without that last field (latency = actual − intended), and a warning names the line.
+    /// Cut before `actual=` is whole, the sample cannot be read: said so too.
+    #[test]
+    fn a_cut_last_marker_is_read_without_its_last_field_and_warned_about() {
+        let full = kernel_trace("odd");
+        let t = &full[..full.len() - 3];
+        assert!(t.ends_with("latency=8400"));
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert_the_hog_spike(&a);
+        assert_eq!(
+            a.warnings,
+            ["line 10: the last latlab marker is cut short: its last field is not read (no newline at the end: a truncated file?)"]
+        );
+        let t = &full[..full.find("actual=").unwrap() + 10];
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert!(a.spikes.is_empty(), "{a:#?}");
+        assert_eq!(
+            a.warnings,
+            ["line 10: the last latlab marker is cut short: its sample is lost (no newline at the end: a truncated file?)"]
+        );
+        // Any other last line without its newline.
+        let t = full[..full.find("LATLAB_STOP").unwrap()].trim_end();
+        let t = &t[..t.rfind('\n').unwrap()];
+        let a = analyze_text(t, &markers_opts()).unwrap();
+        assert_eq!(
+            a.warnings,
+            ["line 9: the last line is cut short (no newline at the end: a truncated file?)"]
+        );
+        for block in [1, 40, 200] {
+            for t in [&full[..full.len() - 3], t] {
+                assert_eq!(
+                    format!("{:?}", analyze_blocks(t, &markers_opts(), 2, block)),
+                    format!("{:?}", analyze_text(t, &markers_opts())),
+                );
+            }
+        }
+    }
+
+    /// Time going backwards on a CPU (an event stamped before the one before it): warned
+    /// about with its line, CPU and step, no time counted across it, and the spike kept, in
+    /// both modes.
+    #[test]
+    fn time_going_backwards_is_warned_about_and_the_spike_kept() {
+        // The timer IRQ's exit stamped 60 µs before its entry.
+        let t =
+            kernel_trace("odd").replace("1.000102: local_timer_exit", "1.000040: local_timer_exit");
+        let a = analyze_text(&t, &markers_opts()).unwrap();
+        // The IRQ's last µs is now the hog's: its exit came "before" the waking.
+        assert_the_hog_spike_with(&a, 799_000);
+        assert_eq!(
+            a.warnings,
+            ["time goes backwards 1 time (first: line 8, CPU 0, 61.0 us before the event before it on that CPU): no time is counted across such a step"]
+        );
+        for block in [1, 40, 200] {
+            assert_eq!(
+                format!("{:?}", analyze_blocks(&t, &markers_opts(), 2, block)),
+                format!("{:?}", Ok::<_, ParseError>(&a)),
+            );
+        }
+        // Without the marker: the RT wake-up is the sample, up to τ's switch-in.
+        let t = t.split_inclusive('\n').take(9).collect::<String>();
+        let a = analyze_text(&t, &markers_opts()).unwrap();
+        assert_eq!(a.mode, Some(SampleMode::Wakeups));
+        assert_eq!(a.spikes.len(), 1, "{a:#?}");
+        assert_eq!(a.spikes[0].latency_ns, 800_000);
+        assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!
 //! A line with no anchor is either the tail of the previous event (its body was cut by a newline
 //! in a comm) or the head of the next one (the TASK column of the next line held the newline).
-//! We join it to whichever side makes a complete event; anything else is an error naming the
-//! line. The parser never panics on any input (property-tested).
+//! We join it to whichever side makes a complete event. What still is not an event is skipped,
+//! as a [`Record::Skipped`] naming its first line and why: one odd line (a comm that imitates
+//! the layout, a cut event) costs that line, not the trace. The parser never panics on any input
+//! (property-tested).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -185,6 +187,18 @@ pub enum Record<'a> {
         line: usize,
         cpu: u32,
         events: u64,
+    },
+    /// Text that is not an event (nor a comment, a header, a lost-events line): `lines` lines
+    /// from `line`, left out of the analysis.
+    Skipped {
+        line: usize,
+        lines: usize,
+        msg: String,
+    },
+    /// The text's last line has no newline (a truncated file?): given before the record that
+    /// holds that line (an event starting on it has this `line`).
+    CutShort {
+        line: usize,
     },
 }
 
@@ -1276,7 +1290,7 @@ pub struct Parser<'a> {
     prev: Option<(usize, String)>,
     /// Lines without an anchor, waiting to be joined.
     pending: Option<(usize, String, usize)>,
-    out: std::collections::VecDeque<Result<Record<'a>, ParseError>>,
+    out: std::collections::VecDeque<Record<'a>>,
     done: bool,
 }
 
@@ -1297,9 +1311,10 @@ impl<'a> Parser<'a> {
 
     fn emit(&mut self, line: usize, text: &str) {
         // `text` is a joined, temporary string: the event owns its names.
-        let r = event_from(line, text)
-            .map(|e| Record::Event(e.into_owned()))
-            .map_err(|msg| ParseError { line, msg });
+        let r = match event_from(line, text) {
+            Ok(e) => Record::Event(e.into_owned()),
+            Err(msg) => skipped(line, text, msg),
+        };
         self.out.push_back(r);
     }
 
@@ -1319,10 +1334,8 @@ impl<'a> Parser<'a> {
                 }
                 self.emit(pl, &pt);
                 if at_eof {
-                    self.out.push_back(Err(ParseError {
-                        line: ql,
-                        msg: "incomplete event line (truncated file?)".into(),
-                    }));
+                    let msg = "incomplete event line (truncated file?)".into();
+                    self.out.push_back(skipped(ql, &qt, msg));
                     return None;
                 }
                 Some((ql, qt))
@@ -1333,13 +1346,7 @@ impl<'a> Parser<'a> {
             }
             (None, Some((ql, qt, _))) => {
                 if at_eof {
-                    self.out.push_back(Err(ParseError {
-                        line: ql,
-                        msg: format!(
-                            "not a tracefs text line: {:?} (expected 'TASK-PID [CPU] FLAGS TIMESTAMP: event: …')",
-                            truncate(&qt, 60)
-                        ),
-                    }));
+                    self.out.push_back(not_a_line(ql, &qt));
                     return None;
                 }
                 Some((ql, qt))
@@ -1353,16 +1360,19 @@ impl<'a> Parser<'a> {
     /// Append every record to `out`, as `out.extend(parser)` would. Lines that are complete
     /// events while nothing is pending (almost all) are parsed here in a tight loop and pushed
     /// in place; anything else is handed back to [`Iterator::next`], from that same line.
-    pub fn fill(&mut self, out: &mut Vec<Result<Record<'a>, ParseError>>) {
+    pub fn fill(&mut self, out: &mut Vec<Record<'a>>) {
         loop {
             if self.prev.is_none() && self.pending.is_none() && self.out.is_empty() && !self.done {
                 let (pos, idx) = (self.lines.pos, self.lines.idx);
                 if let Some((i, raw)) = self.lines.next() {
                     let l = raw.strip_suffix('\r').unwrap_or(raw);
-                    if let Some(a) = anchor(l) {
-                        if let Ok(ev) = event_at(i + 1, l, a) {
-                            out.push(Ok(Record::Event(ev)));
-                            continue;
+                    // A last line without its newline goes the general way (it is noted).
+                    if self.lines.pos <= self.lines.text.len() {
+                        if let Some(a) = anchor(l) {
+                            if let Ok(ev) = event_at(i + 1, l, a) {
+                                out.push(Record::Event(ev));
+                                continue;
+                            }
                         }
                     }
                     // Not a complete event: the general path reads this line again.
@@ -1378,6 +1388,23 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A skipped text of one or more lines from `line`.
+fn skipped<'a>(line: usize, text: &str, msg: String) -> Record<'a> {
+    Record::Skipped {
+        line,
+        lines: 1 + memchr::memchr_iter(b'\n', text.as_bytes()).count(),
+        msg,
+    }
+}
+
+fn not_a_line<'a>(line: usize, text: &str) -> Record<'a> {
+    let msg = format!(
+        "not a tracefs text line: {:?} (expected 'TASK-PID [CPU] FLAGS TIMESTAMP: event: …')",
+        truncate(text, 60)
+    );
+    skipped(line, text, msg)
+}
+
 /// `trace-cmd report` preamble lines: `version = 6`, `cpus=2`, `CPU 0 is empty`, …
 fn is_tracecmd_header(l: &str) -> bool {
     l.starts_with("cpus=")
@@ -1391,15 +1418,11 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 impl<'a> Iterator for Parser<'a> {
-    type Item = Result<Record<'a>, ParseError>;
+    type Item = Record<'a>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(r) = self.out.pop_front() {
-                if r.is_err() {
-                    self.done = true;
-                    self.out.clear();
-                }
                 return Some(r);
             }
             if self.done {
@@ -1408,26 +1431,36 @@ impl<'a> Iterator for Parser<'a> {
             let Some((i, raw)) = self.lines.next() else {
                 self.settle(true);
                 self.done = true;
-                if self.out.is_empty() {
-                    return None;
-                }
                 continue;
             };
             let line = i + 1;
             let l = raw.strip_suffix('\r').unwrap_or(raw);
+            let unterminated = self.lines.pos > self.lines.text.len() && !raw.is_empty();
             if let Some(a) = anchor(l) {
-                let head = if self.prev.is_none() && self.pending.is_none() {
+                let mut head = if self.prev.is_none() && self.pending.is_none() {
                     None
                 } else {
                     self.settle(false)
                 };
+                // A head and this line's TASK column make one comm: at most 15 bytes (else
+                // the head is lines of something else, skipped).
+                if let Some((hl, ht)) = &head {
+                    let col = format!("{ht}\n{}", &l[..a.task_end]);
+                    if split_task(&col).0.len() > 15 {
+                        self.out.push_back(not_a_line(*hl, ht));
+                        head = None;
+                    }
+                }
+                if unterminated {
+                    self.out.push_back(Record::CutShort { line });
+                }
                 match head {
                     Some((hl, ht)) => self.prev = Some((hl, format!("{ht}\n{l}"))),
                     // Fast path: a line that is a complete event is emitted at once (only an
                     // incomplete one can have a tail on the next line).
                     None => match event_at(line, l, a) {
-                        Ok(ev) if self.out.is_empty() => return Some(Ok(Record::Event(ev))),
-                        Ok(ev) => self.out.push_back(Ok(Record::Event(ev))),
+                        Ok(ev) if self.out.is_empty() => return Some(Record::Event(ev)),
+                        Ok(ev) => self.out.push_back(Record::Event(ev)),
                         Err(_) => self.prev = Some((line, l.to_string())),
                     },
                 }
@@ -1435,6 +1468,9 @@ impl<'a> Iterator for Parser<'a> {
             }
             if l.trim().is_empty() || l.starts_with('#') || is_tracecmd_header(l) {
                 continue;
+            }
+            if unterminated {
+                self.out.push_back(Record::CutShort { line });
             }
             // The tail of the previous event (a newline inside one of its comms)?
             if self.pending.is_none() {
@@ -1449,18 +1485,29 @@ impl<'a> Iterator for Parser<'a> {
                 }
             }
             if let Some((cpu, events)) = lost_marker(l) {
-                self.settle(false);
-                self.out.push_back(Ok(Record::Lost { line, cpu, events }));
+                if let Some((ql, qt)) = self.settle(false) {
+                    self.out.push_back(not_a_line(ql, &qt));
+                }
+                self.out.push_back(Record::Lost { line, cpu, events });
                 continue;
             }
             match &mut self.pending {
-                // A comm holds at most 15 bytes: an event spans at most 3 lines.
-                Some((ql, _, n)) if *n >= 2 => {
-                    let ql = *ql;
-                    self.out.push_back(Err(ParseError {
-                        line: ql,
-                        msg: "not a tracefs text line (expected 'TASK-PID [CPU] FLAGS TIMESTAMP: event: …')".into(),
-                    }));
+                // Two unanchored lines wait already. A comm holds at most 15 bytes, but a
+                // switch whose comms hold newlines has several tail lines, and the next event
+                // may start with head lines: settle what waits against the previous event
+                // first, then keep at most the last of it as a head and skip what is before.
+                Some((_, _, n)) if *n >= 2 => {
+                    let rest = self.settle(false);
+                    self.pending = match rest {
+                        Some((ql, qt)) => {
+                            let cut = qt.rfind('\n').map_or(0, |p| p + 1);
+                            let dropped = &qt[..cut.saturating_sub(1)];
+                            let n = 1 + memchr::memchr_iter(b'\n', dropped.as_bytes()).count();
+                            self.out.push_back(not_a_line(ql, dropped));
+                            Some((ql + n, format!("{}\n{l}", &qt[cut..]), 2))
+                        }
+                        None => Some((line, l.to_string(), 1)),
+                    };
                 }
                 Some((_, t, n)) => {
                     t.push('\n');
@@ -1591,18 +1638,16 @@ fn clean_cut(b: &[u8], from: usize) -> Result<usize, usize> {
     Err(pos)
 }
 
-/// Parse one block from [`blocks`]: its records up to and including its first error (after
-/// which the parser stops, as over a whole text), and how many lines it spans (its newlines),
+/// Parse one block from [`blocks`]: its records, and how many lines it spans (its newlines),
 /// so that the caller can shift line numbers by the lines of the blocks before it.
 ///
 /// The records are appended to `out` (cleared first), so a caller can reuse one buffer for
 /// many blocks: a fresh multi-megabyte vector per block cost a page fault per 4 KiB.
-pub fn parse_block<'a>(block: &'a str, out: &mut Vec<Result<Record<'a>, ParseError>>) -> usize {
+pub fn parse_block<'a>(block: &'a str, out: &mut Vec<Record<'a>>) -> usize {
     out.clear();
     let mut p = Parser::new(block);
     p.fill(out);
-    // The parser read every line (after an error nothing of this block on is fed, so the count
-    // no longer matters); `Lines` yields one line past the last '\n'.
+    // The parser read every line; `Lines` yields one line past the last '\n'.
     p.lines.idx.saturating_sub(1)
 }
 
@@ -1611,24 +1656,39 @@ impl Record<'_> {
     pub fn shift_line(&mut self, by: usize) {
         match self {
             Record::Event(e) => e.line += by,
-            Record::Lost { line, .. } => *line += by,
+            Record::Lost { line, .. }
+            | Record::Skipped { line, .. }
+            | Record::CutShort { line } => *line += by,
         }
     }
 }
 
-/// The error for a text without a single event, at its last line.
-pub(crate) fn no_events(text: &str) -> ParseError {
-    ParseError {
-        line: text.split('\n').count(),
-        msg: "no trace events found (is this a tracefs text trace?)".into(),
+/// The error for a text without a single event: at the first line skipped and why, if any,
+/// else at its last line.
+pub(crate) fn no_events(text: &str, first_skipped: Option<(usize, &str)>) -> ParseError {
+    const NONE: &str = "no trace events found (is this a tracefs text trace?)";
+    match first_skipped {
+        Some((line, why)) => ParseError {
+            line,
+            msg: format!("{why}; {NONE}"),
+        },
+        None => ParseError {
+            line: text.split('\n').count(),
+            msg: NONE.into(),
+        },
     }
 }
 
-/// Parse a whole trace. Errors name the line; a file without a single event is an error too.
+/// Parse a whole trace: its records, what is not an event skipped as [`Record::Skipped`]. A
+/// text without a single event is an error (naming the first line skipped, if any).
 pub fn parse(text: &str) -> Result<Vec<Record<'_>>, ParseError> {
-    let v: Vec<Record> = Parser::new(text).collect::<Result<_, _>>()?;
+    let v: Vec<Record> = Parser::new(text).collect();
     if !v.iter().any(|r| matches!(r, Record::Event(_))) {
-        return Err(no_events(text));
+        let first = v.iter().find_map(|r| match r {
+            Record::Skipped { line, msg, .. } => Some((*line, msg.as_str())),
+            _ => None,
+        });
+        return Err(no_events(text, first));
     }
     Ok(v)
 }
@@ -1640,7 +1700,7 @@ impl fmt::Display for TaskRef<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const EVENTS: &str = include_str!("../../tests/fixtures/trace/trace-events.txt");
@@ -1808,9 +1868,10 @@ mod tests {
     }
 
     #[test]
-    fn garbage_and_truncation_are_errors_with_lines() {
+    fn garbage_without_events_is_an_error_and_among_events_is_skipped_with_lines() {
         let e = parse("hello world\nthis is not a trace\n").unwrap_err();
         assert_eq!(e.line, 1, "{e}");
+        assert!(e.msg.contains("no trace events"), "{e}");
         let e = parse("").unwrap_err();
         assert!(e.msg.contains("no trace events"), "{e}");
         // Cut in the middle of a sched_switch body.
@@ -1820,8 +1881,72 @@ mod tests {
         assert!(e.msg.contains("sched_switch"), "{e}");
         let ok =
             "  bash-1 [000] d..2.  1.000001: sched_waking: comm=x pid=2 prio=120 target_cpu=000\n";
-        let e = parse(&format!("{ok}{ok}garbage line\nmore garbage\neven more\n")).unwrap_err();
-        assert_eq!(e.line, 3, "{e}");
+        let t = format!("{ok}{ok}garbage line\nmore garbage\neven more\nand more\n{ok}");
+        let r = parse(&t).unwrap();
+        let skipped: Vec<(usize, usize)> = r
+            .iter()
+            .filter_map(|r| match r {
+                Record::Skipped { line, lines, .. } => Some((*line, *lines)),
+                _ => None,
+            })
+            .collect();
+        // Unanchored lines before an event may be the head of its TASK column (a comm with
+        // newlines), but not these: with it they would make a comm longer than 15 bytes.
+        assert_eq!(skipped, vec![(3, 1), (4, 1), (5, 2)]);
+        let events: Vec<&Event> = r
+            .iter()
+            .filter_map(|r| match r {
+                Record::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(events.len(), 3);
+        assert_eq!((events[2].task_comm.as_ref(), events[2].line), ("bash", 7));
+        // The last line without its newline: noted before the record that holds it.
+        let t = format!("{ok}{}", ok.trim_end());
+        let r = parse(&t).unwrap();
+        assert!(
+            matches!(
+                r[..],
+                [
+                    Record::Event(_),
+                    Record::CutShort { line: 2 },
+                    Record::Event(_)
+                ]
+            ),
+            "{r:?}"
+        );
+        let t = format!("{ok}# a comment");
+        let r = parse(&t).unwrap();
+        assert!(matches!(r[..], [Record::Event(_)]), "{r:?}");
+    }
+
+    /// Regression (issue 14): a switch whose comms both hold a newline, then an event of that
+    /// task (its TASK column holds the newline too): four unanchored lines in a row, which the
+    /// parser rejected ("not a tracefs text line"). The kernel's own layout, as in
+    /// trace-oddcomm.txt; any user can name a task so (prctl(PR_SET_NAME)).
+    #[test]
+    fn regression_newline_comms_on_both_sides_then_an_event_of_that_task() {
+        let nl = "nl\nx";
+        let t = format!(
+            "          <idle>-0       [001] d..2.  100.000001: sched_switch: prev_comm={nl} prev_pid=6 prev_prio=120 prev_state=S ==> next_comm={nl} next_pid=5 next_prio=120\n\
+             {:>16}-5       [001] d.h..  100.000003: local_timer_entry: vector=236\n\
+             {:>16}-5       [001] d..2.  100.000004: sched_switch: prev_comm=a\nb\nc prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\
+             {:>16}-0       [001] d.h..  100.000005: local_timer_exit: vector=236\n",
+            nl, nl, "<idle>"
+        );
+        let r = parse(&t).unwrap();
+        assert!(r.iter().all(|r| matches!(r, Record::Event(_))), "{r:#?}");
+        let ev = events(&t);
+        assert_eq!(ev.len(), 4);
+        assert!(
+            matches!(&ev[0].kind, EventKind::SchedSwitch { prev, next, .. }
+            if prev.comm == nl && next.comm == nl && next.pid == 5)
+        );
+        assert_eq!((&*ev[1].task_comm, ev[1].pid, ev[1].line), (nl, 5, 4));
+        assert!(
+            matches!(&ev[2].kind, EventKind::SchedSwitch { prev, .. } if prev.comm == "a\nb\nc")
+        );
     }
 
     #[test]

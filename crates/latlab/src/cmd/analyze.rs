@@ -30,12 +30,48 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
         RunFormat::Text => render_text(&a).into_bytes(),
     };
-    use std::io::Write;
-    let mut so = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = so.write_all(&out);
+    write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// Write the analysis to stdout, all of it or an error: a full disk (`> /dev/full`) or a
+/// closed stdout (`>&-`) loses it, and that must not look like success. A closed pipe
+/// (`| head`) is the reader's choice, not an error.
+fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    const WHAT: &str = "cannot write the analysis to stdout";
+    if stdout_was_closed() {
+        anyhow::bail!("{WHAT}: it is closed (run without `>&-`, or redirect it to a file)");
+    }
+    let mut so = std::io::stdout().lock();
+    match so.write_all(bytes).and_then(|()| so.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(anyhow::anyhow!(
+            "{WHAT}: {e} (redirect it to a file on a disk with room)"
+        )),
+    }
+}
+
+/// The process started with fd 1 closed. Rust's runtime then opens `/dev/null` on it before
+/// `main`, and writes vanish without an error; this constructor runs before that runtime set-up
+/// (glibc calls `.init_array` entries first) and notes what it finds.
+fn stdout_was_closed() -> bool {
+    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_closed_stdout() {
+    // SAFETY: fcntl(F_GETFD) on a descriptor number only reads its flags.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
 
 /// Read and analyze a trace file as `latlab analyze` does (shared with `latlab bench analyze`).
 pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
@@ -174,6 +210,9 @@ fn to_json(a: &Analysis) -> serde_json::Value {
         "events": a.events,
         "samples": a.samples,
         "lost_events": a.lost.iter().map(|(c, n)| serde_json::json!({"cpu": c, "events": n})).collect::<Vec<_>>(),
+        "skipped_lines": a.skipped_lines,
+        "skipped": a.skipped.iter().map(|(l, why)| serde_json::json!({"line": l, "error": why})).collect::<Vec<_>>(),
+        "warnings": a.warnings,
         "spikes": spikes,
         "summary": summarize(&spikes_for_summary(a)),
     })
@@ -198,6 +237,10 @@ fn render_text(a: &Analysis) -> String {
             s,
             "warning: CPU {cpu} lost {n} events: history before that point is incomplete"
         );
+    }
+    // Text from the trace (a skipped line's start) is untrusted: escaped.
+    for w in &a.warnings {
+        let _ = writeln!(s, "warning: {}", printable(w));
     }
     for (i, sp) in a.spikes.iter().enumerate() {
         let _ = writeln!(
