@@ -75,6 +75,21 @@ pub fn check_space(results: &Path, need: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A private scratch directory under the temp directory (mode 0700, an unpredictable name
+/// made with O_EXCL semantics), removed when dropped unless kept: nothing planted in /tmp
+/// beforehand is ever written through.
+pub fn private_temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .with_context(|| {
+            format!(
+                "cannot create a private directory in {}",
+                std::env::temp_dir().display()
+            )
+        })
+}
+
 /// Current UTC time: (RFC 3339 for records, compact `20261122T041800Z` for directory names).
 pub fn utc_now() -> (String, String) {
     let now = jiff::Timestamp::now();

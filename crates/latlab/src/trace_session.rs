@@ -376,14 +376,9 @@ impl TraceSession {
         let text = self.copy_polling(p.slot, cpu);
         let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
-        // Several MB: written in short calls, as it was read (latlab_sys::shortio).
-        let _ = std::fs::File::create(dir.join("trace.txt")).and_then(|mut f| {
-            latlab_sys::shortio::write_chunked(
-                &mut f,
-                text.as_bytes(),
-                latlab_sys::shortio::WRITE_CHUNK,
-            )
-        });
+        // Several MB: written safely (a temp file, never through a planted link), in short
+        // calls as it was read (latlab_sys::shortio).
+        let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
         self.recycle(p.slot);
         // Not re-armed yet (no standby was free): the instance just cleared takes over now.
         self.poll();
@@ -445,7 +440,7 @@ impl TraceSession {
                 txt.push_str(&format!("warning: {}\n", printable(w)));
             }
         }
-        let _ = std::fs::write(dir.join("analysis.txt"), txt);
+        let _ = latlab_sys::safefile::write_atomic(&dir.join("analysis.txt"), txt.as_bytes());
         Some(spike)
     }
 

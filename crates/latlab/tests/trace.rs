@@ -4,17 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
+
+mod support;
+use support::latlab;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../latlab-core/tests/fixtures/trace")
         .join(name)
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
 }
 
 #[test]

@@ -49,7 +49,8 @@ fn run_measured(cmd: &mut Command) -> anyhow::Result<(Vec<u8>, i64)> {
 }
 
 fn latlab_run(cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
-    let results = std::env::temp_dir().join(format!("latlab-bench-{}", std::process::id()));
+    let tmp = crate::rundir::private_temp_dir("latlab-bench-")?;
+    let results = tmp.path().to_path_buf();
     let exe = std::env::current_exe()?;
     let (out, rss) = run_measured(
         Command::new(exe)

@@ -283,12 +283,14 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
     }
     let duration = format_duration(d);
     let (names, skipped) = select(o.profiles.as_deref())?;
-    let (results, keep) = match &o.results {
-        Some(r) => (r.clone(), true),
-        None => (
-            std::env::temp_dir().join(format!("latlab-bench-loads-{}", std::process::id())),
-            false,
-        ),
+    let tmp = match &o.results {
+        Some(_) => None,
+        None => Some(crate::rundir::private_temp_dir("latlab-bench-loads-")?),
+    };
+    let (results, keep) = match (&o.results, &tmp) {
+        (Some(r), _) => (r.clone(), true),
+        (None, Some(t)) => (t.path().to_path_buf(), false),
+        (None, None) => unreachable!("a temp dir without --results"),
     };
     std::fs::create_dir_all(&results)
         .with_context(|| format!("--results {}: cannot create it", results.display()))?;

@@ -8,11 +8,10 @@
 //! commands do it (read `run.json` → model → render → write the file). Each figure is the
 //! median of `--reps` repetitions. Goals: HTML < 1 s, import ≥ 100 MB/s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
 use latlab_core::hist::{Histogram, Layout};
 use latlab_core::import::{self, From};
 use latlab_core::record::*;
@@ -25,15 +24,6 @@ const SECONDS: usize = 86_400;
 const RATE_HZ: u64 = 1_000;
 const SPIKES: usize = 100;
 const VERBOSE_LINES: usize = 100_000;
-
-/// A temp directory removed on every exit path.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// SplitMix64: a tiny deterministic generator, so every bench run builds the same record.
 struct Mix(u64);
@@ -236,16 +226,15 @@ fn report_once(run: &Path, fmt: latlab_report::Format, out: &Path) -> anyhow::Re
 }
 
 pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("latlab-bench-report-{}", std::process::id())));
-    std::fs::create_dir_all(&tmp.0)
-        .with_context(|| format!("cannot create {}", tmp.0.display()))?;
+    // Removed on every exit path (dropped).
+    let tmp = rundir::private_temp_dir("latlab-bench-report-")?;
+    let tmp_dir = tmp.path().to_path_buf();
 
     let t = Instant::now();
     let rec = day_record()?;
-    let a = rundir::create_run_dir(&tmp.0, "a")?;
+    let a = rundir::create_run_dir(&tmp_dir, "a")?;
     rundir::write_run(&a, &rec, true)?;
-    let b = rundir::create_run_dir(&tmp.0, "b")?;
+    let b = rundir::create_run_dir(&tmp_dir, "b")?;
     rundir::write_run(&b, &rec, true)?;
     let json_len = std::fs::metadata(a.join("run.json"))?.len();
     println!(
@@ -267,7 +256,7 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         ("markdown", F::Markdown, "md"),
         ("html", F::Html, "html"),
     ] {
-        let out = tmp.0.join(format!("report.{ext}"));
+        let out = tmp_dir.join(format!("report.{ext}"));
         let s = median_secs(reps, || report_once(&a, f, &out))?;
         let size = std::fs::metadata(&out)?.len();
         let goal = if name == "html" { "  (goal < 1 s)" } else { "" };
@@ -276,7 +265,7 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
             size as f64 / 1e3
         );
     }
-    let out = tmp.0.join("compare.html");
+    let out = tmp_dir.join("compare.html");
     let s = median_secs(reps, || {
         let runs = vec![rundir::load_run(&a)?, rundir::load_run(&b)?];
         let bytes =
@@ -290,7 +279,7 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
     );
 
     let v = verbose_file(VERBOSE_LINES);
-    let vpath = tmp.0.join("cyclictest-v.txt");
+    let vpath = tmp_dir.join("cyclictest-v.txt");
     std::fs::write(&vpath, &v)?;
     let mb = v.len() as f64 / 1e6;
     let mut samples = 0;
@@ -312,7 +301,7 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         let bytes = std::fs::read(&vpath)?;
         let mut r = import::import(&bytes, From::CyclictestVerbose, "bench")?;
         r.label = "v".into();
-        let d = rundir::create_run_dir(&tmp.0, "v")?;
+        let d = rundir::create_run_dir(&tmp_dir, "v")?;
         rundir::write_run(&d, &r, true)?;
         std::fs::remove_dir_all(&d)?;
         Ok(())

@@ -28,7 +28,8 @@ struct RunFigures {
 }
 
 fn latlab_run(cpu: u32, duration: &str, threshold: Option<&str>) -> anyhow::Result<RunFigures> {
-    let results = std::env::temp_dir().join(format!("latlab-bench-trace-{}", std::process::id()));
+    let tmp = crate::rundir::private_temp_dir("latlab-bench-trace-")?;
+    let results = tmp.path().to_path_buf();
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
     cmd.args(["run", "--quiet", "--format", "json", "--priority", "95"])
@@ -130,16 +131,12 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
     match trace {
         Some(p) => analyze_throughput(&p)?,
         None => {
-            let dir =
-                std::env::temp_dir().join(format!("latlab-bench-analyze-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            let path = dir.join("trace.txt");
+            let dir = crate::rundir::private_temp_dir("latlab-bench-analyze-")?;
+            let path = dir.path().join("trace.txt");
             let r = capture(&path, size).and_then(|()| analyze_throughput(&path));
             if keep && r.is_ok() {
+                let _ = dir.keep();
                 println!("trace kept: {}", path.display());
-            } else {
-                let _ = std::fs::remove_dir_all(&dir);
             }
             r?;
         }

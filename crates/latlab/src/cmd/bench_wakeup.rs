@@ -17,7 +17,8 @@ struct Fig {
 }
 
 fn latlab(ipc: &str, cpu: u32, secs: u64) -> anyhow::Result<Fig> {
-    let results = std::env::temp_dir().join(format!("latlab-bench-wakeup-{}", std::process::id()));
+    let tmp = crate::rundir::private_temp_dir("latlab-bench-wakeup-")?;
+    let results = tmp.path().to_path_buf();
     let out = Command::new(std::env::current_exe()?)
         .args([
             "run", "--quiet", "--format", "json", "--mode", "wakeup", "--ipc", ipc,

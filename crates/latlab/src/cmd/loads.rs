@@ -103,7 +103,8 @@ fn run(
         inventory: false,
         quiet: false,
     })?;
-    let log_dir = std::env::temp_dir().join(format!("latlab-loads-{}", std::process::id()));
+    let tmp = crate::rundir::private_temp_dir("latlab-loads-")?;
+    let log_dir = tmp.path().join("logs");
     let mut failed = s.start_loads(session, &log_dir, 0).err();
     if failed.is_none() {
         eprintln!(
@@ -123,6 +124,10 @@ fn run(
     let (records, activity) = s.stop_loads();
     // Profiles without parts (idle) leave no log: no empty directory either.
     let _ = std::fs::remove_dir(&log_dir);
+    // Logs were written: the directory stays for the user (its path was printed).
+    if log_dir.exists() {
+        let _ = tmp.keep();
+    }
     let leftovers = s.close();
     for r in &records {
         let d = &r.details;
