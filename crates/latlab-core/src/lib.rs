@@ -29,4 +29,5 @@ pub mod scenario_record;
 pub mod sim;
 pub mod stats;
 pub mod trace;
+pub mod trace_summary;
 pub mod units;

@@ -214,7 +214,7 @@ pub struct RunRecord {
     pub spikes: Vec<SpikeRecord>,
     /// Recorder details (instance, events, overruns, spikes not traced), when tracing.
     #[serde(default)]
-    pub trace: Option<serde_json::Value>,
+    pub trace: Option<crate::trace_summary::TraceSummary>,
     #[serde(default)]
     pub loads: Vec<LoadRecord>,
     /// System activity over the measurement: /proc/softirqs and /proc/interrupts deltas,

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use latlab_core::record::SpikeRecord;
 use latlab_core::trace::attribution::printable;
 use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
+use latlab_core::trace_summary::{CpuOverruns, TraceSummary};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
 
@@ -446,7 +447,7 @@ impl TraceSession {
 
     /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
     /// return the summary stored as run.json's "trace".
-    pub fn finish(mut self) -> serde_json::Value {
+    pub fn finish(mut self) -> TraceSummary {
         self.armed.store(false, Ordering::SeqCst);
         let mut removal = None;
         let in_use: Vec<usize> = self
@@ -472,26 +473,36 @@ impl TraceSession {
             }
         }
         self.unmount();
-        serde_json::json!({
-            "instance": self.instance,
-            "instances": self.instances,
-            "clock": self.clock,
-            "events": self.events,
-            "missing_events": self.missing,
-            "stop": if self.trigger { "in-kernel traceoff trigger on a marker" } else { "tracing_on written by the collector" },
-            "buffer_kb": self.buffer_kb,
-            "max_spikes": self.max_spikes,
-            "traced": self.traced,
-            "not_traced": self.not_traced,
-            "orphaned": self.orphaned,
-            "unmatched": self.unmatched,
-            "rearm_mean_ns": self.rearm_ns.0.checked_div(self.rearm_ns.2),
-            "rearm_max_ns": self.rearm_ns.1,
-            "overruns": self.overruns.iter().map(|(c, n)| serde_json::json!({"cpu": c, "events": n})).collect::<Vec<_>>(),
-            "virtualized": self.virtualized,
-            "warnings": self.warnings,
-            "removal_error": removal,
-        })
+        let path = |p: &PathBuf| p.to_string_lossy().into_owned();
+        TraceSummary {
+            instance: path(&self.instance),
+            instances: self.instances.iter().map(path).collect(),
+            clock: self.clock.clone(),
+            events: self.events.clone(),
+            missing_events: self.missing.clone(),
+            stop: if self.trigger {
+                "in-kernel traceoff trigger on a marker"
+            } else {
+                "tracing_on written by the collector"
+            }
+            .into(),
+            buffer_kb: self.buffer_kb,
+            max_spikes: self.max_spikes,
+            traced: self.traced,
+            not_traced: self.not_traced,
+            orphaned: self.orphaned,
+            unmatched: self.unmatched,
+            rearm_mean_ns: self.rearm_ns.0.checked_div(self.rearm_ns.2),
+            rearm_max_ns: self.rearm_ns.1,
+            overruns: self
+                .overruns
+                .iter()
+                .map(|(&cpu, &events)| CpuOverruns { cpu, events })
+                .collect(),
+            virtualized: self.virtualized,
+            warnings: self.warnings.clone(),
+            removal_error: removal,
+        }
     }
 
     fn unmount(&mut self) {
@@ -649,7 +660,7 @@ mod tests {
         assert!(s.recorders.iter().all(|r| !r.is_on()));
         assert!(!s.armed().load(Ordering::SeqCst));
         assert!(s.on_spike(0, e, r, r - e, false, &run).is_none());
-        let v = s.finish();
+        let v = serde_json::to_value(s.finish()).unwrap();
         assert_eq!(v["traced"], 1);
         assert_eq!(v["not_traced"], 1);
         assert_eq!(v["clock"], "mono");
@@ -771,7 +782,7 @@ mod tests {
         assert!(std::fs::read_to_string(run.join("spikes/002/trace.txt"))
             .unwrap()
             .contains(&format!("intended={e3}")));
-        let v = s.finish();
+        let v = serde_json::to_value(s.finish()).unwrap();
         assert_eq!(v["traced"], 2);
         assert_eq!(v["orphaned"], 1);
         assert!(v["rearm_max_ns"].as_u64().unwrap() > 0);
@@ -826,7 +837,7 @@ mod tests {
             s.recorders[2].marker_fd()
         );
         assert!(s.recorders[2].is_on());
-        let v = s.finish();
+        let v = serde_json::to_value(s.finish()).unwrap();
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
         assert_eq!(l.lock().unwrap().entries().count(), 0);

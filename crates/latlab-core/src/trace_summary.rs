@@ -1,0 +1,54 @@
+//! What the tracefs flight recorder of a run did (the record's `trace`): its instances and
+//! events, the spikes it traced and missed, how fast it re-armed, what the kernel lost.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Nanos;
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// The first instance (`/sys/kernel/tracing/instances/latlab-<pid>`).
+    pub instance: String,
+    /// Every instance that took turns.
+    #[serde(default)]
+    pub instances: Vec<String>,
+    /// The instance's trace_clock.
+    pub clock: String,
+    /// Events enabled, and those this kernel does not have.
+    #[serde(default)]
+    pub events: Vec<String>,
+    #[serde(default)]
+    pub missing_events: Vec<String>,
+    /// How a spike stops the recorder.
+    pub stop: String,
+    pub buffer_kb: u64,
+    pub max_spikes: u32,
+    pub traced: u32,
+    /// Spikes while no instance was armed (or beyond `max_spikes`).
+    pub not_traced: u64,
+    /// Stopped instances recycled because their spike never reached the collector.
+    #[serde(default)]
+    pub orphaned: u32,
+    /// Traced spikes whose marker the analysis did not find.
+    #[serde(default)]
+    pub unmatched: u32,
+    /// From a spike's clock read to the recorder running again.
+    pub rearm_mean_ns: Option<Nanos>,
+    #[serde(default)]
+    pub rearm_max_ns: Nanos,
+    /// Events the kernel overwrote or dropped, per CPU.
+    #[serde(default)]
+    pub overruns: Vec<CpuOverruns>,
+    #[serde(default)]
+    pub virtualized: bool,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Why an instance could not be removed (then `latlab cleanup` retries).
+    pub removal_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuOverruns {
+    pub cpu: u32,
+    pub events: u64,
+}
