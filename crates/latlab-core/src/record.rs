@@ -250,6 +250,10 @@ pub enum RecordError {
     Layouts { a: u32, b: u32 },
     #[error("the histograms of its {cpus} CPUs would need {buckets} buckets in memory ({} MiB); latlab reads records of up to {MAX_BUCKETS} buckets ({} MiB): use a smaller --hist-limit or fewer CPUs", buckets / (1 << 17), MAX_BUCKETS / (1 << 17))]
     TooLarge { cpus: usize, buckets: u64 },
+    #[error(
+        "the traced spikes' {what} add up past 64 bits (spike {index}): not a record latlab writes"
+    )]
+    SpikeOverflow { what: &'static str, index: usize },
     #[error("the sample or missed-period counts of all CPUs together do not fit in 64 bits (CPU {cpu} makes them overflow)")]
     CountOverflow { cpu: u32 },
 }
@@ -276,8 +280,30 @@ impl RunRecord {
         }
         let mut r: RunRecord = serde_json::from_slice(bytes)?;
         r.check_size()?;
+        r.check_spikes()?;
         r.refresh()?;
         Ok(r)
+    }
+
+    /// The spikes' latencies, and their causes' times, must add up within u64: reports sum
+    /// them (the "what delays this machine" table).
+    fn check_spikes(&self) -> Result<(), RecordError> {
+        let (mut lat, mut causes) = (0u64, 0u64);
+        for (index, sp) in self.spikes.iter().enumerate() {
+            lat = lat
+                .checked_add(sp.latency_ns)
+                .ok_or(RecordError::SpikeOverflow {
+                    what: "latencies",
+                    index,
+                })?;
+            for c in &sp.causes {
+                causes = causes.checked_add(c.ns).ok_or(RecordError::SpikeOverflow {
+                    what: "causes' times",
+                    index,
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// Refuse a record whose dense histograms would exceed [`MAX_BUCKETS`], before allocating
@@ -531,5 +557,41 @@ mod tests {
         r.cpus.truncate(4);
         let back = RunRecord::from_json(&serde_json::to_vec(&r).unwrap()).unwrap();
         assert_eq!(back.cpus.len(), 4);
+    }
+
+    /// Spikes whose latencies or causes add up past u64 (the reports sum them) are refused
+    /// with an error, not a panic (overflow checks) or a wrapped share (release).
+    #[test]
+    fn spike_times_that_overflow_together_are_an_error() {
+        let spike = |latency_ns, ns| SpikeRecord {
+            cpu: 0,
+            at_ns: 1,
+            latency_ns,
+            causes: vec![Cause {
+                kind: CauseKind::Irq,
+                name: "x".into(),
+                pid: 0,
+                prio: 0,
+                ns,
+            }],
+            trace_file: None,
+            timeline: vec![],
+        };
+        let mut r = record();
+        r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];
+        let e = RunRecord::from_json(&r.to_json()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("latencies add up past 64 bits (spike 1)"),
+            "{e}"
+        );
+        r.spikes = vec![spike(10, u64::MAX), spike(10, 1)];
+        let e = RunRecord::from_json(&r.to_json()).unwrap_err();
+        assert!(
+            e.to_string().contains("causes' times add up past 64 bits"),
+            "{e}"
+        );
+        r.spikes = vec![spike(u64::MAX - 1, u64::MAX - 1), spike(1, 1)];
+        assert!(RunRecord::from_json(&r.to_json()).is_ok());
     }
 }
