@@ -1,7 +1,13 @@
 #!/bin/sh
-# Run every fuzz target (the importers, and the trace parser and attribution of `latlab
-# analyze`) for N seconds (default 20), seeded with the import or trace fixtures.
-#   scripts/fuzz.sh [SECONDS]
+# Run every fuzz target for N seconds each (default 20): the importers, the trace parser and
+# attribution of `latlab analyze`, run.json loading, every renderer, compare, histogram merge,
+# the ledger file `latlab cleanup` reads, unit and CPU-list parsing.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+# Seeds: fuzz/corpus/TARGET/ (kept in the repository, never written to) plus, for the importers
+# and the trace target, the test fixtures; the run.json readers use fuzz/dict/run_json.dict. libFuzzer grows a working copy under
+# $CARGO_TARGET_DIR/fuzz-corpus/TARGET (fuzz/target/… without CARGO_TARGET_DIR), kept between
+# runs. Targets are built with debug assertions and overflow checks (-a), so arithmetic that
+# would wrap in a release build is a crash here.
 # Installs what it needs on a fresh machine (the nightly toolchain, cargo-fuzz). A crash, a
 # leak or a timeout fails the script; the input that caused it stays in fuzz/artifacts/TARGET/
 # and its path is printed.
@@ -9,6 +15,7 @@ set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-20}
 case $secs in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$secs'" >&2; exit 1 ;; esac
+[ $# -gt 0 ] && shift
 
 if ! rustup toolchain list | grep -q '^nightly'; then
     echo "fuzz: installing the nightly toolchain"
@@ -20,25 +27,31 @@ if ! command -v cargo-fuzz >/dev/null; then
 fi
 
 start=$(date +%s)
-cargo +nightly fuzz build
+cargo +nightly fuzz build -a
 echo "fuzz: targets built in $(($(date +%s) - start)) s"
 
+targets=${*:-$(cargo +nightly fuzz list)}
+work="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-corpus"
 failed=""
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-for t in $(cargo +nightly fuzz list); do
-    mkdir -p "corpus/$t"
+for t in $targets; do
+    mkdir -p "$work/$t"
+    [ -d "corpus/$t" ] && cp corpus/"$t"/* "$work/$t/"
     # The trace target runs the parallel parser (threads and std channels per input), whose
     # per-thread channel context in thread-local storage LeakSanitizer reports as a leak (112
-    # bytes inside std, not growing): leak checks are off for it, on for the importers.
+    # bytes inside std, not growing): leak checks are off for it, on for the others.
     leaks=1
+    # run.json readers share a dictionary of the record's keys and extreme numbers.
+    dict=""
+    case $t in run_json | render | compare) dict="-dict=dict/run_json.dict" ;; esac
     case $t in
-        trace_*) cp ../crates/latlab-core/tests/fixtures/trace/* "corpus/$t/" 2>/dev/null || true
+        trace_*) cp ../crates/latlab-core/tests/fixtures/trace/* "$work/$t/" 2>/dev/null || true
                  leaks=0 ;;
-        *) cp ../crates/latlab-core/tests/fixtures/import/* "corpus/$t/" 2>/dev/null || true ;;
+        import_*) cp ../crates/latlab-core/tests/fixtures/import/* "$work/$t/" 2>/dev/null || true ;;
     esac
-    if cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
-        -timeout=10 -detect_leaks=$leaks -print_final_stats=1 >"$logs/$t" 2>&1; then
+    if cargo +nightly fuzz run -a "$t" "$work/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
+        -timeout=10 -detect_leaks=$leaks -print_final_stats=1 $dict >"$logs/$t" 2>&1; then
         runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t" | grep -o '[0-9]*$' || echo '?')
         echo "fuzz: $t: ${secs} s, $runs inputs, no crash"
     else
@@ -46,7 +59,7 @@ for t in $(cargo +nightly fuzz list); do
         echo "fuzz: $t: FAILED; the end of its log:" >&2
         tail -n 40 "$logs/$t" >&2
         for a in artifacts/"$t"/*; do
-            [ -e "$a" ] && echo "fuzz: $t: artifact $(readlink -f "$a") (reproduce: cd fuzz && cargo +nightly fuzz run $t $a)" >&2
+            [ -e "$a" ] && echo "fuzz: $t: artifact $(readlink -f "$a") (reproduce: cd fuzz && cargo +nightly fuzz run -a $t $a)" >&2
         done
     fi
 done

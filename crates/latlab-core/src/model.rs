@@ -26,8 +26,7 @@ pub struct RunModel {
 impl RunModel {
     pub fn new(record: RunRecord) -> Result<RunModel, RecordError> {
         let mut record = record;
-        record.refresh()?;
-        let hs = record.histograms()?;
+        let (hs, total_hist) = record.derive()?;
         let cpus = record
             .cpus
             .iter()
@@ -38,7 +37,6 @@ impl RunModel {
                 hist,
             })
             .collect();
-        let total_hist = record.merged()?;
         let total = record.total.clone();
         Ok(RunModel {
             record,

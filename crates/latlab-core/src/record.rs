@@ -7,11 +7,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::hist::{HistError, Histogram, HistogramRecord};
+use crate::hist::{HistError, Histogram, HistogramRecord, Layout};
 use crate::stats::Stats;
 use crate::units::Nanos;
 
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The most histogram buckets (one u64 each, all CPUs together) a run.json may ask for when it
+/// is read: 2^26, 512 MiB — `--hist-limit 10s` (10 M buckets) on 6 CPUs, the default 10 ms on
+/// 6 700. Histograms are dense in memory while a run.json is sparse, so without a bound a few
+/// KB of JSON could ask for gigabytes.
+pub const MAX_BUCKETS: u64 = 1 << 26;
 
 /// Where a run's numbers came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,6 +248,14 @@ pub enum RecordError {
     Histogram { cpu: u32, err: HistError },
     #[error("histograms of CPU {a} and CPU {b} have different layouts")]
     Layouts { a: u32, b: u32 },
+    #[error("the histograms of its {cpus} CPUs would need {buckets} buckets in memory ({} MiB); latlab reads records of up to {MAX_BUCKETS} buckets ({} MiB): use a smaller --hist-limit or fewer CPUs", buckets / (1 << 17), MAX_BUCKETS / (1 << 17))]
+    TooLarge { cpus: usize, buckets: u64 },
+    #[error(
+        "the traced spikes' {what} add up past 64 bits (spike {index}): not a record latlab writes"
+    )]
+    SpikeOverflow { what: &'static str, index: usize },
+    #[error("the sample or missed-period counts of all CPUs together do not fit in 64 bits (CPU {cpu} makes them overflow)")]
+    CountOverflow { cpu: u32 },
 }
 
 impl RunRecord {
@@ -293,8 +307,50 @@ impl RunRecord {
             }
         }
         let mut r: RunRecord = serde_json::from_slice(bytes)?;
+        r.check_size()?;
+        r.check_spikes()?;
         r.refresh()?;
         Ok(r)
+    }
+
+    /// The spikes' latencies, and their causes' times, must add up within u64: reports sum
+    /// them (the "what delays this machine" table).
+    fn check_spikes(&self) -> Result<(), RecordError> {
+        let (mut lat, mut causes) = (0u64, 0u64);
+        for (index, sp) in self.spikes.iter().enumerate() {
+            lat = lat
+                .checked_add(sp.latency_ns)
+                .ok_or(RecordError::SpikeOverflow {
+                    what: "latencies",
+                    index,
+                })?;
+            for c in &sp.causes {
+                causes = causes.checked_add(c.ns).ok_or(RecordError::SpikeOverflow {
+                    what: "causes' times",
+                    index,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse a record whose dense histograms would exceed [`MAX_BUCKETS`], before allocating
+    /// them. Layouts that are invalid are left to [`RunRecord::histograms`] to report.
+    fn check_size(&self) -> Result<(), RecordError> {
+        let mut buckets = 0u64;
+        for c in &self.cpus {
+            let Ok(l) = Layout::new(c.histogram.bucket_ns, c.histogram.limit_ns) else {
+                continue;
+            };
+            buckets = buckets.saturating_add(l.len() as u64);
+        }
+        if buckets > MAX_BUCKETS {
+            return Err(RecordError::TooLarge {
+                cpus: self.cpus.len(),
+                buckets,
+            });
+        }
+        Ok(())
     }
 
     pub fn to_json(&self) -> Vec<u8> {
@@ -316,31 +372,59 @@ impl RunRecord {
 
     /// All CPUs merged.
     pub fn merged(&self) -> Result<Option<Histogram>, RecordError> {
-        let hs = self.histograms()?;
-        let mut it = hs.into_iter().zip(self.cpus.iter().map(|c| c.cpu));
-        let Some((mut total, first)) = it.next() else {
+        self.merge_all(&self.histograms()?)
+    }
+
+    /// `hs` (the histograms of `self.cpus`, in order) merged; their counts must fit in u64
+    /// together.
+    fn merge_all(&self, hs: &[Histogram]) -> Result<Option<Histogram>, RecordError> {
+        let mut it = hs.iter().zip(self.cpus.iter().map(|c| c.cpu));
+        let Some((first, first_cpu)) = it.next() else {
             return Ok(None);
         };
+        let mut total = first.clone();
         for (h, cpu) in it {
-            total
-                .merge(&h)
-                .map_err(|_| RecordError::Layouts { a: first, b: cpu })?;
+            if total.layout() != h.layout() {
+                return Err(RecordError::Layouts {
+                    a: first_cpu,
+                    b: cpu,
+                });
+            }
+            if total.count().checked_add(h.count()).is_none() {
+                return Err(RecordError::CountOverflow { cpu });
+            }
+            total.merge(h).map_err(|_| RecordError::Layouts {
+                a: first_cpu,
+                b: cpu,
+            })?;
         }
         Ok(Some(total))
     }
 
     /// Recompute every derived statistic from the raw data.
     pub fn refresh(&mut self) -> Result<(), RecordError> {
+        self.derive().map(|_| ())
+    }
+
+    /// [`RunRecord::refresh`], returning what it derived from: the histograms of every CPU
+    /// and all CPUs merged (each built once).
+    pub fn derive(&mut self) -> Result<(Vec<Histogram>, Option<Histogram>), RecordError> {
         let hs = self.histograms()?;
+        let merged = self.merge_all(&hs)?;
         for (c, h) in self.cpus.iter_mut().zip(&hs) {
             c.stats = Stats::of(h, c.stats.missed_periods);
         }
-        let missed = self.cpus.iter().map(|c| c.stats.missed_periods).sum();
-        self.total = match self.merged()? {
-            Some(h) => Stats::of(&h, missed),
+        let mut missed = 0u64;
+        for c in &self.cpus {
+            missed = missed
+                .checked_add(c.stats.missed_periods)
+                .ok_or(RecordError::CountOverflow { cpu: c.cpu })?;
+        }
+        self.total = match &merged {
+            Some(h) => Stats::of(h, missed),
             None => Stats::default(),
         };
-        Ok(())
+        Ok((hs, merged))
     }
 }
 
@@ -438,5 +522,104 @@ mod tests {
         assert!(e.to_string().contains("schema_version 99"), "{e}");
         assert!(RunRecord::from_json(b"{}").is_err());
         assert!(RunRecord::from_json(b"\x00garbage").is_err());
+    }
+
+    /// Two CPUs whose sample counts (or missed periods) add up past u64: an error naming the
+    /// CPU, not a panic (overflow checks) or a wrapped total (release).
+    #[test]
+    fn counts_that_overflow_together_are_an_error() {
+        let mut r = record();
+        let mut h = Histogram::new(Layout::default());
+        h.record(10_000);
+        let mut big = h.to_record();
+        big.buckets = vec![[10_000, u64::MAX - 1]];
+        big.count = u64::MAX - 1;
+        r.cpus[0].histogram = big.clone();
+        let mut c1 = r.cpus[0].clone();
+        c1.cpu = 1;
+        r.cpus.push(c1);
+        let e = RunRecord::from_json(&serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(matches!(e, RecordError::CountOverflow { cpu: 1 }), "{e}");
+        assert!(e.to_string().contains("do not fit in 64 bits"), "{e}");
+
+        let mut r = record();
+        r.cpus[0].stats.missed_periods = u64::MAX;
+        let mut c1 = r.cpus[0].clone();
+        c1.cpu = 1;
+        r.cpus.push(c1);
+        let e = RunRecord::from_json(&serde_json::to_vec(&r).unwrap()).unwrap_err();
+        assert!(matches!(e, RecordError::CountOverflow { cpu: 1 }), "{e}");
+    }
+
+    /// A few KB of JSON asking for 64 CPUs of 10 M dense buckets (5 GiB) is refused before
+    /// anything is allocated; the largest layout `latlab run` makes loads on a few CPUs.
+    #[test]
+    fn records_needing_gigabytes_are_refused_before_allocating() {
+        let mut r = record();
+        let empty = HistogramRecord {
+            bucket_ns: 1_000,
+            limit_ns: 10_000_000_000,
+            count: 0,
+            min_ns: 0,
+            max_ns: 0,
+            sum_ns: 0,
+            sumsq_ns2: 0,
+            unknown_above: 0,
+            exact_moments: true,
+            buckets: vec![],
+        };
+        let cpu = |i| CpuRecord {
+            cpu: i,
+            histogram: empty.clone(),
+            ..r.cpus[0].clone()
+        };
+        let cpus: Vec<CpuRecord> = (0..64).map(cpu).collect();
+        r.cpus = cpus;
+        let json = serde_json::to_vec(&r).unwrap();
+        assert!(json.len() < 64 * 1024, "{}", json.len());
+        let t = std::time::Instant::now();
+        let e = RunRecord::from_json(&json).unwrap_err();
+        assert!(matches!(e, RecordError::TooLarge { cpus: 64, .. }), "{e}");
+        assert!(e.to_string().contains("use a smaller --hist-limit"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        r.cpus.truncate(4);
+        let back = RunRecord::from_json(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(back.cpus.len(), 4);
+    }
+
+    /// Spikes whose latencies or causes add up past u64 (the reports sum them) are refused
+    /// with an error, not a panic (overflow checks) or a wrapped share (release).
+    #[test]
+    fn spike_times_that_overflow_together_are_an_error() {
+        let spike = |latency_ns, ns| SpikeRecord {
+            cpu: 0,
+            at_ns: 1,
+            latency_ns,
+            causes: vec![Cause {
+                kind: CauseKind::Irq,
+                name: "x".into(),
+                pid: 0,
+                prio: 0,
+                ns,
+            }],
+            trace_file: None,
+            timeline: vec![],
+        };
+        let mut r = record();
+        r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];
+        let e = RunRecord::from_json(&r.to_json()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("latencies add up past 64 bits (spike 1)"),
+            "{e}"
+        );
+        r.spikes = vec![spike(10, u64::MAX), spike(10, 1)];
+        let e = RunRecord::from_json(&r.to_json()).unwrap_err();
+        assert!(
+            e.to_string().contains("causes' times add up past 64 bits"),
+            "{e}"
+        );
+        r.spikes = vec![spike(u64::MAX - 1, u64::MAX - 1), spike(1, 1)];
+        assert!(RunRecord::from_json(&r.to_json()).is_ok());
     }
 }

@@ -3,7 +3,7 @@
 //! findings' stable ids.
 //!
 //! Strings read from the machine (command line, IRQ and process names, file contents) can hold
-//! anything, so the text output strips control characters before they reach a terminal.
+//! anything, so the text output escapes them ([`escape`]) before they reach a terminal.
 
 use std::fmt::Write;
 
@@ -11,16 +11,11 @@ use latlab_core::cpulist::format_cpu_list;
 use latlab_core::findings::{Finding, Severity};
 use latlab_core::inventory::Inventory;
 
-/// Remove control characters (ANSI escapes, newlines, tabs…) from text read from the system.
-pub fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
+use crate::escape::escape;
 
 fn o<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
-        .map(|v| clean(&v.to_string()))
+        .map(|v| escape(&v.to_string()))
         .unwrap_or_else(|| "unknown".into())
 }
 
@@ -62,12 +57,12 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             s,
             "[{:<4}] {}  ({})",
             f.severity.as_str(),
-            clean(&f.title),
-            clean(&f.id)
+            escape(&f.title),
+            escape(&f.id)
         );
-        let _ = writeln!(s, "       evidence: {}", clean(&f.evidence));
-        let _ = writeln!(s, "       why:      {}", clean(&f.why));
-        let _ = writeln!(s, "       fix:      {}", clean(&f.fix));
+        let _ = writeln!(s, "       evidence: {}", escape(&f.evidence));
+        let _ = writeln!(s, "       why:      {}", escape(&f.why));
+        let _ = writeln!(s, "       fix:      {}", escape(&f.fix));
     }
     let _ = writeln!(s, "\nInventory");
     let mut row = |k: &str, v: String| {
@@ -89,7 +84,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         ),
     );
     if let Some(hz) = k.config.get("CONFIG_HZ") {
-        row("HZ", clean(hz));
+        row("HZ", escape(hz));
     }
     row("cmdline", o(&inv.cmdline));
     if !inv.cmdline_params.is_empty() {
@@ -99,9 +94,9 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
                 .iter()
                 .map(|(k, v)| {
                     if v.is_empty() {
-                        clean(k)
+                        escape(k)
                     } else {
-                        clean(&format!("{k}={v}"))
+                        escape(&format!("{k}={v}"))
                     }
                 })
                 .collect::<Vec<_>>()
@@ -113,7 +108,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         format!(
             "{} (available: {})",
             o(&inv.clocksource.current),
-            clean(&inv.clocksource.available.join(" "))
+            escape(&inv.clocksource.available.join(" "))
         ),
     );
     let c = &inv.cpus;
@@ -146,7 +141,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
                 o(&f.hw_max_khz),
                 f.epp
                     .as_ref()
-                    .map(|e| format!(", epp {}", clean(e)))
+                    .map(|e| format!(", epp {}", escape(e)))
                     .unwrap_or_default()
             ),
         );
@@ -168,7 +163,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
                 .map(|st| {
                     format!(
                         "{} {}µs{}",
-                        clean(&st.name),
+                        escape(&st.name),
                         o(&st.latency_us),
                         if st.enabled { "" } else { " (disabled)" }
                     )
@@ -203,7 +198,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             if m.swaps.is_empty() {
                 "none".into()
             } else {
-                clean(&m.swaps.join(" "))
+                escape(&m.swaps.join(" "))
             },
             o(&m.swappiness)
         ),
@@ -248,7 +243,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             &format!("  irq {}", i.irq),
             format!(
                 "{} {} interrupts, affinity {}, effective {}",
-                clean(&i.name),
+                escape(&i.name),
                 i.count,
                 o(&i.affinity),
                 o(&i.effective_affinity)
@@ -262,7 +257,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         } else {
             inv.dma_latency_holders
                 .iter()
-                .map(|h| format!("{} ({})", clean(&h.comm), h.pid))
+                .map(|h| format!("{} ({})", escape(&h.comm), h.pid))
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -290,7 +285,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
     for cg in &inv.cgroup {
         row(
             "cgroup",
-            format!("{} = {}", clean(&cg.path), clean(&cg.value)),
+            format!("{} = {}", escape(&cg.path), escape(&cg.value)),
         );
     }
     let t = &inv.tracing;
@@ -300,7 +295,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             None => format!("tracefs not mounted (supported: {})", yn(t.supported)),
             Some(d) => format!(
                 "tracefs at {}, events {}/{}, timerlat {}, osnoise {}",
-                clean(d),
+                escape(d),
                 t.events.values().filter(|p| **p).count(),
                 t.events.len(),
                 yn(t.timerlat),
@@ -309,7 +304,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         },
     );
     if !inv.unreadable.is_empty() {
-        row("not readable", clean(&inv.unreadable.join(", ")));
+        row("not readable", escape(&inv.unreadable.join(", ")));
     }
     s.into_bytes()
 }
@@ -341,7 +336,12 @@ mod tests {
         let f = findings(&inv);
         let text = String::from_utf8(render_text(&inv, &f)).unwrap();
         assert!(!text.contains('\x1b') && !text.contains('\x07') && !text.contains('\r'));
-        assert!(text.contains("evil name"), "{text}");
+        // The one escaping of every text output: visible `\u{..}`, not a lossy space.
+        assert!(text.contains(r"evil\u{a}name\u{d}"), "{text}");
+        assert!(
+            text.contains(r"quiet \u{1b}[31mred\u{7} isolcpus=1"),
+            "{text}"
+        );
         let json: serde_json::Value = serde_json::from_slice(&render_json(&inv, &f)).unwrap();
         assert_eq!(json["findings"].as_array().unwrap().len(), f.len());
         assert_eq!(

@@ -12,10 +12,10 @@ use latlab_core::compare::{compare, BucketTable, Cell, Comparison};
 use latlab_core::model::RunModel;
 use latlab_core::units::Human;
 
+use crate::escape::escape;
 use crate::html::{columns_table, page, williams_rows};
 use crate::markdown::{cell as md, columns as md_columns, table as md_table};
 use crate::svg::{self, esc};
-use crate::text::clean;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CompareFormat {
@@ -124,15 +124,15 @@ fn text(c: &Comparison) -> String {
         "latlab compare: {} (baseline: {})\n",
         c.runs
             .iter()
-            .map(|r| clean(&r.label))
+            .map(|r| escape(&r.label))
             .collect::<Vec<_>>()
             .join(" vs "),
-        clean(&c.runs[0].label)
+        escape(&c.runs[0].label)
     );
     if !c.flags.is_empty() {
         o.push_str("Before trusting a difference:\n");
         for f in &c.flags {
-            let _ = writeln!(o, "  ! {}", clean(f));
+            let _ = writeln!(o, "  ! {}", escape(f));
         }
         o.push('\n');
     }
@@ -141,7 +141,7 @@ fn text(c: &Comparison) -> String {
         let mut t = comfy_table::Table::new();
         t.load_style(comfy_table::presets::NOTHING);
         let mut h = vec![String::new()];
-        h.extend(cols.iter().map(|c| clean(&c.0)));
+        h.extend(cols.iter().map(|c| escape(&c.0)));
         t.set_header(h);
         let n = cols.iter().map(|c| c.1.len()).max().unwrap_or(0);
         for i in 0..n {
@@ -168,7 +168,7 @@ fn text(c: &Comparison) -> String {
         tb.load_style(comfy_table::presets::NOTHING);
         tb.set_header(h);
         for r in rows {
-            tb.add_row(r.into_iter().map(|s| clean(&s)).collect::<Vec<_>>());
+            tb.add_row(r.into_iter().map(|s| escape(&s)).collect::<Vec<_>>());
         }
         let _ = writeln!(o, "{tb}\n");
     }
@@ -179,10 +179,13 @@ fn text(c: &Comparison) -> String {
             let _ = writeln!(
                 o,
                 "  {}: {}",
-                clean(&ch.key),
+                escape(&ch.key),
                 ch.values
                     .iter()
-                    .map(|v| v.as_deref().map(clean).unwrap_or_else(|| "(absent)".into()))
+                    .map(|v| v
+                        .as_deref()
+                        .map(escape)
+                        .unwrap_or_else(|| "(absent)".into()))
                     .collect::<Vec<_>>()
                     .join(" → ")
             );

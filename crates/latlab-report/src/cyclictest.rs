@@ -18,7 +18,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     let _ = writeln!(
         out,
         "# latlab {} (cyclictest -h format)",
-        m.record.label.replace(['\n', '\r'], " ")
+        crate::escape::escape(&m.record.label)
     );
     let _ = writeln!(out, "# Histogram");
     let Some(first) = m.cpus.first() else {

@@ -8,6 +8,7 @@ use latlab_core::model::RunModel;
 pub mod check;
 pub mod compare;
 pub mod cyclictest;
+pub mod escape;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -11,7 +11,7 @@ use latlab_core::units::Human;
 use crate::html::{opt, williams_rows};
 use crate::text::bound;
 
-/// Untrusted text in a markdown table cell: control characters visible, pipes and markup
+/// Untrusted text in a markdown table cell: [`crate::escape`]d, pipes and markup
 /// characters escaped so a task name cannot break the table or inject HTML.
 pub fn cell(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -22,10 +22,7 @@ pub fn cell(s: &str) -> String {
                 o.push(c)
             }
             '&' => o.push_str("&amp;"),
-            c if c.is_control() => {
-                let _ = write!(o, "\\u{{{:x}}}", c as u32);
-            }
-            c => o.push(c),
+            c => crate::escape::push_char(&mut o, c),
         }
     }
     o

@@ -21,8 +21,8 @@ const R: f64 = 150.0; // right margin (legend)
 const T: f64 = 20.0;
 const B: f64 = 50.0;
 
-/// Untrusted text for HTML/SVG: markup characters become entities, control characters
-/// (ANSI escapes, newlines in task names…) are shown as visible `\u{..}` escapes.
+/// Untrusted text for HTML/SVG: markup characters become entities, control and bidi
+/// characters (ANSI escapes, newlines in task names…) are [`crate::escape`]d.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -32,10 +32,7 @@ pub fn esc(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
-            c if c.is_control() => {
-                let _ = write!(o, "\\u{{{:x}}}", c as u32);
-            }
-            c => o.push(c),
+            c => crate::escape::push_char(&mut o, c),
         }
     }
     o

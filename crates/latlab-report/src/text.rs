@@ -8,19 +8,7 @@ use latlab_core::model::RunModel;
 use latlab_core::stats::{Stats, BELOW};
 use latlab_core::units::{format_measured, Human};
 
-/// Untrusted text for a terminal: control characters (ANSI escapes included) are shown as
-/// `\u{..}` escapes, never interpreted.
-pub fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != ' ' {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
+use crate::escape::escape;
 
 /// A latency bound as the field writes it: "≤ 57 µs", or "> 10 ms" when unknown.
 pub fn bound(v: Option<u64>, s: &Stats) -> String {
@@ -160,17 +148,17 @@ pub fn cpu_table(m: &RunModel) -> String {
 pub fn heading(m: &RunModel) -> String {
     let r = &m.record;
     let c = &r.config;
-    let mut s = format!("latlab report: {}", clean(&r.label));
+    let mut s = format!("latlab report: {}", escape(&r.label));
     if !r.complete {
         s.push_str(" (INCOMPLETE: last checkpoint of a run that did not finish)");
     }
     s.push('\n');
     let mut parts = vec![format!("source {}", r.source.as_str())];
     if c.backend != "import" {
-        parts.push(format!("{} backend", c.backend));
+        parts.push(format!("{} backend", escape(&c.backend)));
     }
     if let Some(k) = &r.machine.kernel_release {
-        parts.push(format!("kernel {}", clean(k)));
+        parts.push(format!("kernel {}", escape(k)));
     }
     if let Some(i) = c.interval_ns {
         parts.push(format!("interval {}", Human(i)));
@@ -179,17 +167,17 @@ pub fn heading(m: &RunModel) -> String {
         parts.push(format!("measured {}", format_measured(d)));
     }
     if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
-        parts.push(format!("{p} {pr}"));
+        parts.push(format!("{} {pr}", escape(p)));
     }
     if !c.loads.is_empty() {
-        parts.push(format!("loads {}", clean(&c.loads.join(", "))));
+        parts.push(format!("loads {}", escape(&c.loads.join(", "))));
     }
     if let Some(t) = &r.started_at {
-        parts.push(format!("started {t}"));
+        parts.push(format!("started {}", escape(t)));
     }
     let _ = writeln!(s, "  {}", parts.join(", "));
     if let Some(cl) = &r.command_line {
-        let _ = writeln!(s, "  command: {}", clean(cl));
+        let _ = writeln!(s, "  command: {}", escape(cl));
     }
     s
 }
@@ -216,7 +204,7 @@ fn delays_table(out: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
     for r in &rows {
         t.add_row([
             kind_str(r.kind).to_string(),
-            clean(&r.name),
+            escape(&r.name),
             r.spikes.to_string(),
             Human(r.total_ns).to_string(),
             Human(r.worst_ns).to_string(),
@@ -289,7 +277,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    format!("{kind} {} {}", clean(&c.name), Human(c.ns))
+                    format!("{kind} {} {}", escape(&c.name), Human(c.ns))
                 })
                 .collect();
             format!(
@@ -323,7 +311,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                 let s = &r.spikes[i];
                 let _ = writeln!(out, "{}", line(i, s));
                 for l in &s.timeline {
-                    let _ = writeln!(out, "      {}", clean(l));
+                    let _ = writeln!(out, "      {}", escape(l));
                 }
             }
         }
@@ -332,7 +320,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         let _ = writeln!(out, "\nLoads");
         for l in &r.loads {
             let ops = l.ops.map(|o| format!(", {o:.1} ops/s")).unwrap_or_default();
-            let _ = writeln!(out, "  {}: {}{ops}", clean(&l.profile), clean(&l.command));
+            let _ = writeln!(out, "  {}: {}{ops}", escape(&l.profile), escape(&l.command));
         }
     }
     out.push_str(&crate::text_scenario::block(&r.scenario));
@@ -340,7 +328,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         if !lines.is_empty() {
             let _ = writeln!(out, "\n{title}");
             for w in lines {
-                let _ = writeln!(out, "  {}", clean(w));
+                let _ = writeln!(out, "  {}", escape(w));
             }
         }
     }
@@ -350,12 +338,12 @@ pub fn render(m: &RunModel) -> Vec<u8> {
 /// The wakeup/jitter/audio tables (nothing for the timer).
 fn mode_blocks(out: &mut String, m: &RunModel) {
     for t in crate::modes::tables(m) {
-        let _ = writeln!(out, "\n{}", clean(&t.title));
+        let _ = writeln!(out, "\n{}", escape(&t.title));
         let mut tab = Table::new();
         tab.load_style(presets::NOTHING);
-        tab.set_header(t.header.iter().map(|h| clean(h)));
+        tab.set_header(t.header.iter().map(|h| escape(h)));
         for row in &t.rows {
-            tab.add_row(row.iter().map(|c| clean(c)));
+            tab.add_row(row.iter().map(|c| escape(c)));
         }
         for i in 1..t.header.len() {
             if let Some(col) = tab.column_mut(i) {
@@ -364,7 +352,7 @@ fn mode_blocks(out: &mut String, m: &RunModel) {
         }
         let _ = writeln!(out, "{tab}");
         if let Some(n) = &t.note {
-            let _ = writeln!(out, "  {}", clean(n));
+            let _ = writeln!(out, "  {}", escape(n));
         }
     }
 }

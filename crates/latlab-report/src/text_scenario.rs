@@ -6,7 +6,7 @@ use std::fmt::Write;
 use latlab_core::units::Human;
 use serde_json::Value;
 
-use crate::text::clean;
+use crate::escape::escape;
 
 fn ns(v: &Value) -> String {
     v.as_u64()
@@ -22,9 +22,9 @@ fn ratio(v: &Value) -> String {
 
 fn s(v: &Value) -> String {
     match v {
-        Value::String(t) => clean(t),
+        Value::String(t) => escape(t),
         Value::Null => "-".into(),
-        v => clean(&v.to_string()),
+        v => escape(&v.to_string()),
     }
 }
 
@@ -40,7 +40,7 @@ pub fn block(v: &Value) -> String {
     match v.get("kind").and_then(Value::as_str) {
         Some("fairness") => fairness(v),
         Some("io-read") => io_read(v),
-        Some(k) => format!("\nScenario {}\n", clean(k)),
+        Some(k) => format!("\nScenario {}\n", escape(k)),
         None => String::new(),
     }
 }
@@ -131,7 +131,7 @@ fn io_read(v: &Value) -> String {
         }
     );
     if let Some(n) = d["note"].as_str() {
-        let _ = writeln!(out, "  note: {}", clean(n));
+        let _ = writeln!(out, "  note: {}", escape(n));
     }
     let _ = writeln!(out, "  cache dropped by {}", s(&v["cache_drop"]));
     let _ = writeln!(
