@@ -168,10 +168,15 @@ pub fn format_duration(ns: Nanos) -> String {
 /// A measured duration shown to people (a report's header): rounded to whole seconds from 1 s
 /// up (`20s`, not the exact `20000216us`), else [`format_duration`] to the millisecond or µs.
 pub fn format_measured(ns: Nanos) -> String {
+    // Rounded to the nearest unit without overflowing near u64::MAX (a record may say so).
+    let round = |unit: Nanos| {
+        let q = ns / unit + u64::from(ns % unit >= unit / 2);
+        q.checked_mul(unit).unwrap_or(ns / unit * unit)
+    };
     if ns >= NS_PER_S {
-        format_duration((ns + NS_PER_S / 2) / NS_PER_S * NS_PER_S)
+        format_duration(round(NS_PER_S))
     } else if ns >= NS_PER_MS {
-        format_duration((ns + NS_PER_MS / 2) / NS_PER_MS * NS_PER_MS)
+        format_duration(round(NS_PER_MS))
     } else {
         format_duration(ns / NS_PER_US * NS_PER_US)
     }
@@ -231,6 +236,11 @@ mod tests {
         assert_eq!(format_measured(1_500_000_000), "2s");
         assert_eq!(format_measured(250_400_000), "250ms");
         assert_eq!(format_measured(1_234), "1us");
+        // Near u64::MAX rounding up would overflow: truncated instead.
+        assert_eq!(
+            format_measured(u64::MAX),
+            format_duration(u64::MAX / NS_PER_S * NS_PER_S)
+        );
     }
 
     #[test]
