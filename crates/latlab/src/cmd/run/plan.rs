@@ -127,6 +127,18 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             exact(interval_ns)
         ),
     }
+    // What `report` can read back: the record's dense histograms are bounded (a run.json is
+    // untrusted input), so a run that would exceed the bound is refused before it starts.
+    let buckets = (layout.len() as u64).saturating_mul(cpus.len() as u64);
+    if buckets > latlab_core::record::MAX_BUCKETS {
+        bail!(
+            "--hist-limit {}: {} CPUs × {} buckets of 1 µs exceed the {} buckets a run record may hold; use a smaller --hist-limit (the log-scaled tail covers everything above) or fewer --cpus",
+            exact(limit),
+            cpus.len(),
+            layout.len(),
+            latlab_core::record::MAX_BUCKETS
+        );
+    }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
     let max_latency_ns = a.max_latency.map(|t| t.0);
     let buffer = a.ext.trace_buffer.0;
