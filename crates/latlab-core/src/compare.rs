@@ -506,7 +506,7 @@ mod tests {
             trace: None,
             loads: vec![],
             activity: None,
-            scenario: serde_json::Value::Null,
+            scenario: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -228,8 +228,8 @@ pub struct RunRecord {
     #[serde(default)]
     pub activity: Option<crate::activity::ActivityRecord>,
     /// Results of `latlab scenario` (io-read, fairness) beyond the histograms; absent otherwise.
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub scenario: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario_record::ScenarioRecord>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -281,7 +281,7 @@ impl RunRecord {
             trace: None,
             loads: vec![],
             activity: None,
-            scenario: serde_json::Value::Null,
+            scenario: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -467,7 +467,7 @@ mod tests {
             trace: None,
             loads: vec![],
             activity: None,
-            scenario: serde_json::Value::Null,
+            scenario: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -106,7 +106,7 @@ mod tests {
             activity: None,
             warnings: vec![],
             notes: vec![],
-            scenario: serde_json::Value::Null,
+            scenario: None,
         };
         r.refresh().unwrap();
         let out = String::from_utf8(super::render(&RunModel::new(r).unwrap())).unwrap();

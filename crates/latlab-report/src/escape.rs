@@ -113,7 +113,7 @@ mod tests {
             activity: None,
             warnings: vec![label.into()],
             notes: vec![],
-            scenario: serde_json::Value::Null,
+            scenario: None,
         };
         r.refresh().unwrap();
         latlab_core::model::RunModel::new(r).unwrap()

@@ -398,9 +398,9 @@ pub fn render(model: &RunModel) -> Vec<u8> {
     page(&format!("latlab: {}", model.record.label), &body(model))
 }
 
-/// The wakeup/jitter/audio tables (nothing for the timer).
+/// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_tables(o: &mut String, m: &RunModel) {
-    for t in crate::modes::tables(m) {
+    for t in crate::extra::tables(m) {
         let _ = writeln!(o, "<h2>{}</h2>\n<table><tr>", esc(&t.title));
         for h in &t.header {
             let _ = write!(o, "<th>{}</th>", esc(h));

@@ -55,7 +55,9 @@ fn insert_delays(v: &mut Value, spikes: &[latlab_core::record::SpikeRecord]) {
 
 pub fn render(m: &RunModel) -> Vec<u8> {
     let mut val = value(m);
-    crate::text_scenario::add_json(&mut val, &m.record.scenario);
+    if let Some(sc) = &m.record.scenario {
+        val["scenario"] = serde_json::to_value(sc).expect("a scenario record serializes");
+    }
     let mut v = serde_json::to_vec_pretty(&val).expect("json serializes");
     v.push(b'\n');
     v

@@ -9,13 +9,15 @@ pub mod check;
 pub mod compare;
 pub mod cyclictest;
 pub mod escape;
+pub mod extra;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod modes;
+pub mod scenario;
 pub mod svg;
+pub mod tables;
 pub mod text;
-pub mod text_scenario;
 
 /// The formats a single run renders to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

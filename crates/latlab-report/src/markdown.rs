@@ -257,9 +257,9 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     o.into_bytes()
 }
 
-/// The wakeup/jitter/audio tables (nothing for the timer).
+/// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_tables(o: &mut String, m: &RunModel) {
-    for t in crate::modes::tables(m) {
+    for t in crate::extra::tables(m) {
         let _ = writeln!(o, "### {}\n", cell(&t.title));
         let rows: Vec<Vec<String>> = t
             .rows

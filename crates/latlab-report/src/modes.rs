@@ -1,5 +1,5 @@
-//! The extra tables of the `wakeup`, `jitter` and `audio` modes, as plain cells; each
-//! renderer (text, markdown, html) lays them out with one function, and json adds its keys.
+//! The extra tables of the `wakeup`, `jitter` and `audio` modes ([`crate::tables`]), and the
+//! keys they add to the JSON report.
 
 use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
@@ -7,13 +7,7 @@ use latlab_core::modes::{AudioRecord, AudioTally, ExecSummary};
 use latlab_core::units::Human;
 use serde_json::{json, Value};
 
-/// One table: a title, a header, rows, and an optional sentence below it.
-pub struct ModeTable {
-    pub title: String,
-    pub header: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    pub note: Option<String>,
-}
+use crate::tables::Table;
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -26,7 +20,7 @@ fn exec_summary(h: &latlab_core::hist::HistogramRecord) -> Option<ExecSummary> {
 }
 
 /// The mode's tables (empty for the timer and imports).
-pub fn tables(m: &RunModel) -> Vec<ModeTable> {
+pub fn tables(m: &RunModel) -> Vec<Table> {
     let r = &m.record;
     let mut out = Vec::new();
     let modes: Vec<(u32, &latlab_core::modes::CpuMode)> = r
@@ -42,7 +36,7 @@ pub fn tables(m: &RunModel) -> Vec<ModeTable> {
         .filter_map(|(cpu, x)| x.pair.as_ref().map(|p| vec![cpu.to_string(), p.clone()]))
         .collect();
     if !pairs.is_empty() {
-        out.push(ModeTable {
+        out.push(Table {
             title: "Wake-up pairs (latency = receiver's return − sender's stamp before signalling)"
                 .into(),
             header: s(&["CPU", "pair"]),
@@ -80,7 +74,7 @@ pub fn tables(m: &RunModel) -> Vec<ModeTable> {
             .and_then(|p| p.work_ns)
             .map(|w| format!(", calibrated to {}", Human(w)))
             .unwrap_or_default();
-        out.push(ModeTable {
+        out.push(Table {
             title: format!("Execution time of the compute kernel{work}"),
             header: s(&[
                 "CPU",
@@ -110,7 +104,7 @@ pub fn tables(m: &RunModel) -> Vec<ModeTable> {
         if audio.len() > 1 {
             rows.push(audio_row("all".into(), &total, measured));
         }
-        out.push(ModeTable {
+        out.push(Table {
             title: format!(
                 "Audio deadlines: {} fragments of {} frames ({}), deadline {} after each fragment's start",
                 total.buffers,
@@ -143,7 +137,7 @@ pub fn tables(m: &RunModel) -> Vec<ModeTable> {
                 ]
             })
             .collect();
-        out.push(ModeTable {
+        out.push(Table {
             title: "Verdict per buffer count (from the same fragments)".into(),
             header: s(&[
                 "buffers",

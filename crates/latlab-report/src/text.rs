@@ -323,7 +323,6 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             let _ = writeln!(out, "  {}: {}{ops}", escape(&l.profile), escape(&l.command));
         }
     }
-    out.push_str(&crate::text_scenario::block(&r.scenario));
     for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {
         if !lines.is_empty() {
             let _ = writeln!(out, "\n{title}");
@@ -335,9 +334,9 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// The wakeup/jitter/audio tables (nothing for the timer).
+/// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_blocks(out: &mut String, m: &RunModel) {
-    for t in crate::modes::tables(m) {
+    for t in crate::extra::tables(m) {
         let _ = writeln!(out, "\n{}", escape(&t.title));
         let mut tab = Table::new();
         tab.load_style(presets::NOTHING);

@@ -68,7 +68,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
         activity: None,
         warnings: vec![],
         notes: vec![],
-        scenario: serde_json::Value::Null,
+        scenario: None,
     })
     .unwrap()
 }

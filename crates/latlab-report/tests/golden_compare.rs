@@ -88,7 +88,7 @@ fn record(s: &Spec) -> RunRecord {
         activity: None,
         warnings: vec![],
         notes: vec![],
-        scenario: serde_json::Value::Null,
+        scenario: None,
     };
     r.refresh().unwrap();
     r

@@ -97,7 +97,7 @@ fn record() -> RunRecord {
         trace: None,
         loads: vec![],
         activity: None,
-        scenario: serde_json::Value::Null,
+        scenario: None,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };

@@ -404,7 +404,7 @@ pub(crate) fn record(
         trace: None,
         loads: vec![],
         activity: None,
-        scenario: serde_json::Value::Null,
+        scenario: None,
         warnings: vec![],
         notes,
     }

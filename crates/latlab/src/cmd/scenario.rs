@@ -87,8 +87,7 @@ fn record(
         })
         .collect();
     let mut r = s.record(label, config, cpus, true);
-    // Until the record's `scenario` is typed, the value of the typed record.
-    r.scenario = serde_json::to_value(&scenario)?;
+    r.scenario = Some(scenario);
     r.refresh()?;
     Ok(r)
 }
