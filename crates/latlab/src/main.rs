@@ -5,6 +5,10 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::Parser;
 
+// First: its `out!`/`outln!` macros are used by every command module below.
+#[macro_use]
+mod stdout;
+
 mod args;
 mod cli;
 mod cli_modes;

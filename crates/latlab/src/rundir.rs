@@ -276,14 +276,6 @@ pub fn emit(bytes: &[u8], output: Option<&Path>) -> anyhow::Result<()> {
         Some(p) => {
             write_atomic(p, bytes).with_context(|| format!("-o {}: cannot write", p.display()))
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(bytes).and_then(|()| out.flush()) {
-                Ok(()) => Ok(()),
-                // A closed pipe (`| head`) is not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                Err(e) => Err(e.into()),
-            }
-        }
+        None => crate::stdout::write(bytes),
     }
 }

@@ -460,3 +460,55 @@ fn usage_errors_exit_1_not_2() {
         latlab().args(args).assert().code(0);
     }
 }
+
+/// Output that is lost is an error for every command that prints on stdout: a full disk
+/// (`> /dev/full`) or a stdout closed at start (`>&-`) exits 1 with one line, never a panic
+/// (101) and never a silent success.
+#[test]
+fn lost_output_is_an_error_for_every_command() {
+    let t = tempfile::tempdir().unwrap();
+    sim_run(t.path(), &[]).success();
+    let dir = only_run_dir(t.path());
+    let dir = dir.to_str().unwrap();
+    let results = t.path().join("more");
+    let results = results.to_str().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("latlab");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["report", dir],
+        vec!["report", dir, "--format", "json"],
+        vec!["compare", dir, dir],
+        vec!["check"],
+        vec!["loads", "list"],
+        vec![
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "--quiet",
+            "--results",
+            results,
+        ],
+    ];
+    for args in &commands {
+        let full = std::process::Command::new(&bin)
+            .args(args)
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&full.stderr);
+        assert_eq!(full.status.code(), Some(1), "{args:?} > /dev/full: {err}");
+        assert!(err.starts_with("latlab: error: "), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        let closed = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec \"$0\" \"$@\" >&-")
+            .arg(&bin)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&closed.stderr);
+        assert_eq!(closed.status.code(), Some(1), "{args:?} >&-: {err}");
+        assert!(err.contains("stdout"), "{args:?}: {err}");
+    }
+}

@@ -34,44 +34,10 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Write the analysis to stdout, all of it or an error: a full disk (`> /dev/full`) or a
-/// closed stdout (`>&-`) loses it, and that must not look like success. A closed pipe
-/// (`| head`) is the reader's choice, not an error.
+/// Write the analysis to stdout, all of it or an error (see `crate::stdout`).
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    const WHAT: &str = "cannot write the analysis to stdout";
-    if stdout_was_closed() {
-        anyhow::bail!("{WHAT}: it is closed (run without `>&-`, or redirect it to a file)");
-    }
-    let mut so = std::io::stdout().lock();
-    match so.write_all(bytes).and_then(|()| so.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(anyhow::anyhow!(
-            "{WHAT}: {e} (redirect it to a file on a disk with room)"
-        )),
-    }
+    crate::stdout::write(bytes).context("cannot write the analysis")
 }
-
-/// The process started with fd 1 closed. Rust's runtime then opens `/dev/null` on it before
-/// `main`, and writes vanish without an error; this constructor runs before that runtime set-up
-/// (glibc calls `.init_array` entries first) and notes what it finds.
-fn stdout_was_closed() -> bool {
-    STDOUT_CLOSED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn note_closed_stdout() {
-    // SAFETY: fcntl(F_GETFD) on a descriptor number only reads its flags.
-    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
-        STDOUT_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-#[used]
-#[link_section = ".init_array"]
-static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
 
 /// Read and analyze a trace file as `latlab analyze` does (shared with `latlab bench analyze`).
 pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {

@@ -192,32 +192,38 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         } => {
             let secs = (duration.0 / 1_000_000_000).max(1);
             let dur = format_duration(secs * 1_000_000_000);
-            println!(
+            outln!(
                 "latlab vs cyclictest on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, alternated"
-            );
-            println!(
+            )?;
+            outln!(
                 "{:<5} {:<10} {:>8} {:>9} {:>9} {:>9} {:>9}",
-                "pair", "tool", "samples", "min µs", "mean µs", "p99 µs", "max µs"
-            );
+                "pair",
+                "tool",
+                "samples",
+                "min µs",
+                "mean µs",
+                "p99 µs",
+                "max µs"
+            )?;
             let (mut rm, mut rp) = (Vec::new(), Vec::new());
             for i in 1..=pairs {
                 let (l, _) = latlab_run(cpu, &dur)?;
                 let c = cyclictest_run(cpu, secs)?;
                 for (name, f) in [("latlab", l), ("cyclictest", c)] {
-                    println!(
+                    outln!(
                         "{i:<5} {name:<10} {:>8} {:>9} {:>9} {:>9} {:>9}",
                         f.samples,
                         us(f.min as f64),
                         us(f.mean),
                         us(f.p99 as f64),
                         us(f.max as f64)
-                    );
+                    )?;
                 }
                 let (m, p) = (l.mean / c.mean, l.p99 as f64 / c.p99 as f64);
-                println!(
+                outln!(
                     "{i:<5} {:<10} mean ratio {m:.3}, p99 ratio {p:.3} (goal ≤ 1.05)",
                     "ratio"
-                );
+                )?;
                 rm.push(m);
                 rp.push(p);
             }
@@ -225,15 +231,15 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
                 v.sort_by(|a, b| a.total_cmp(b));
                 v[v.len() / 2]
             };
-            println!(
+            outln!(
                 "median ratios latlab/cyclictest: mean {:.3}, p99 {:.3}",
                 med(&mut rm),
                 med(&mut rp)
-            );
+            )?;
             let (_, rss_short) = latlab_run(cpu, &dur)?;
             let long = format_duration(6 * secs * 1_000_000_000);
             let (_, rss_long) = latlab_run(cpu, &long)?;
-            println!("latlab peak RSS: {rss_short} KiB for {dur}, {rss_long} KiB for {long}");
+            outln!("latlab peak RSS: {rss_short} KiB for {dur}, {rss_long} KiB for {long}")?;
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Loads {

@@ -295,13 +295,13 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&results)
         .with_context(|| format!("--results {}: cannot create it", results.display()))?;
     if o.format == RunFormat::Text {
-        println!(
+        outln!(
             "latlab bench loads: {duration} per profile on CPUs {}, {} profiles",
             o.cpus,
             names.len()
-        );
+        )?;
         if !skipped.is_empty() {
-            println!("not installed, skipped: {}", skipped.join(", "));
+            outln!("not installed, skipped: {}", skipped.join(", "))?;
         }
     }
     let mut rows = Vec::new();
@@ -315,7 +315,7 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&results);
     }
     match o.format {
-        RunFormat::Text => print!("{}", table(&rows)),
+        RunFormat::Text => out!("{}", table(&rows))?,
         RunFormat::Json => {
             let v = json!({
                 "duration_ns": d,
@@ -336,7 +336,7 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
                     "run_dir": if keep { r.run_dir.clone() } else { None },
                 })).collect::<Vec<_>>(),
             });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?)?;
         }
     }
     if let Some(r) = rows.iter().find(|r| r.error.is_some()) {

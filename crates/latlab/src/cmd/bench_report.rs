@@ -237,17 +237,17 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
     let b = rundir::create_run_dir(&tmp_dir, "b")?;
     rundir::write_run(&b, &rec, true)?;
     let json_len = std::fs::metadata(a.join("run.json"))?.len();
-    println!(
+    outln!(
         "24-hour-equivalent run: {CPUS} CPUs × {} samples, {SECONDS} per-second maxima each, {SPIKES} spikes, 10 ms limit, {} buckets used (all CPUs); built and written in {:.2} s",
         rec.cpus[0].histogram.count,
         rec.total.buckets_used,
         t.elapsed().as_secs_f64()
-    );
-    println!(
+    )?;
+    outln!(
         "run.json {:.2} MB; median of {} runs each (load run.json + render + write)",
         json_len as f64 / 1e6,
         reps.max(1)
-    );
+    )?;
 
     use latlab_report::Format as F;
     for (name, f, ext) in [
@@ -260,10 +260,10 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         let s = median_secs(reps, || report_once(&a, f, &out))?;
         let size = std::fs::metadata(&out)?.len();
         let goal = if name == "html" { "  (goal < 1 s)" } else { "" };
-        println!(
+        outln!(
             "  report --format {name:<9} {s:7.3} s  {:8.1} KB out{goal}",
             size as f64 / 1e3
-        );
+        )?;
     }
     let out = tmp_dir.join("compare.html");
     let s = median_secs(reps, || {
@@ -273,10 +273,10 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         rundir::write_atomic(&out, &bytes)?;
         Ok(())
     })?;
-    println!(
+    outln!(
         "  compare (2 runs) --format html {s:7.3} s  {:8.1} KB out  (goal < 1 s)",
         std::fs::metadata(&out)?.len() as f64 / 1e3
-    );
+    )?;
 
     let v = verbose_file(VERBOSE_LINES);
     let vpath = tmp_dir.join("cyclictest-v.txt");
@@ -293,10 +293,10 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         samples == VERBOSE_LINES as u64,
         "the import read {samples} samples of {VERBOSE_LINES}"
     );
-    println!(
+    outln!(
         "import --from cyclictest-verbose: {VERBOSE_LINES} lines, {mb:.2} MB: read + parse {s:.4} s = {:.0} MB/s  (goal ≥ 100 MB/s)",
         mb / s
-    );
+    )?;
     let s = median_secs(reps, || {
         let bytes = std::fs::read(&vpath)?;
         let mut r = import::import(&bytes, From::CyclictestVerbose, "bench")?;
@@ -306,10 +306,10 @@ pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
         std::fs::remove_dir_all(&d)?;
         Ok(())
     })?;
-    println!(
+    outln!(
         "  with the run directory written (run.json, histogram.txt, summary.txt): {s:.4} s = {:.0} MB/s",
         mb / s
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

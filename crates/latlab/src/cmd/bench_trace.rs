@@ -78,20 +78,27 @@ pub fn trace_overhead(
         bail!("--pairs 0: give at least 1 pair of runs");
     }
     let dur = format_duration((d / 1_000_000_000).max(1) * 1_000_000_000);
-    println!(
+    outln!(
         "recorder overhead on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, \
          off / on (--trace-threshold {threshold}) alternated"
-    );
-    println!(
+    )?;
+    outln!(
         "{:<5} {:<9} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10}",
-        "pair", "recorder", "samples", "spikes", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
-    );
+        "pair",
+        "recorder",
+        "samples",
+        "spikes",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "max µs"
+    )?;
     let mut ratios: Vec<[f64; 3]> = Vec::new();
     for i in 1..=pairs {
         let off = latlab_run(cpu, &dur, None)?;
         let on = latlab_run(cpu, &dur, Some(&threshold))?;
         for (name, f) in [("off", off), ("on", on)] {
-            println!(
+            outln!(
                 "{i:<5} {name:<9} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10}",
                 f.samples,
                 f.spikes,
@@ -99,14 +106,17 @@ pub fn trace_overhead(
                 us(f.p99),
                 us(f.p999),
                 us(f.max)
-            );
+            )?;
         }
         let r = |a: u64, b: u64| a as f64 / b.max(1) as f64;
         let rr = [r(on.p50, off.p50), r(on.p99, off.p99), r(on.p999, off.p999)];
-        println!(
+        outln!(
             "{i:<5} {:<9} on/off: p50 {:.3}, p99 {:.3}, p99.9 {:.3}",
-            "ratio", rr[0], rr[1], rr[2]
-        );
+            "ratio",
+            rr[0],
+            rr[1],
+            rr[2]
+        )?;
         ratios.push(rr);
     }
     let med = |k: usize| {
@@ -114,12 +124,12 @@ pub fn trace_overhead(
         v.sort_by(|a, b| a.total_cmp(b));
         v[v.len() / 2]
     };
-    println!(
+    outln!(
         "median ratios on/off: p50 {:.3}, p99 {:.3}, p99.9 {:.3}",
         med(0),
         med(1),
         med(2)
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -136,7 +146,7 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
             let r = capture(&path, size).and_then(|()| analyze_throughput(&path));
             if keep && r.is_ok() {
                 let _ = dir.keep();
-                println!("trace kept: {}", path.display());
+                outln!("trace kept: {}", path.display())?;
             }
             r?;
         }
@@ -273,17 +283,17 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
     );
     let (wc_s, an_s) = (median(&mut wc), median(&mut an));
 
-    println!(
+    outln!(
         "trace {} ({mb:.1} MB, {lines} lines), median of {ROUNDS} interleaved rounds (min)",
         path.display()
-    );
-    println!(
+    )?;
+    outln!(
         "  wc -l            {:8.3} s  {:8.1} MB/s  ({:.3} s)",
         wc_s,
         mb / wc_s,
         wc_min
-    );
-    println!(
+    )?;
+    outln!(
         "  latlab analyze   {:8.3} s  {:8.1} MB/s  ({:.3} s; {} events, {} samples, {} spikes)",
         an_s,
         mb / an_s,
@@ -291,11 +301,11 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
         a.events,
         a.samples,
         a.spikes.len()
-    );
-    println!(
+    )?;
+    outln!(
         "  analyze / wc -l  {:8.1} %  (goal ≥ 25 %)",
         100.0 * wc_s / an_s
-    );
+    )?;
     Ok(())
 }
 

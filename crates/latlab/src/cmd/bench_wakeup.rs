@@ -98,11 +98,15 @@ pub fn bench_wakeup(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<Ex
     }
     let tools = ["latlab futex", "ptsematest", "latlab mqueue", "pmqtest"];
     let mut figs: Vec<Vec<Fig>> = vec![Vec::new(); tools.len()];
-    println!("wake-up latency, one pair on CPU {cpu}, fifo 95, interval 1 ms, {secs}s per run, alternated");
-    println!(
+    outln!("wake-up latency, one pair on CPU {cpu}, fifo 95, interval 1 ms, {secs}s per run, alternated")?;
+    outln!(
         "{:<14} {:>4} {:>10} {:>10} {:>10}",
-        "tool", "run", "min µs", "avg µs", "max µs"
-    );
+        "tool",
+        "run",
+        "min µs",
+        "avg µs",
+        "max µs"
+    )?;
     for run in 1..=pairs {
         for (i, t) in tools.iter().enumerate() {
             let f = match *t {
@@ -110,36 +114,36 @@ pub fn bench_wakeup(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<Ex
                 "latlab mqueue" => latlab("mqueue", cpu, secs)?,
                 tool => rt_tests(tool, cpu, secs)?,
             };
-            println!(
+            outln!(
                 "{t:<14} {run:>4} {:>10.2} {:>10.2} {:>10.2}",
                 f.min / 1e3,
                 f.avg / 1e3,
                 f.max / 1e3
-            );
+            )?;
             figs[i].push(f);
         }
     }
     let mean = |v: &[Fig], k: fn(&Fig) -> f64| v.iter().map(k).sum::<f64>() / v.len().max(1) as f64;
-    println!("\nmeans over {pairs} runs");
+    outln!("\nmeans over {pairs} runs")?;
     for (t, v) in tools.iter().zip(&figs) {
-        println!(
+        outln!(
             "{t:<14}      {:>10.2} {:>10.2} {:>10.2}",
             mean(v, |f| f.min) / 1e3,
             mean(v, |f| f.avg) / 1e3,
             mean(v, |f| f.max) / 1e3
-        );
+        )?;
     }
     for (a, b) in [(0, 1), (2, 3)] {
-        println!(
+        outln!(
             "{} / {}: min {:.2}×  avg {:.2}×  max {:.2}×",
             tools[a],
             tools[b],
             mean(&figs[a], |f| f.min) / mean(&figs[b], |f| f.min).max(1.0),
             mean(&figs[a], |f| f.avg) / mean(&figs[b], |f| f.avg).max(1.0),
             mean(&figs[a], |f| f.max) / mean(&figs[b], |f| f.max).max(1.0),
-        );
+        )?;
     }
-    println!("(latlab's sender runs at priority 94, as ptsematest's receiver preempts its sender; rt-tests report whole µs)");
+    outln!("(latlab's sender runs at priority 94, as ptsematest's receiver preempts its sender; rt-tests report whole µs)")?;
     Ok(ExitCode::SUCCESS)
 }
 

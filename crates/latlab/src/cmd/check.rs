@@ -3,11 +3,9 @@
 //! `/proc/stat` for a second to see the current steal time. Works without root and says what it
 //! could not read. The hidden `--root DIR` reads a saved or fixture tree instead of `/`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use latlab_core::findings::findings;
 use latlab_report::check::{render_json, render_text};
 
@@ -27,9 +25,6 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         RunFormat::Text => render_text(&inv, &found),
         RunFormat::Json => render_json(&inv, &found),
     };
-    std::io::stdout()
-        .lock()
-        .write_all(&bytes)
-        .context("writing to stdout")?;
+    crate::stdout::write(&bytes)?;
     Ok(ExitCode::SUCCESS)
 }

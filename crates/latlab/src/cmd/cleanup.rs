@@ -97,10 +97,10 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
         lines.extend(stale_cgroups(&root));
     }
     if lines.is_empty() {
-        println!("nothing to clean up");
+        outln!("nothing to clean up")?;
     }
     for l in &lines {
-        println!("{l}");
+        outln!("{l}")?;
     }
     // Every failure line starts with "could not" (names inside a line are the system's text).
     let failed = lines

@@ -12,7 +12,6 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 use anyhow::{bail, Context};
 use latlab_core::import::{self, From};
@@ -20,26 +19,10 @@ use latlab_core::import::{self, From};
 use crate::cli::{ImportArgs, ImportFrom};
 use crate::rundir;
 
-/// Whether descriptor 1 was open when the process started: 0 not probed, 1 open, 2 closed.
-/// Rust's runtime reopens a closed stdout on /dev/null before `main`, after which a write
-/// "succeeds" and the run directory's path is lost; the probe runs before that, from
-/// `.init_array` (as C constructors do).
-static STDOUT_AT_START: AtomicU8 = AtomicU8::new(0);
-
-extern "C" fn probe_stdout() {
-    // SAFETY: F_GETFD only reads the descriptor's flags.
-    let open = unsafe { libc::fcntl(1, libc::F_GETFD) } >= 0;
-    STDOUT_AT_START.store(if open { 1 } else { 2 }, Ordering::Relaxed);
-}
-
-#[used]
-#[link_section = ".init_array"]
-static PROBE_STDOUT: extern "C" fn() = probe_stdout;
-
 /// Was stdout closed when latlab started (or is it closed now)?
 fn stdout_closed() -> bool {
     // SAFETY: F_GETFD only reads the descriptor's flags.
-    STDOUT_AT_START.load(Ordering::Relaxed) == 2 || unsafe { libc::fcntl(1, libc::F_GETFD) } < 0
+    crate::stdout::was_closed() || unsafe { libc::fcntl(1, libc::F_GETFD) } < 0
 }
 
 /// The file's path for messages (control characters escaped: it is the user's text).

@@ -15,7 +15,7 @@ use crate::load_session::{options_from, LoadSession};
 pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         LoadsCommand::List => {
-            print!("{}", list());
+            out!("{}", list())?;
             Ok(ExitCode::SUCCESS)
         }
         LoadsCommand::Run {
@@ -161,12 +161,12 @@ fn run(
         );
     }
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(
                 &serde_json::json!({"loads": records, "activity": activity})
             )?
-        );
+        )?;
     }
     if let Some(e) = failed {
         return Err(e);

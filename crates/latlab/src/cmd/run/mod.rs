@@ -66,9 +66,10 @@ impl Live {
             );
         }
         self.lines = threads.len();
-        print!("{s}");
+        // Cosmetic: a terminal that went away does not end the run (the record is what counts).
         use std::io::Write as _;
-        let _ = std::io::stdout().flush();
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes()).and_then(|()| o.flush());
     }
 }
 
