@@ -36,7 +36,12 @@ pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
 
 /// Write the analysis to stdout, all of it or an error (see `crate::stdout`).
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
-    crate::stdout::write(bytes).context("cannot write the analysis")
+    crate::stdout::write(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write the analysis to stdout: {}",
+            format!("{e:#}").trim_start_matches("cannot write to stdout: ")
+        )
+    })
 }
 
 /// Read and analyze a trace file as `latlab analyze` does (shared with `latlab bench analyze`).
