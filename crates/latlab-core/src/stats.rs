@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Histogram, Quantile};
@@ -38,7 +39,7 @@ pub const LADDER: [(&str, Quantile); 6] = [
 /// Statistics of one histogram. Keys are the interface contract (design.md); all times are
 /// integer nanoseconds. A percentile is `null` only when it falls among imported overflow
 /// samples whose value is unknown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct Stats {
     pub samples: u64,
     pub min_ns: Option<Nanos>,

@@ -28,13 +28,6 @@ fn s(v: &Value) -> String {
     }
 }
 
-/// Add the scenario results to the JSON report (under `scenario`), when there are any.
-pub fn add_json(report: &mut Value, scenario: &Value) {
-    if let (Some(o), false) = (report.as_object_mut(), scenario.is_null()) {
-        o.insert("scenario".into(), scenario.clone());
-    }
-}
-
 /// The text block, or nothing when the run is no scenario.
 pub fn block(v: &Value) -> String {
     match v.get("kind").and_then(Value::as_str) {
