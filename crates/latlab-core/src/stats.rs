@@ -36,7 +36,7 @@ pub const LADDER: [(&str, Quantile); 6] = [
     ("p99.999", Quantile::P99999),
 ];
 
-/// Statistics of one histogram. Keys are the interface contract (design.md); all times are
+/// Statistics of one histogram. Keys are the interface contract (docs/contract.md); all times are
 /// integer nanoseconds. A percentile is `null` only when it falls among imported overflow
 /// samples whose value is unknown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]

@@ -496,3 +496,28 @@ fn cli_reference_exit_codes_hold() {
         .assert()
         .code(2);
 }
+
+/// No reference to a file outside the repository is left.
+#[test]
+fn nothing_cites_the_design_file_outside_the_repository() {
+    let mut hits = vec![];
+    let mut stack = vec![root().join("crates"), root().join("docs")];
+    let mut files = vec![root().join("README.md")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                files.push(p);
+            }
+        }
+    }
+    let needle = ["design", ".md"].concat();
+    for f in files {
+        if read(&f).contains(&needle) {
+            hits.push(f.display().to_string());
+        }
+    }
+    assert!(hits.is_empty(), "cite docs/ instead in: {hits:?}");
+}
