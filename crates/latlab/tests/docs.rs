@@ -521,3 +521,52 @@ fn nothing_cites_the_design_file_outside_the_repository() {
     }
     assert!(hits.is_empty(), "cite docs/ instead in: {hits:?}");
 }
+
+/// The compatibility rule: a record without the optional keys (as older latlab versions wrote
+/// them) validates against run.schema.json, and latlab reads it.
+#[test]
+fn a_record_without_the_optional_keys_validates_and_loads() {
+    let v = Validator::committed();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_dir(
+        &tmp.path().join("r"),
+        &["run", "--backend", "sim", "--duration", "2s", "--quiet"],
+    );
+    let mut rec: Value = serde_json::from_str(&read(&dir.join("run.json"))).unwrap();
+    let o = rec.as_object_mut().unwrap();
+    for k in [
+        "tool_version",
+        "command_line",
+        "started_at",
+        "ended_at",
+        "machine",
+        "inventory",
+        "total",
+        "spikes",
+        "trace",
+        "loads",
+        "activity",
+        "warnings",
+        "notes",
+    ] {
+        assert!(o.remove(k).is_some(), "{k} was in a fresh record");
+    }
+    let c = rec["config"].as_object_mut().unwrap();
+    c.retain(|k, _| k == "backend");
+    for cpu in rec["cpus"].as_array_mut().unwrap() {
+        let c = cpu.as_object_mut().unwrap();
+        for k in ["per_second_max_ns", "top_spikes", "thread"] {
+            assert!(c.remove(k).is_some(), "{k}");
+        }
+    }
+    v.check(v.run, "a record without optional keys", &rec);
+    let old = tmp.path().join("old");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join("run.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+    v.run_json(&old);
+    // Without a required key (`backend`) it is neither valid nor readable.
+    rec["config"].as_object_mut().unwrap().remove("backend");
+    assert!(v.schemas.validate(&rec, v.run).is_err());
+    std::fs::write(old.join("run.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+    latlab().arg("report").arg(&old).assert().code(1);
+}
