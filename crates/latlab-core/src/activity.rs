@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ActivityRecord {
     /// Seconds between the two readings.
     pub interval_s: f64,
@@ -28,7 +29,7 @@ pub struct ActivityRecord {
 }
 
 /// How much one counter moved.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CounterDelta {
     pub total: u64,
     pub per_s: f64,
@@ -39,7 +40,7 @@ pub struct CounterDelta {
 }
 
 /// `/proc/loadavg`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct LoadAvg {
     #[serde(rename = "1m")]
     pub one: f64,

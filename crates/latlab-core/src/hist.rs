@@ -20,6 +20,7 @@
 //! assert_eq!(h.quantile(Quantile::MAX), Some(9_000_000));
 //! ```
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::units::Nanos;
@@ -530,7 +531,7 @@ impl Histogram {
 }
 
 /// The stored, sparse form of a histogram: non-empty buckets as `[lower_ns, count]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HistogramRecord {
     pub bucket_ns: u64,
     pub limit_ns: u64,

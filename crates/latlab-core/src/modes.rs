@@ -30,6 +30,7 @@
 //! period follows a fragment whose response exceeded one period, which is itself counted as
 //! an xrun for B ≤ 2.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Histogram, HistogramRecord, Quantile};
@@ -45,7 +46,7 @@ pub const AUDIO_PERIOD_NS: Nanos = 1_451_247;
 pub const AUDIO_RATE_HZ: u64 = 44_100;
 
 /// The mode's parameters, stored in `RunConfig::mode_params` (absent for `timer`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct ModeParams {
     /// `futex`, `pipe`, `eventfd` or `condvar` (wakeup).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +69,7 @@ pub struct ModeParams {
 }
 
 /// Per-thread extras of a mode, stored in `CpuRecord::mode` (absent for `timer`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct CpuMode {
     /// Wakeup: who wakes whom, e.g. `futex: sender CPU 1 (fifo 94) → receiver CPU 0 (fifo 95)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +83,7 @@ pub struct CpuMode {
 }
 
 /// The compute kernel and its execution-time histogram.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExecRecord {
     /// Kernel iterations per period, calibrated at start so the fastest run takes ≈ `work_ns`.
     pub iterations: u64,
@@ -92,7 +93,7 @@ pub struct ExecRecord {
 }
 
 /// Summary of an execution-time distribution: how deterministic the code's run time is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExecSummary {
     pub samples: u64,
     pub min_ns: Nanos,
@@ -120,7 +121,7 @@ impl ExecSummary {
 }
 
 /// The deadline tally of one audio thread (see the module doc for the model).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AudioRecord {
     pub period_ns: Nanos,
     pub buffers: u32,

@@ -5,6 +5,7 @@
 //!
 //! `schema_version` changes only when a field changes meaning; new optional fields keep it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{HistError, Histogram, HistogramRecord, Layout};
@@ -20,7 +21,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const MAX_BUCKETS: u64 = 1 << 26;
 
 /// Where a run's numbers came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Latlab,
@@ -40,7 +41,7 @@ impl Source {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct RunConfig {
     /// `timer` (cyclictest-style wake-ups); other modes come with their issues.
     #[serde(default = "timer")]
@@ -78,7 +79,7 @@ fn timer() -> String {
 }
 
 /// Machine basics recorded by every run (the full inventory is `RunRecord::inventory`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct Machine {
     pub hostname: Option<String>,
     pub kernel_release: Option<String>,
@@ -94,7 +95,7 @@ pub struct Machine {
 }
 
 /// Who ran the measurement thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct ThreadInfo {
     pub tid: Option<i64>,
     pub policy: Option<String>,
@@ -103,7 +104,7 @@ pub struct ThreadInfo {
 }
 
 /// One of the largest samples of a thread, kept by the measurement thread itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SampleSpike {
     /// Intended wake-up time, CLOCK_MONOTONIC ns.
     pub at_ns: Nanos,
@@ -111,7 +112,7 @@ pub struct SampleSpike {
 }
 
 /// One measured CPU (or thread, for imports).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuRecord {
     pub cpu: u32,
     /// Derived, contract keys (`samples`, `min_ns`, … `missed_periods`, `below`).
@@ -133,7 +134,9 @@ pub struct CpuRecord {
 }
 
 /// What delayed a traced spike (the contract's `causes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CauseKind {
     Irq,
@@ -146,7 +149,7 @@ pub enum CauseKind {
     Unknown,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Cause {
     pub kind: CauseKind,
     pub name: String,
@@ -158,7 +161,7 @@ pub struct Cause {
 }
 
 /// A spike the recorder traced (or tried to).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SpikeRecord {
     pub cpu: u32,
     /// Intended wake-up time, CLOCK_MONOTONIC ns.
@@ -176,7 +179,7 @@ pub struct SpikeRecord {
 }
 
 /// A load that ran during the measurement (the contract's `loads`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct LoadRecord {
     pub profile: String,
     pub command: String,
@@ -190,7 +193,7 @@ pub struct LoadRecord {
 }
 
 /// The whole stored record of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     pub schema_version: u32,
     pub label: String,

@@ -3,11 +3,12 @@
 //! whose kind this latlab does not know loads as [`ScenarioRecord::Unknown`] (its details are
 //! not shown), so a newer run.json still opens.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::units::Nanos;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ScenarioRecord {
     Fairness(FairnessRecord),
@@ -28,7 +29,7 @@ impl ScenarioRecord {
 }
 
 /// `latlab scenario fairness` (Love, OLS 2003, §2.1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FairnessRecord {
     pub tasks: usize,
     pub policy: String,
@@ -48,7 +49,7 @@ pub struct FairnessRecord {
 }
 
 /// One task of the fairness scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskShare {
     pub task: usize,
     pub tid: i64,
@@ -60,7 +61,7 @@ pub struct TaskShare {
 }
 
 /// The fairness figures over all tasks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FairnessResult {
     /// Jain's index over CPU time (1 = perfectly fair, 1/n = one task got everything).
     pub jain_index: Option<f64>,
@@ -76,7 +77,7 @@ pub struct FairnessResult {
 }
 
 /// How late the fairness scenario's sleeper woke.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SleeperSummary {
     pub count: u64,
     pub p50_ns: Option<Nanos>,
@@ -89,7 +90,7 @@ pub struct SleeperSummary {
 }
 
 /// `latlab scenario io-read` (Love, OLS 2003, §4.3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct IoReadRecord {
     pub file_size: u64,
     pub small_files: usize,
@@ -112,7 +113,7 @@ pub struct IoReadRecord {
 }
 
 /// The block device behind `--dir`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct DeviceRecord {
     pub dev: Option<String>,
     pub name: Option<String>,
@@ -126,7 +127,7 @@ pub struct DeviceRecord {
 }
 
 /// The disk's I/O scheduler: asked for, before, during the run.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IoSchedRecord {
     pub requested: Option<String>,
     pub before: Option<String>,
@@ -134,7 +135,7 @@ pub struct IoSchedRecord {
 }
 
 /// One phase: alone, or under one load.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PhaseRecord {
     pub name: String,
     /// The load's profile (null: alone).
@@ -146,7 +147,7 @@ pub struct PhaseRecord {
 }
 
 /// The passes of one reader (big file or small files) in one phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PassSummary {
     /// Timed operations over all passes.
     pub count: u64,
@@ -162,7 +163,7 @@ pub struct PassSummary {
 }
 
 /// A loaded phase over the phase alone (null when either is missing).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RatioRecord {
     pub phase: String,
     pub big_total: Option<f64>,

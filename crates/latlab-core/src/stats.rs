@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{Histogram, Quantile};
@@ -35,10 +36,10 @@ pub const LADDER: [(&str, Quantile); 6] = [
     ("p99.999", Quantile::P99999),
 ];
 
-/// Statistics of one histogram. Keys are the interface contract (design.md); all times are
+/// Statistics of one histogram. Keys are the interface contract (docs/contract.md); all times are
 /// integer nanoseconds. A percentile is `null` only when it falls among imported overflow
 /// samples whose value is unknown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, JsonSchema)]
 pub struct Stats {
     pub samples: u64,
     pub min_ns: Option<Nanos>,

@@ -1,11 +1,12 @@
 //! What the tracefs flight recorder of a run did (the record's `trace`): its instances and
 //! events, the spikes it traced and missed, how fast it re-armed, what the kernel lost.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::units::Nanos;
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct TraceSummary {
     /// The first instance (`/sys/kernel/tracing/instances/latlab-<pid>`).
     pub instance: String,
@@ -47,7 +48,7 @@ pub struct TraceSummary {
     pub removal_error: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CpuOverruns {
     pub cpu: u32,
     pub events: u64,

@@ -1,6 +1,6 @@
 //! Units: nanoseconds everywhere, and the parsers for the CLI's durations and latencies.
 //!
-//! The contract (design.md): durations `10s`, `5m`, `2h`, `1d`; latencies and intervals
+//! The contract (docs/cli.md, "Conventions"): durations `10s`, `5m`, `2h`, `1d`; latencies and intervals
 //! `500us`, `1ms`, `250000ns`; a bare number means microseconds, as in cyclictest.
 
 use std::fmt;

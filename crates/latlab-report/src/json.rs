@@ -1,64 +1,238 @@
-//! The JSON report: the interface contract's keys (design.md), all times integer ns.
+//! The JSON report (`latlab report --format json`, `latlab run --format json`): the interface
+//! contract's keys (docs/contract.md), all times integer ns. Typed here, so that
+//! docs/schema/report.schema.json is generated from the same structs that write the bytes.
 
+use latlab_core::activity::ActivityRecord;
+use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
-use serde_json::{json, Value};
+use latlab_core::modes::{AudioRecord, ExecSummary, ModeParams};
+use latlab_core::record::{
+    CauseKind, LoadRecord, Machine, RunConfig, SampleSpike, Source, SpikeRecord,
+};
+use latlab_core::scenario_record::ScenarioRecord;
+use latlab_core::stats::Stats;
+use latlab_core::trace_summary::TraceSummary;
+use latlab_core::units::Nanos;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
-/// The report as a JSON value (also what `latlab run --format json` prints).
-pub fn value(m: &RunModel) -> Value {
+/// The whole report. Keys come out sorted (it is written through a `serde_json::Value`).
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(title = "latlab report JSON (report --format json, run --format json)")]
+pub struct Report<'a> {
+    /// 1; changes only when a key changes meaning.
+    pub schema_version: u32,
+    pub label: &'a str,
+    pub source: Source,
+    /// False for checkpoints and runs that died before their final record.
+    pub complete: bool,
+    pub started_at: Option<&'a str>,
+    pub ended_at: Option<&'a str>,
+    pub command_line: Option<&'a str>,
+    pub config: &'a RunConfig,
+    pub machine: &'a Machine,
+    /// All CPUs merged.
+    pub total: &'a Stats,
+    pub cpus: Vec<ReportCpu<'a>>,
+    pub spikes: &'a [SpikeRecord],
+    /// Recorder details when tracing (instances, re-arm times, spikes not traced).
+    pub trace: Option<&'a TraceSummary>,
+    pub loads: &'a [LoadRecord],
+    pub activity: Option<&'a ActivityRecord>,
+    pub inventory: Option<&'a Value>,
+    pub warnings: &'a [String],
+    pub notes: &'a [String],
+    /// Extension: only for `--mode wakeup|jitter|audio` runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ReportMode<'a>>,
+    /// Extension: "what delays this machine", only when a spike has causes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delays: Option<Vec<Delay>>,
+    /// Extension: only for `latlab scenario` runs (see docs/contract.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<&'a ScenarioRecord>,
+}
+
+/// One measured CPU (thread): the contract's statistics plus the per-second maxima.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportCpu<'a> {
+    pub cpu: u32,
+    #[serde(flatten)]
+    pub stats: &'a Stats,
+    /// Largest latency in each second (`null`: no sample that second).
+    pub per_second_max_ns: &'a [Option<Nanos>],
+    /// The largest samples, largest first.
+    pub top_spikes: &'a [SampleSpike],
+    /// Extension (wakeup): who wakes whom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pair: Option<&'a str>,
+    /// Extension (jitter, audio): the compute kernel's execution time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecJson>,
+    /// Extension (audio): the deadline tally of this thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audio: Option<AudioJson>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ExecJson {
+    #[serde(flatten)]
+    pub summary: ExecSummary,
+    pub iterations: u64,
+    pub calibrated_ns: Nanos,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AudioJson {
+    pub period_ns: Nanos,
+    pub buffers: u32,
+    /// Frames per fragment at 44.1 kHz.
+    pub frames: u64,
+    pub fragments: u64,
+    pub xruns: u64,
+    pub xruns_per_minute: f64,
+    pub worst_response_ns: Nanos,
+    /// Worst response past the deadline (0: none late).
+    pub worst_lateness_ns: Nanos,
+    pub late_by_buffers: Vec<LateBy>,
+    pub verdict: String,
+}
+
+/// Fragments that would have been late with `buffers` fragments in the ring.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LateBy {
+    pub buffers: u32,
+    pub late: u64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportMode<'a> {
+    /// `wakeup`, `jitter` or `audio`.
+    pub name: &'a str,
+    pub params: Option<&'a ModeParams>,
+    /// Audio: all threads merged.
+    pub audio: Option<AudioJson>,
+}
+
+/// One row of "what delays this machine".
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Delay {
+    pub kind: CauseKind,
+    pub name: String,
+    /// Spikes this cause appeared in.
+    pub spikes: u64,
+    pub total_ns: Nanos,
+    pub worst_ns: Nanos,
+    /// total_ns / the summed latency of all spikes.
+    pub share: f64,
+}
+
+fn audio_json(a: &AudioRecord, measured: Nanos) -> AudioJson {
+    AudioJson {
+        period_ns: a.period_ns,
+        buffers: a.buffers,
+        frames: a.frames(),
+        fragments: a.fragments,
+        xruns: a.xruns,
+        xruns_per_minute: a.xruns_per_minute(measured),
+        worst_response_ns: a.worst_response_ns,
+        worst_lateness_ns: a.worst_lateness_ns().unwrap_or(0),
+        late_by_buffers: a
+            .verdict()
+            .iter()
+            .map(|&(buffers, late)| LateBy { buffers, late })
+            .collect(),
+        verdict: a.verdict_sentence(),
+    }
+}
+
+/// The typed report of a run.
+pub fn report(m: &RunModel) -> Report<'_> {
     let r = &m.record;
-    let cpus: Vec<Value> = r
+    let measured = r.config.measured_ns.unwrap_or(0);
+    let cpus = r
         .cpus
         .iter()
         .map(|c| {
-            let mut v = serde_json::to_value(&c.stats).expect("stats serialize");
-            let o = v.as_object_mut().expect("stats is an object");
-            o.insert("cpu".into(), json!(c.cpu));
-            o.insert("per_second_max_ns".into(), json!(c.per_second_max_ns));
-            o.insert("top_spikes".into(), json!(c.top_spikes));
-            v
+            let x = c.mode.as_ref();
+            ReportCpu {
+                cpu: c.cpu,
+                stats: &c.stats,
+                per_second_max_ns: &c.per_second_max_ns,
+                top_spikes: &c.top_spikes,
+                pair: x.and_then(|x| x.pair.as_deref()),
+                exec: x.and_then(|x| x.exec.as_ref()).and_then(|e| {
+                    let h = Histogram::from_record(&e.histogram).ok()?;
+                    Some(ExecJson {
+                        summary: ExecSummary::of(&h)?,
+                        iterations: e.iterations,
+                        calibrated_ns: e.calibrated_ns,
+                    })
+                }),
+                audio: x
+                    .and_then(|x| x.audio.as_ref())
+                    .map(|a| audio_json(a, measured)),
+            }
         })
         .collect();
-    let mut v = json!({
-        "schema_version": r.schema_version,
-        "label": r.label,
-        "source": r.source,
-        "complete": r.complete,
-        "started_at": r.started_at,
-        "ended_at": r.ended_at,
-        "command_line": r.command_line,
-        "config": r.config,
-        "machine": r.machine,
-        "total": r.total,
-        "cpus": cpus,
-        "spikes": r.spikes,
-        "trace": r.trace,
-        "loads": r.loads,
-        "activity": r.activity,
-        "inventory": r.inventory,
-        "warnings": r.warnings,
-        "notes": r.notes,
+    let mode = (r.config.mode != "timer" || r.config.mode_params.is_some()).then(|| {
+        let merged = AudioRecord::merged(
+            r.cpus
+                .iter()
+                .filter_map(|c| c.mode.as_ref().and_then(|x| x.audio.as_ref())),
+        );
+        ReportMode {
+            name: &r.config.mode,
+            params: r.config.mode_params.as_ref(),
+            audio: merged.as_ref().map(|a| audio_json(a, measured)),
+        }
     });
-    crate::modes::add_json(&mut v, m);
-    insert_delays(&mut v, &r.spikes);
-    v
+    let rows = latlab_core::trace::summarize(&r.spikes);
+    let delays = (!rows.is_empty()).then(|| {
+        rows.into_iter()
+            .map(|d| Delay {
+                kind: d.kind,
+                name: d.name,
+                spikes: d.spikes,
+                total_ns: d.total_ns,
+                worst_ns: d.worst_ns,
+                share: d.share,
+            })
+            .collect()
+    });
+    Report {
+        schema_version: r.schema_version,
+        label: &r.label,
+        source: r.source,
+        complete: r.complete,
+        started_at: r.started_at.as_deref(),
+        ended_at: r.ended_at.as_deref(),
+        command_line: r.command_line.as_deref(),
+        config: &r.config,
+        machine: &r.machine,
+        total: &r.total,
+        cpus,
+        spikes: &r.spikes,
+        trace: r.trace.as_ref(),
+        loads: &r.loads,
+        activity: r.activity.as_ref(),
+        inventory: r.inventory.as_ref(),
+        warnings: &r.warnings,
+        notes: &r.notes,
+        mode,
+        delays,
+        scenario: r.scenario.as_ref(),
+    }
 }
 
-/// `"delays"`: "what delays this machine" over the traced spikes — per cause (kind, name) the
-/// spikes it appeared in, `total_ns`, `worst_ns` and `share` of the summed spike latency;
-/// present only when a spike has causes.
-fn insert_delays(v: &mut Value, spikes: &[latlab_core::record::SpikeRecord]) {
-    let rows = latlab_core::trace::summarize(spikes);
-    if !rows.is_empty() {
-        v["delays"] = json!(rows);
-    }
+/// The report as a JSON value (keys sorted).
+pub fn value(m: &RunModel) -> Value {
+    serde_json::to_value(report(m)).expect("the report serializes")
 }
 
 pub fn render(m: &RunModel) -> Vec<u8> {
-    let mut val = value(m);
-    if let Some(sc) = &m.record.scenario {
-        val["scenario"] = serde_json::to_value(sc).expect("a scenario record serializes");
-    }
-    let mut v = serde_json::to_vec_pretty(&val).expect("json serializes");
+    let mut v = serde_json::to_vec_pretty(&value(m)).expect("json serializes");
     v.push(b'\n');
     v
 }

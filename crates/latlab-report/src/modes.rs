@@ -5,7 +5,6 @@ use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
 use latlab_core::modes::{AudioRecord, AudioTally, ExecSummary};
 use latlab_core::units::Human;
-use serde_json::{json, Value};
 
 use crate::tables::Table;
 
@@ -164,58 +163,4 @@ fn audio_row(name: String, a: &AudioRecord, measured: u64) -> Vec<String> {
             .map(|l| Human(l).to_string())
             .unwrap_or_else(|| "never late".into()),
     ]
-}
-
-/// JSON: `"mode": {name, params, audio (all threads merged, with the verdict)}` at the top,
-/// and per CPU `"pair"`, `"exec"` (summary + iterations) and `"audio"`.
-pub fn add_json(v: &mut Value, m: &RunModel) {
-    let r = &m.record;
-    let measured = r.config.measured_ns.unwrap_or(0);
-    let audio_json = |a: &AudioRecord| {
-        json!({
-            "period_ns": a.period_ns,
-            "buffers": a.buffers,
-            "frames": a.frames(),
-            "fragments": a.fragments,
-            "xruns": a.xruns,
-            "xruns_per_minute": a.xruns_per_minute(measured),
-            "worst_response_ns": a.worst_response_ns,
-            "worst_lateness_ns": a.worst_lateness_ns().unwrap_or(0),
-            "late_by_buffers": a.verdict().iter().map(|&(b, n)| json!({"buffers": b, "late": n})).collect::<Vec<_>>(),
-            "verdict": a.verdict_sentence(),
-        })
-    };
-    if let Some(cpus) = v.get_mut("cpus").and_then(Value::as_array_mut) {
-        for (c, out) in r.cpus.iter().zip(cpus.iter_mut()) {
-            let (Some(x), Some(o)) = (&c.mode, out.as_object_mut()) else {
-                continue;
-            };
-            if let Some(p) = &x.pair {
-                o.insert("pair".into(), json!(p));
-            }
-            if let Some(e) = &x.exec {
-                if let Some(sm) = exec_summary(&e.histogram) {
-                    let mut ev = serde_json::to_value(sm).expect("summary serializes");
-                    ev["iterations"] = json!(e.iterations);
-                    ev["calibrated_ns"] = json!(e.calibrated_ns);
-                    o.insert("exec".into(), ev);
-                }
-            }
-            if let Some(a) = &x.audio {
-                o.insert("audio".into(), audio_json(a));
-            }
-        }
-    }
-    if r.config.mode != "timer" || r.config.mode_params.is_some() {
-        let merged = AudioRecord::merged(
-            r.cpus
-                .iter()
-                .filter_map(|c| c.mode.as_ref().and_then(|x| x.audio.as_ref())),
-        );
-        v["mode"] = json!({
-            "name": r.config.mode,
-            "params": r.config.mode_params,
-            "audio": merged.as_ref().map(audio_json),
-        });
-    }
 }

@@ -1,4 +1,4 @@
-//! The command line: defined once here (the interface contract in design.md), parsed by clap.
+//! The command line: defined once here (the reference: docs/cli.md), parsed by clap.
 
 use std::path::PathBuf;
 

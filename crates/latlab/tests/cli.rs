@@ -60,7 +60,7 @@ fn sim_run_writes_a_complete_run_directory() {
     assert_eq!(hist.lines().filter(|l| !l.starts_with('#')).count(), 10_000);
     let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
     assert!(summary.contains("standard deviation"));
-    // design.md's run directory holds report.html: the same bytes `report --format html` gives.
+    // The run directory holds report.html (README): the same bytes `report --format html` gives.
     let html = std::fs::read(dir.join("report.html")).unwrap();
     let out = latlab()
         .arg("report")
