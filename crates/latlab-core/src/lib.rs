@@ -17,6 +17,7 @@
 pub mod activity;
 pub mod compare;
 pub mod cpulist;
+pub mod escape;
 pub mod findings;
 pub mod hist;
 pub mod import;

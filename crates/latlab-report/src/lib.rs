@@ -8,7 +8,8 @@ use latlab_core::model::RunModel;
 pub mod check;
 pub mod compare;
 pub mod cyclictest;
-pub mod escape;
+/// The one escaping of untrusted text (latlab-core's, shared with `latlab analyze`).
+pub use latlab_core::escape;
 pub mod extra;
 pub mod html;
 pub mod json;

@@ -515,7 +515,10 @@ fn nothing_cites_the_design_file_outside_the_repository() {
     }
     // `docs/design.md` is the repository's own; the file outside it lived next to the
     // repository, under `shared/`.
-    let needles = [["shared/", "design.md"].concat(), ["../", "shared"].concat()];
+    let needles = [
+        ["shared/", "design.md"].concat(),
+        ["../", "shared"].concat(),
+    ];
     for f in files {
         let text = read(&f);
         if needles.iter().any(|n| text.contains(n.as_str())) {
