@@ -34,7 +34,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use super::parse::{no_events, Event, EventKind, ParseError, Parser, Record};
+use super::event::{Event, EventKind, TaskRef};
+use super::parser::{no_events, ParseError, Parser, Record};
 use crate::record::{Cause, CauseKind, SpikeRecord};
 use crate::units::Nanos;
 
@@ -864,12 +865,12 @@ impl<'a> Analyzer<'a> {
     }
 }
 
-fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &super::parse::TaskRef<'a>) {
+fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &TaskRef<'a>) {
     if t.pid <= 0 {
         return;
     }
     match known.get_mut(&t.pid) {
-        Some(k) if k.1 == t.prio && super::parse::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
+        Some(k) if k.1 == t.prio && super::bytes::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
         Some(k) => *k = (t.comm.clone(), t.prio),
         None => {
             known.insert(t.pid, (t.comm.clone(), t.prio));
@@ -972,7 +973,7 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
 
 /// [`analyze_text`] with the parsing spread over `threads` threads (the attribution stays one
 /// state machine fed in trace order). Same result, same first error, for any block size: text
-/// is cut only where the streaming parser holds no state ([`super::parse::blocks`]). Memory
+/// is cut only where the streaming parser holds no state ([`super::blocks::blocks`]). Memory
 /// stays bounded: each worker runs at most four blocks ahead of the feeder.
 pub fn analyze_text_parallel(
     text: &str,
@@ -1114,7 +1115,7 @@ fn run_blocks(
     let mut a = Analyzer::new(opts.clone(), mode);
     let mut offset = 0usize;
     let mut stopped = None;
-    let blocks = super::parse::byte_blocks_on(bytes, block, threads);
+    let blocks = super::blocks::byte_blocks_on(bytes, block, threads);
     let n = threads.min(blocks.len());
     std::thread::scope(|s| {
         // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
@@ -1137,7 +1138,7 @@ fn run_blocks(
                         return;
                     }
                     let mut buf = recycled.try_recv().unwrap_or_default();
-                    let lines = super::parse::parse_block(text, &mut buf);
+                    let lines = super::blocks::parse_block(text, &mut buf);
                     // A closed channel: the feeder stopped (another block was not UTF-8).
                     if tx.send(Ok((buf, lines))).is_err() {
                         return;
@@ -1266,7 +1267,7 @@ pub fn summarize(spikes: &[SpikeRecord]) -> Vec<SummaryRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse::{Flags, TaskRef};
+    use crate::trace::{Flags, TaskRef};
 
     const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
 
@@ -1337,7 +1338,7 @@ mod tests {
         };
         // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names
         // that cost lines, a text cut inside its last marker.
-        let odd = crate::trace::parse::tests::un_cat_a(FIXTURES[2]);
+        let odd = crate::trace::fixtures::un_cat_a(FIXTURES[2]);
         let cut = kernel_trace("a\nb\nc\nd");
         let more = [
             odd,
@@ -1363,7 +1364,7 @@ mod tests {
             for t in &texts {
                 let want = format!("{:?}", analyze_text(t, &opts));
                 for block in [1, 40, 200, 1000, 3000] {
-                    let bl = crate::trace::parse::blocks(t, block);
+                    let bl = crate::trace::blocks::blocks(t, block);
                     assert_eq!(bl.concat(), *t);
                     split += bl.len() - 1;
                     for threads in [2, 3] {
