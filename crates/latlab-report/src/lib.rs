@@ -15,6 +15,7 @@ pub mod modes;
 pub mod svg;
 pub mod text;
 pub mod text_scenario;
+pub mod timeline;
 
 /// The formats a single run renders to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

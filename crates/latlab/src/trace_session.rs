@@ -24,8 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::printable;
-use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
+use latlab_core::trace::{analyze_text, printable, AnalyzeOptions, SampleMode};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
 
@@ -419,12 +418,15 @@ impl TraceSession {
                     causes: vec![],
                     trace_file: None,
                     timeline: vec![why],
+                    timeline_events: vec![],
                 }
             }
         };
         spike.latency_ns = latency_ns;
         spike.at_ns = intended_ns;
         spike.trace_file = Some(format!("{rel}/trace.txt"));
+        // run.json keeps the timeline as data and, for outside readers, as its text lines.
+        spike.timeline = latlab_report::timeline::lines(&spike);
         let mut txt = format!(
             "spike {n}: CPU {cpu}, intended {intended_ns} ns, actual {actual_ns} ns, latency {:.1} us\n",
             latency_ns as f64 / 1000.0

@@ -9,16 +9,27 @@
 //! [`classify`] (cause kinds, their names, and which cause a stretch of time is charged to),
 //! [`parallel`] (parse on several threads, feed one analyzer in trace order).
 
-pub mod attribution;
+pub mod analyzer;
 pub mod blocks;
 mod bytes;
+pub mod classify;
 pub mod event;
 mod line;
+pub mod parallel;
 pub mod parser;
 
-pub use attribution::{
-    analyze_text, analyze_text_parallel, summarize, Analysis, AnalyzeOptions, Analyzer, Sample,
-    SampleMode, SummaryRow,
+/// The attribution's paths from before its split into [`analyzer`], [`classify`] and
+/// [`parallel`] (`latlab_core::trace::attribution::kind_str` and co. keep working).
+pub mod attribution {
+    pub use super::analyzer::*;
+    pub use super::classify::*;
+    pub use super::parallel::*;
+}
+
+pub use analyzer::{parse_marker, Analysis, AnalyzeOptions, Analyzer, Sample, SampleMode};
+pub use classify::{kind_str, printable, sort_causes, summarize, switch_to_user, SummaryRow};
+pub use parallel::{
+    analyze_bytes_parallel, analyze_text, analyze_text_parallel, has_markers, Parallel,
 };
 
 pub use event::{Event, EventKind, TaskRef};

@@ -12,8 +12,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::{analyze_bytes_parallel, has_markers, kind_str, printable};
-use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
+use latlab_core::trace::{
+    analyze_bytes_parallel, analyze_text_parallel, has_markers, kind_str, printable, summarize,
+    Analysis, AnalyzeOptions, Parallel, SampleMode,
+};
 
 use crate::cli::{AnalyzeArgs, RunFormat};
 
@@ -81,12 +83,12 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analy
     let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
     // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
     // borrowed as it is; anything else is analyzed from a lossy copy.
-    let r = match analyze_bytes_parallel(&bytes, threads(), opts_for) {
+    let r = match analyze_bytes_parallel(&bytes, Parallel::threads(threads()), opts_for) {
         Some(r) => r,
         None => {
             let text = String::from_utf8_lossy(&bytes);
-            let opts = analyze_options(has_markers(&text), threshold, virtualized);
-            analyze_text_parallel(&text, &opts, threads())
+            let opts = analyze_options(has_markers(text.as_bytes()), threshold, virtualized);
+            analyze_text_parallel(&text, &opts, Parallel::threads(threads()))
         }
     };
     r.map_err(|e| {
@@ -252,7 +254,7 @@ fn render_text(a: &Analysis) -> String {
             sp.pid,
             sp.latency_ns as f64 / 1000.0
         );
-        for l in sp.timeline() {
+        for l in latlab_report::timeline::lines(&sp.to_spike()) {
             let _ = writeln!(s, "  {l}");
         }
     }
