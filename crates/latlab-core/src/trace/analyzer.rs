@@ -665,7 +665,7 @@ impl<'a> Analyzer<'a> {
     }
 
     /// Feed one event: the time since the CPU's previous event is charged to the open
-    /// windows ([`CpuState::charge`]), then the event's own handler updates the CPU's state.
+    /// windows (`CpuState::charge`), then the event's own handler updates the CPU's state.
     /// One handler per event, as rtla's timerlat auto-analysis has (each says what its event
     /// means); windows that end on this event become samples.
     pub fn feed(&mut self, ev: &Event<'a>) {

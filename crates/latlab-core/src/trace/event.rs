@@ -3,8 +3,8 @@
 //!
 //! The three scheduler events (nearly every line of a busy trace) have fast paths that read
 //! the kernel's fixed layout backwards: each sits right before its general twin
-//! ([`fast_switch`] / [`parse_switch`], [`fast_wake`] / [`parse_wake`], [`sched_name`] /
-//! [`name_and_body`]), and property tests below check that where a fast path answers, the
+//! (`fast_switch` / `parse_switch`, `fast_wake` / `parse_wake`, `sched_name` /
+//! `name_and_body`), and property tests below check that where a fast path answers, the
 //! general parser answers the same.
 
 use std::borrow::Cow;

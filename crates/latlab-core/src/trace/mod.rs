@@ -2,7 +2,7 @@
 //! events, so `latlab run` (live recorder) and `latlab analyze` (saved traces) share one code
 //! path and tests feed them fixtures and synthetic sequences.
 //!
-//! The parser, one job per module: [`bytes`] (word-at-a-time byte tools), [`line`] (the fixed
+//! The parser, one job per module: `bytes` (word-at-a-time byte tools), `line` (the fixed
 //! part of a line: anchor and TASK-PID column), [`event`] (event bodies), [`parser`] (the
 //! streaming parser and its records), [`blocks`] (block cutting for the parallel parser).
 //! The attribution: [`analyzer`] (the per-CPU state machine, one handler per event),
