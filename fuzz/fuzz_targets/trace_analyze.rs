@@ -5,8 +5,8 @@
 //! refuse exactly the inputs that are not UTF-8 and otherwise answer the same, finding the
 //! mode (markers or wake-ups) as the whole-text check does.
 #![no_main]
-use latlab_core::trace::attribution::{
-    analyze_blocks, analyze_byte_blocks, analyze_text, AnalyzeOptions,
+use latlab_core::trace::{
+    analyze_bytes_parallel, analyze_text, analyze_text_parallel, AnalyzeOptions, Parallel,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -19,9 +19,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let one = format!("{:?}", analyze_text(&text, &opts));
     for block in [1, 64, 300] {
-        let par = format!("{:?}", analyze_blocks(&text, &opts, 2, block));
+        let on = Parallel { threads: 2, block };
+        let par = format!("{:?}", analyze_text_parallel(&text, &opts, on));
         assert_eq!(one, par, "block {block}");
-        let bytes = analyze_byte_blocks(data, &opts, 2, block);
+        let bytes = analyze_bytes_parallel(data, on, |m| AnalyzeOptions {
+            mode: Some(m),
+            ..opts.clone()
+        });
         assert_eq!(bytes.is_some(), std::str::from_utf8(data).is_ok());
         if let Some(r) = bytes {
             assert_eq!(one, format!("{r:?}"), "bytes, block {block}");

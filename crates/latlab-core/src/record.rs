@@ -133,11 +133,10 @@ pub struct CpuRecord {
     pub mode: Option<crate::modes::CpuMode>,
 }
 
-/// What delayed a traced spike (the contract's `causes`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
+/// What delayed a traced spike (the contract's `causes`). Its names are [`CauseKind::as_str`],
+/// the one table of them (run.json reads and writes them through it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
 pub enum CauseKind {
     Irq,
     Softirq,
@@ -147,6 +146,69 @@ pub enum CauseKind {
     IrqOff,
     Hypervisor,
     Unknown,
+}
+
+impl CauseKind {
+    pub const ALL: [CauseKind; 8] = [
+        CauseKind::Irq,
+        CauseKind::Softirq,
+        CauseKind::Task,
+        CauseKind::Nmi,
+        CauseKind::PreemptOff,
+        CauseKind::IrqOff,
+        CauseKind::Hypervisor,
+        CauseKind::Unknown,
+    ];
+
+    /// The contract's name of the kind.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CauseKind::Irq => "irq",
+            CauseKind::Softirq => "softirq",
+            CauseKind::Task => "task",
+            CauseKind::Nmi => "nmi",
+            CauseKind::PreemptOff => "preempt_off",
+            CauseKind::IrqOff => "irq_off",
+            CauseKind::Hypervisor => "hypervisor",
+            CauseKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl From<CauseKind> for &'static str {
+    fn from(k: CauseKind) -> &'static str {
+        k.as_str()
+    }
+}
+
+impl TryFrom<String> for CauseKind {
+    type Error = String;
+    fn try_from(s: String) -> Result<CauseKind, String> {
+        CauseKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = CauseKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown cause kind `{s}`, expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl JsonSchema for CauseKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CauseKind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = CauseKind::ALL.iter().map(|k| k.as_str()).collect();
+        schemars::json_schema!({
+            "description": "What delayed a traced spike (the contract's `causes`).",
+            "type": "string",
+            "enum": names,
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -173,9 +235,58 @@ pub struct SpikeRecord {
     /// Relative path of the saved trace in the run directory.
     #[serde(default)]
     pub trace_file: Option<String>,
-    /// A short text timeline of the spike.
+    /// A short text timeline of the spike, as text lines: rendered from `timeline_events` when
+    /// the record is written (for readers of run.json that want text); files written before
+    /// `timeline_events` existed have only these.
     #[serde(default)]
     pub timeline: Vec<String>,
+    /// The timeline as data: the moments of the spike relative to its intended wake-up, in
+    /// order (empty in files written before it existed). Reports render it
+    /// (`latlab_report::timeline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline_events: Vec<TimelineEvent>,
+}
+
+/// One moment of a spike's timeline (run.json `spikes[].timeline_events[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimelineEvent {
+    /// Nanoseconds from the intended wake-up E (negative: before it).
+    pub offset_ns: i64,
+    pub what: Moment,
+    /// `timer_due`: the thread the timer is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TimelineTask>,
+    /// `timer_due`: E lies before the previous sample's switch-in on that CPU, so this spike is
+    /// a consequence of that one's stall (a cascade).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cascade: bool,
+}
+
+/// What happened at a [`TimelineEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// The thread's timer is due (E, offset 0).
+    TimerDue,
+    /// The timer interrupt that woke the thread entered.
+    TimerIrq,
+    /// The thread was woken (`sched_waking`).
+    Woken,
+    /// The thread was switched in.
+    SwitchedIn,
+    /// The thread read its clock (the sample's end, from latlab's marker).
+    ClockRead,
+    /// A moment a later latlab knows (kept, shown without a name).
+    #[serde(other)]
+    Other,
+}
+
+/// The thread of a spike's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimelineTask {
+    pub comm: String,
+    pub pid: i64,
+    pub prio: i64,
 }
 
 /// A load that ran during the measurement (the contract's `loads`).
@@ -607,6 +718,7 @@ mod tests {
             }],
             trace_file: None,
             timeline: vec![],
+            timeline_events: vec![],
         };
         let mut r = record();
         r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];

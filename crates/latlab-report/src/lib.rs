@@ -19,6 +19,7 @@ pub mod scenario;
 pub mod svg;
 pub mod tables;
 pub mod text;
+pub mod timeline;
 
 /// The formats a single run renders to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -298,7 +298,10 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         }
         // The largest with their timelines (every spike's is in its spikes/NNN/analysis.txt).
         let mut by_lat: Vec<usize> = (0..r.spikes.len())
-            .filter(|&i| !r.spikes[i].timeline.is_empty())
+            .filter(|&i| {
+                let s = &r.spikes[i];
+                !(s.timeline.is_empty() && s.timeline_events.is_empty())
+            })
             .collect();
         by_lat.sort_by_key(|&i| std::cmp::Reverse(r.spikes[i].latency_ns));
         by_lat.truncate(TIMELINES);
@@ -310,8 +313,8 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             for i in by_lat {
                 let s = &r.spikes[i];
                 let _ = writeln!(out, "{}", line(i, s));
-                for l in &s.timeline {
-                    let _ = writeln!(out, "      {}", escape(l));
+                for l in crate::timeline::lines(s) {
+                    let _ = writeln!(out, "      {}", escape(&l));
                 }
             }
         }

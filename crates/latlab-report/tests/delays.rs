@@ -26,6 +26,7 @@ fn spike(latency_ns: u64, causes: Vec<Cause>) -> SpikeRecord {
         causes,
         trace_file: None,
         timeline: vec![],
+        timeline_events: vec![],
     }
 }
 

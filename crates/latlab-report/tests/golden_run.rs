@@ -93,6 +93,7 @@ fn record() -> RunRecord {
             ],
             trace_file: Some("spikes/001/trace.txt".into()),
             timeline: vec![],
+            timeline_events: vec![],
         }],
         trace: None,
         loads: vec![],

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::printable;
 use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
 use latlab_core::trace_summary::{CpuOverruns, TraceSummary};
 use latlab_sys::ledger::Ledger;
@@ -420,12 +420,15 @@ impl TraceSession {
                     causes: vec![],
                     trace_file: None,
                     timeline: vec![why],
+                    timeline_events: vec![],
                 }
             }
         };
         spike.latency_ns = latency_ns;
         spike.at_ns = intended_ns;
         spike.trace_file = Some(format!("{rel}/trace.txt"));
+        // run.json keeps the timeline as data and, for outside readers, as its text lines.
+        spike.timeline = latlab_report::timeline::lines(&spike);
         let mut txt = format!(
             "spike {n}: CPU {cpu}, intended {intended_ns} ns, actual {actual_ns} ns, latency {:.1} us\n",
             latency_ns as f64 / 1000.0
@@ -438,7 +441,7 @@ impl TraceSession {
         // last line, time going backwards: escaped, the trace's text is untrusted.
         if let Ok(a) = &analysis {
             for w in &a.warnings {
-                txt.push_str(&format!("warning: {}\n", printable(w)));
+                txt.push_str(&format!("warning: {}\n", escape(w)));
             }
         }
         let _ = latlab_sys::safefile::write_atomic(&dir.join("analysis.txt"), txt.as_bytes());

@@ -491,7 +491,7 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
     let top = &s.causes[0];
     eprintln!(
         "ground truth: latency {lat} ns, helper truth {truth} ns, attributed {got} ns; timeline:\n{}",
-        s.timeline().join("\n")
+        latlab_report::timeline::lines(&s.to_spike()).join("\n")
     );
     assert_eq!(
         (top.kind, top.name.as_str(), top.pid),
@@ -882,7 +882,7 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
             "wake-up at {}: NET_RX attributed {got} ns, trace events say {truth} ns; trace {}\n{}",
             s.intended_ns,
             keep.display(),
-            s.timeline().join("\n")
+            latlab_report::timeline::lines(&s.to_spike()).join("\n")
         );
     }
     eprintln!(
@@ -892,7 +892,7 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
         samples
             .iter()
             .max_by_key(|s| s.latency_ns)
-            .map(|s| s.timeline().join("\n"))
+            .map(|s| latlab_report::timeline::lines(&s.to_spike()).join("\n"))
     );
     assert!(
         with_net > 0,

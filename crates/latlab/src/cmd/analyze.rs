@@ -11,9 +11,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::attribution::{analyze_bytes_parallel, has_markers, kind_str, printable};
-use latlab_core::trace::{analyze_text_parallel, summarize, Analysis, AnalyzeOptions, SampleMode};
+use latlab_core::trace::{
+    analyze_bytes_parallel, analyze_text_parallel, has_markers, kind_str, summarize, Analysis,
+    AnalyzeOptions, Parallel, SampleMode,
+};
 
 use crate::cli::{AnalyzeArgs, RunFormat};
 
@@ -52,12 +55,12 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analy
     let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
     // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
     // borrowed as it is; anything else is analyzed from a lossy copy.
-    let r = match analyze_bytes_parallel(&bytes, threads(), opts_for) {
+    let r = match analyze_bytes_parallel(&bytes, Parallel::threads(threads()), opts_for) {
         Some(r) => r,
         None => {
             let text = String::from_utf8_lossy(&bytes);
-            let opts = analyze_options(has_markers(&text), threshold, virtualized);
-            analyze_text_parallel(&text, &opts, threads())
+            let opts = analyze_options(has_markers(text.as_bytes()), threshold, virtualized);
+            analyze_text_parallel(&text, &opts, Parallel::threads(threads()))
         }
     };
     r.map_err(|e| {
@@ -211,7 +214,7 @@ fn render_text(a: &Analysis) -> String {
     }
     // Text from the trace (a skipped line's start) is untrusted: escaped.
     for w in &a.warnings {
-        let _ = writeln!(s, "warning: {}", printable(w));
+        let _ = writeln!(s, "warning: {}", escape(w));
     }
     for (i, sp) in a.spikes.iter().enumerate() {
         let _ = writeln!(
@@ -219,11 +222,11 @@ fn render_text(a: &Analysis) -> String {
             "\nspike {}: CPU {}, {} (pid {}), latency {:.1} us",
             i + 1,
             sp.cpu,
-            printable(&sp.comm),
+            escape(&sp.comm),
             sp.pid,
             sp.latency_ns as f64 / 1000.0
         );
-        for l in sp.timeline() {
+        for l in latlab_report::timeline::lines(&sp.to_spike()) {
             let _ = writeln!(s, "  {l}");
         }
     }
@@ -244,7 +247,7 @@ fn render_text(a: &Analysis) -> String {
                 s,
                 "  {:<11} {:<28} {:>6} {:>12.1} {:>12.1} {:>6.1}%",
                 kind_str(r.kind),
-                printable(&r.name),
+                escape(&r.name),
                 r.spikes,
                 r.total_ns as f64 / 1000.0,
                 r.worst_ns as f64 / 1000.0,

@@ -150,6 +150,7 @@ fn day_record() -> anyhow::Result<RunRecord> {
                 timeline: (0..20)
                     .map(|k| format!("+{k:>4} µs  irq_handler_entry irq=11 name=virtio{k}"))
                     .collect(),
+                timeline_events: vec![],
             }
         })
         .collect();

@@ -34,8 +34,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use super::parse::{no_events, Event, EventKind, ParseError, Parser, Record};
-use crate::record::{Cause, CauseKind, SpikeRecord};
+use super::classify::{classify, sort_causes, switch_to_user, Key};
+use super::event::{Event, EventKind, TaskRef};
+use super::parser::Record;
+use crate::record::{Cause, CauseKind, Moment, SpikeRecord, TimelineEvent, TimelineTask};
 use crate::units::Nanos;
 
 /// How samples are found.
@@ -88,61 +90,37 @@ impl Sample {
         self.causes.iter().map(|c| c.ns).sum()
     }
 
-    /// A short text timeline relative to E (µs with one decimal).
-    pub fn timeline(&self) -> Vec<String> {
+    /// The timeline as data: E, then the timer IRQ, the wake-up, the switch-in and the clock
+    /// read where known, relative to E (rendered by `latlab_report::timeline`).
+    pub fn timeline_events(&self) -> Vec<TimelineEvent> {
         let e = self.intended_ns;
-        let rel = |t: Nanos| {
-            let d = t as i128 - e as i128;
-            format!("{:+10.1} us", d as f64 / 1000.0)
+        let at = |t: Nanos, what: Moment| TimelineEvent {
+            offset_ns: (t as i128 - e as i128) as i64,
+            what,
+            task: None,
+            cascade: false,
         };
-        let mut v = vec![format!(
-            "{}  timer due for {} (pid {}, prio {}) on CPU {}",
-            rel(e),
-            printable(&self.comm),
-            self.pid,
-            self.prio,
-            self.cpu
-        )];
-        if let Some(l) = self.timer_irq_ns {
-            v.push(format!("{}  timer interrupt entry", rel(l)));
-        }
-        if let Some(w) = self.wakeup_ns {
-            v.push(format!("{}  thread woken (sched_waking)", rel(w)));
-        }
-        if let Some(s) = self.switch_in_ns {
-            v.push(format!("{}  switched in", rel(s)));
-        }
-        if let Some(r) = self.actual_ns {
-            v.push(format!("{}  thread read its clock", rel(r)));
-        }
-        v.push(format!(
-            "latency {:.1} us; explained {:.1} us; unexplained {:.1} us{}",
-            self.latency_ns as f64 / 1000.0,
-            self.explained_ns() as f64 / 1000.0,
-            self.unexplained_ns as f64 / 1000.0,
-            if self.cascade {
-                " (cascade of the previous stall)"
-            } else {
-                ""
-            }
-        ));
-        for c in &self.causes {
-            v.push(format!(
-                "  {:>10.1} us {:>5.1}%  {:<11} {}{}",
-                c.ns as f64 / 1000.0,
-                100.0 * c.ns as f64 / self.latency_ns.max(1) as f64,
-                kind_str(c.kind),
-                printable(&c.name),
-                if c.pid > 0 {
-                    format!(" (pid {}, prio {})", c.pid, c.prio)
-                } else {
-                    String::new()
-                }
-            ));
-        }
+        let mut v = vec![TimelineEvent {
+            task: Some(TimelineTask {
+                comm: self.comm.clone(),
+                pid: self.pid,
+                prio: self.prio,
+            }),
+            cascade: self.cascade,
+            ..at(e, Moment::TimerDue)
+        }];
+        let moments = [
+            (self.timer_irq_ns, Moment::TimerIrq),
+            (self.wakeup_ns, Moment::Woken),
+            (self.switch_in_ns, Moment::SwitchedIn),
+            (self.actual_ns, Moment::ClockRead),
+        ];
+        v.extend(moments.into_iter().filter_map(|(t, m)| Some(at(t?, m))));
         v
     }
 
+    /// The spike's record: its causes and timeline as data (`timeline`, the text lines, is
+    /// left to the writer of the record to render).
     pub fn to_spike(&self) -> SpikeRecord {
         SpikeRecord {
             cpu: self.cpu,
@@ -150,58 +128,16 @@ impl Sample {
             latency_ns: self.latency_ns,
             causes: self.causes.clone(),
             trace_file: None,
-            timeline: self.timeline(),
+            timeline: Vec::new(),
+            timeline_events: self.timeline_events(),
         }
     }
 }
-
-/// Name of the *switch to user* part (switch-in → the thread's own clock read): a `task`
-/// cause with the thread's pid and prio, labelled so it cannot be read as another task.
-pub fn switch_to_user(comm: &str) -> String {
-    format!("switch-to-user ({comm})")
-}
-
-/// The contract's name of a cause kind.
-pub fn kind_str(k: CauseKind) -> &'static str {
-    match k {
-        CauseKind::Irq => "irq",
-        CauseKind::Softirq => "softirq",
-        CauseKind::Task => "task",
-        CauseKind::Nmi => "nmi",
-        CauseKind::PreemptOff => "preempt_off",
-        CauseKind::IrqOff => "irq_off",
-        CauseKind::Hypervisor => "hypervisor",
-        CauseKind::Unknown => "unknown",
-    }
-}
-
-/// Task names are untrusted text: show control characters escaped (no terminal escapes).
-pub fn printable(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| c.escape_debug_if_control())
-        .collect()
-}
-
-trait EscapeControl {
-    fn escape_debug_if_control(self) -> Vec<char>;
-}
-
-impl EscapeControl for char {
-    fn escape_debug_if_control(self) -> Vec<char> {
-        if self.is_control() {
-            self.escape_default().collect()
-        } else {
-            vec![self]
-        }
-    }
-}
-
-type Key<'a> = (CauseKind, Cow<'a, str>, i64, i64);
 
 /// Multiplicative hash for pid keys: the analyzer looks a pid up for almost every event, and
 /// SipHash's DoS resistance buys nothing for a trace file.
 #[derive(Default)]
-struct PidHasher(u64);
+pub(super) struct PidHasher(u64);
 
 impl std::hash::Hasher for PidHasher {
     fn finish(&self) -> u64 {
@@ -217,46 +153,46 @@ impl std::hash::Hasher for PidHasher {
     }
 }
 
-type PidMap<V> = HashMap<i64, V, BuildHasherDefault<PidHasher>>;
+pub(super) type PidMap<V> = HashMap<i64, V, BuildHasherDefault<PidHasher>>;
 
 /// A sample's end from its marker: (intended, actual, latency, marker timestamp).
-type MarkerEnd = (Nanos, Nanos, Option<Nanos>, Nanos);
+pub(super) type MarkerEnd = (Nanos, Nanos, Option<Nanos>, Nanos);
 
 #[derive(Debug, Clone)]
-struct Ctx<'a> {
-    kind: CauseKind,
-    name: Cow<'a, str>,
+pub(super) struct Ctx<'a> {
+    pub(super) kind: CauseKind,
+    pub(super) name: Cow<'a, str>,
     /// irq number / vector / softirq vec, to match the exit.
-    id: i64,
-    start: Nanos,
+    pub(super) id: i64,
+    pub(super) start: Nanos,
 }
 
 #[derive(Debug, Clone)]
-struct Cur<'a> {
-    pid: i64,
-    comm: Cow<'a, str>,
+pub(super) struct Cur<'a> {
+    pub(super) pid: i64,
+    pub(super) comm: Cow<'a, str>,
     /// 120 (CFS default) when not known yet.
-    prio: i64,
-    prio_known: bool,
+    pub(super) prio: i64,
+    pub(super) prio_known: bool,
 }
 
 #[derive(Debug, Clone)]
-struct Window<'a> {
-    pid: i64,
-    comm: Cow<'a, str>,
-    prio: Option<i64>,
-    e: Nanos,
+pub(super) struct Window<'a> {
+    pub(super) pid: i64,
+    pub(super) comm: Cow<'a, str>,
+    pub(super) prio: Option<i64>,
+    pub(super) e: Nanos,
     /// Time from which the trace covered this window (E, or later when history is missing).
-    covered_from: Option<Nanos>,
-    timer_irq: Option<Nanos>,
-    woken: Option<Nanos>,
-    switched: Option<Nanos>,
-    acc: Vec<(Key<'a>, Nanos)>,
+    pub(super) covered_from: Option<Nanos>,
+    pub(super) timer_irq: Option<Nanos>,
+    pub(super) woken: Option<Nanos>,
+    pub(super) switched: Option<Nanos>,
+    pub(super) acc: Vec<(Key<'a>, Nanos)>,
     /// `acc` at the switch-in.
-    at_switch: Vec<(Key<'a>, Nanos)>,
-    last_key: Option<usize>,
+    pub(super) at_switch: Vec<(Key<'a>, Nanos)>,
+    pub(super) last_key: Option<usize>,
     /// The previous switch-in of this thread on this CPU (for cascades).
-    prev_switch: Option<Nanos>,
+    pub(super) prev_switch: Option<Nanos>,
 }
 
 impl<'a> Window<'a> {
@@ -278,7 +214,7 @@ impl<'a> Window<'a> {
 }
 
 #[derive(Debug, Default)]
-struct CpuState<'a> {
+pub(super) struct CpuState<'a> {
     last_ts: Option<Nanos>,
     current: Option<Cur<'a>>,
     stack: Vec<Ctx<'a>>,
@@ -292,10 +228,259 @@ struct CpuState<'a> {
     last_switch: PidMap<Nanos>,
 }
 
+/// The per-CPU handlers: what each event means for the CPU's state.
+impl<'a> CpuState<'a> {
+    /// The TASK-PID column is exact: the task on this CPU at this event. When it disagrees
+    /// with the last sched_switch (a switch missing from the trace, or the trace's start), it
+    /// wins — for the gap before this event too, since the switch happened somewhere in it.
+    #[inline]
+    fn follow_pid_column(&mut self, ev: &Event<'a>, known: &PidMap<(Cow<'a, str>, i64)>) {
+        if ev.pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
+            let (comm, prio, prio_known) = match known.get(&ev.pid) {
+                Some((c, p)) => (c.clone(), *p, true),
+                None if ev.pid == 0 => (Cow::Borrowed("swapper"), 120, true),
+                None => (ev.task_comm.clone(), 120, false),
+            };
+            self.current = Some(Cur {
+                pid: ev.pid,
+                comm,
+                prio,
+                prio_known,
+            });
+        }
+    }
+
+    /// Charge the time from the CPU's previous event to `t` (this event's time) to one cause
+    /// per open window ([`classify`]), and note whether this event shows IRQs off in task
+    /// context (evidence for the next stretch).
+    #[inline]
+    fn charge(&mut self, ev: &Event<'a>, t: Nanos, mode: SampleMode, virtualized: bool) {
+        let evidence = self.task_irqs_off
+            || (ev.flags.irqs_off
+                && !ev.flags.hardirq
+                && !ev.flags.softirq
+                && !ev.flags.nmi
+                && !is_sched(&ev.kind));
+        if let Some(a) = self.last_ts {
+            let (stack, current) = (&self.stack, &self.current);
+            for w in self.windows.iter_mut() {
+                if mode == SampleMode::Wakeups && w.switched.is_some() {
+                    continue;
+                }
+                let from = a.max(w.e);
+                if t <= from {
+                    continue;
+                }
+                if w.covered_from.is_none() {
+                    w.covered_from = Some(from);
+                }
+                let key = classify(w, stack, current, evidence, virtualized);
+                w.add(key, t - from);
+            }
+        }
+        for w in self.windows.iter_mut() {
+            if w.covered_from.is_none() && t >= w.e {
+                w.covered_from = Some(t);
+            }
+        }
+        self.last_ts = Some(t);
+        self.task_irqs_off = ev.flags.irqs_off
+            && !ev.flags.hardirq
+            && !ev.flags.softirq
+            && !ev.flags.nmi
+            && !is_sched(&ev.kind);
+    }
+
+    /// `sched_switch`: `prev` leaves the CPU, `next` runs from now. No interrupt context is
+    /// open across a switch. A waiting thread switched in has its switch-in (S); a thread
+    /// switched out after its switch-in has finished its sample (wake-up mode).
+    fn sched_switch(
+        &mut self,
+        t: Nanos,
+        prev: &TaskRef<'a>,
+        next: &TaskRef<'a>,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        self.stack.clear();
+        self.expiring = None;
+        self.current = Some(Cur {
+            pid: next.pid,
+            comm: next.comm.clone(),
+            prio: next.prio,
+            prio_known: true,
+        });
+        let mut switched_in = false;
+        let mut i = 0;
+        while i < self.windows.len() {
+            let w = &mut self.windows[i];
+            if w.pid == next.pid && w.switched.is_none() && t >= w.e {
+                w.switched = Some(t);
+                w.prio = Some(next.prio);
+                w.comm = next.comm.clone();
+                w.at_switch = w.acc.clone();
+                switched_in = true;
+            }
+            if w.pid == prev.pid {
+                w.prio.get_or_insert(prev.prio);
+                if w.switched.is_some() {
+                    finished.push((self.windows.remove(i), None));
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        if switched_in {
+            self.last_switch.insert(next.pid, t);
+        }
+    }
+
+    /// `sched_waking`: `task` is made runnable (W), from the timer interrupt that expired its
+    /// timer (L, the outermost open context) for a sleeping RT thread. An RT thread woken
+    /// without a window (its arming is not in the trace) gets one from E = the expiring
+    /// timer's `now` at best.
+    fn sched_waking(&mut self, t: Nanos, task: &TaskRef<'a>) {
+        let l = self.stack.first().map(|c| c.start).unwrap_or(t);
+        match self.windows.iter_mut().find(|w| w.pid == task.pid) {
+            Some(w) => {
+                if w.woken.is_none() && t >= w.e {
+                    w.woken = Some(t);
+                    w.timer_irq = Some(l);
+                }
+                w.prio = Some(task.prio);
+            }
+            None if task.prio < 100 => {
+                // Armed before the trace began: E is the expiry's `now` at best.
+                let e = self.expiring.unwrap_or(t).min(t);
+                self.windows.push(Window {
+                    pid: task.pid,
+                    comm: task.comm.clone(),
+                    prio: Some(task.prio),
+                    e,
+                    covered_from: Some(e),
+                    timer_irq: Some(l),
+                    woken: Some(t),
+                    switched: None,
+                    acc: Vec::new(),
+                    at_switch: Vec::new(),
+                    last_key: None,
+                    prev_switch: self.last_switch.get(&task.pid).copied(),
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// `irq_handler_entry`: a device interrupt's handler starts; its time is the `irq`
+    /// cause `name` until its exit.
+    fn irq_handler_entry(&mut self, t: Nanos, irq: i64, name: Cow<'a, str>) {
+        self.enter(CauseKind::Irq, name, irq, t);
+    }
+
+    /// `irq_handler_exit`: the device interrupt's handler returned.
+    fn irq_handler_exit(&mut self, irq: i64) {
+        pop(&mut self.stack, CauseKind::Irq, irq);
+    }
+
+    /// `irq_vectors:*_entry` (x86 `local_timer_entry`, `call_function_single_entry`, …): a
+    /// CPU vector's handler starts (the timer interrupt itself is one); an `irq` cause.
+    fn vector_entry(&mut self, t: Nanos, vector: i64, name: Cow<'a, str>) {
+        self.enter(CauseKind::Irq, name, vector, t);
+    }
+
+    /// `irq_vectors:*_exit`: the vector's handler returned.
+    fn vector_exit(&mut self, vector: i64) {
+        pop(&mut self.stack, CauseKind::Irq, vector);
+    }
+
+    /// `softirq_entry`: a softirq (`TIMER`, `NET_RX`, `RCU`, …) runs; a `softirq` cause, net
+    /// of the hardirqs nested in it.
+    fn softirq_entry(&mut self, t: Nanos, vec: i64, name: Cow<'a, str>) {
+        self.enter(CauseKind::Softirq, name, vec, t);
+    }
+
+    /// `softirq_exit`: the softirq is done.
+    fn softirq_exit(&mut self, vec: i64) {
+        pop(&mut self.stack, CauseKind::Softirq, vec);
+    }
+
+    /// `hrtimer_expire_entry`: an hrtimer's callback runs; `now` is the interrupt's notion
+    /// of the time, E at best for a thread whose arming is not in the trace.
+    fn hrtimer_expire_entry(&mut self, now: Nanos) {
+        self.expiring = Some(now);
+    }
+
+    /// `hrtimer_expire_exit`: the callback returned.
+    fn hrtimer_expire_exit(&mut self) {
+        self.expiring = None;
+    }
+
+    /// `hrtimer_start` of `hrtimer_wakeup` by the task on the CPU: an RT thread (or one of
+    /// unknown priority) goes to sleep until `expires` (E): its window opens, replacing its
+    /// previous one (a sample if it was switched in).
+    fn hrtimer_start(
+        &mut self,
+        ev: &Event<'a>,
+        expires: Nanos,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        let prio = self
+            .current
+            .as_ref()
+            .filter(|c| c.pid == ev.pid && c.prio_known)
+            .map(|c| c.prio);
+        if prio.is_none_or(|p| p < 100) {
+            if let Some(i) = self.windows.iter().position(|w| w.pid == ev.pid) {
+                let w = self.windows.remove(i);
+                if w.switched.is_some() {
+                    finished.push((w, None));
+                }
+            }
+            self.windows.push(Window {
+                pid: ev.pid,
+                comm: ev.task_comm.clone(),
+                prio,
+                e: expires,
+                covered_from: None,
+                timer_irq: None,
+                woken: None,
+                switched: None,
+                acc: Vec::new(),
+                at_switch: Vec::new(),
+                last_key: None,
+                prev_switch: self.last_switch.get(&ev.pid).copied(),
+            });
+        }
+    }
+
+    /// `nmi_handler`: an NMI ran for `delta_ns`. It is recorded at its end, so its time is
+    /// moved from the cause last charged (what it interrupted) to an `nmi` cause.
+    fn nmi_handler(&mut self, handler: Cow<'a, str>, delta_ns: Nanos) {
+        for w in self.windows.iter_mut() {
+            if let Some(i) = w.last_key {
+                let take = delta_ns.min(w.acc[i].1);
+                if take > 0 {
+                    w.acc[i].1 -= take;
+                    w.add((CauseKind::Nmi, handler.clone(), 0, 0), take);
+                }
+            }
+        }
+    }
+
+    /// An interrupt context opens: the innermost one is charged until it closes.
+    fn enter(&mut self, kind: CauseKind, name: Cow<'a, str>, id: i64, start: Nanos) {
+        self.stack.push(Ctx {
+            kind,
+            name,
+            id,
+            start,
+        });
+    }
+}
+
 /// Per-CPU states: a CPU number indexes a vector (looked up for every event; a BTreeMap was 3 %
 /// of the analysis), numbers beyond [`CpuMap::NEAR`] (a garbage trace) go to a map.
 #[derive(Default)]
-struct CpuMap<'a> {
+pub(super) struct CpuMap<'a> {
     near: Vec<Option<CpuState<'a>>>,
     far: BTreeMap<u32, CpuState<'a>>,
 }
@@ -373,7 +558,7 @@ pub struct Analyzer<'a> {
     cut: Option<String>,
 }
 
-fn is_sched(k: &EventKind) -> bool {
+pub(super) fn is_sched(k: &EventKind) -> bool {
     matches!(
         k,
         EventKind::SchedSwitch { .. }
@@ -397,17 +582,17 @@ pub fn parse_marker(text: &str) -> Option<(Nanos, Nanos, Option<Nanos>)> {
     }
 }
 
-fn plural(n: usize) -> &'static str {
+/// A trace_marker text that is latlab's (whether or not its fields can be read).
+pub(super) fn is_latlab_marker(text: &str) -> bool {
+    text.contains("LATLAB_STOP") || text.starts_with("latlab seq=")
+}
+
+pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
         "s"
     }
-}
-
-/// A trace_marker text that is latlab's (whether or not its fields can be read).
-fn is_latlab_marker(text: &str) -> bool {
-    text.contains("LATLAB_STOP") || text.starts_with("latlab seq=")
 }
 
 impl<'a> Analyzer<'a> {
@@ -427,6 +612,11 @@ impl<'a> Analyzer<'a> {
             cut_line: None,
             cut: None,
         }
+    }
+
+    /// Events fed so far.
+    pub(super) fn events(&self) -> u64 {
+        self.out.events
     }
 
     /// Feed one record of the parser.
@@ -474,11 +664,12 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// Feed one event.
+    /// Feed one event: the time since the CPU's previous event is charged to the open
+    /// windows (`CpuState::charge`), then the event's own handler updates the CPU's state.
+    /// One handler per event, as rtla's timerlat auto-analysis has (each says what its event
+    /// means); windows that end on this event become samples.
     pub fn feed(&mut self, ev: &Event<'a>) {
         self.out.events += 1;
-        let virtualized = self.opts.virtualized;
-        let mode = self.mode;
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } => {
                 learn(&mut self.known, prev);
@@ -488,22 +679,7 @@ impl<'a> Analyzer<'a> {
             _ => {}
         }
         let st = self.cpus.entry(ev.cpu);
-        // The PID column is exact: the task on this CPU at this event. When it disagrees with
-        // the last sched_switch (a switch missing from the trace, or the trace's start), it
-        // wins — for the gap before this event too, since the switch happened somewhere in it.
-        if ev.pid >= 0 && st.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
-            let (comm, prio, prio_known) = match self.known.get(&ev.pid) {
-                Some((c, p)) => (c.clone(), *p, true),
-                None if ev.pid == 0 => (Cow::Borrowed("swapper"), 120, true),
-                None => (ev.task_comm.clone(), 120, false),
-            };
-            st.current = Some(Cur {
-                pid: ev.pid,
-                comm,
-                prio,
-                prio_known,
-            });
-        }
+        st.follow_pid_column(ev, &self.known);
         let t = match st.last_ts {
             // Out of order: no time passes (counted, and warned about).
             Some(l) if ev.ts < l => {
@@ -516,225 +692,91 @@ impl<'a> Analyzer<'a> {
             }
             _ => ev.ts,
         };
-        // 1. Charge the time since the previous event.
-        let evidence = st.task_irqs_off
-            || (ev.flags.irqs_off
-                && !ev.flags.hardirq
-                && !ev.flags.softirq
-                && !ev.flags.nmi
-                && !is_sched(&ev.kind));
-        if let Some(a) = st.last_ts {
-            let (stack, current) = (&st.stack, &st.current);
-            for w in st.windows.iter_mut() {
-                if mode == SampleMode::Wakeups && w.switched.is_some() {
-                    continue;
-                }
-                let from = a.max(w.e);
-                if t <= from {
-                    continue;
-                }
-                if w.covered_from.is_none() {
-                    w.covered_from = Some(from);
-                }
-                let key = classify(w, stack, current, evidence, virtualized);
-                w.add(key, t - from);
-            }
-        }
-        for w in st.windows.iter_mut() {
-            if w.covered_from.is_none() && t >= w.e {
-                w.covered_from = Some(t);
-            }
-        }
-        st.last_ts = Some(t);
-        st.task_irqs_off = ev.flags.irqs_off
-            && !ev.flags.hardirq
-            && !ev.flags.softirq
-            && !ev.flags.nmi
-            && !is_sched(&ev.kind);
+        st.charge(ev, t, self.mode, self.opts.virtualized);
 
-        // 2. Update the state.
         let mut finished: Vec<(Window<'a>, Option<MarkerEnd>)> = Vec::new();
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } => {
-                st.stack.clear();
-                st.expiring = None;
-                st.current = Some(Cur {
-                    pid: next.pid,
-                    comm: next.comm.clone(),
-                    prio: next.prio,
-                    prio_known: true,
-                });
-                let mut switched_in = false;
-                let mut i = 0;
-                while i < st.windows.len() {
-                    let w = &mut st.windows[i];
-                    if w.pid == next.pid && w.switched.is_none() && t >= w.e {
-                        w.switched = Some(t);
-                        w.prio = Some(next.prio);
-                        w.comm = next.comm.clone();
-                        w.at_switch = w.acc.clone();
-                        switched_in = true;
-                    }
-                    if w.pid == prev.pid {
-                        w.prio.get_or_insert(prev.prio);
-                        if w.switched.is_some() {
-                            finished.push((st.windows.remove(i), None));
-                            continue;
-                        }
-                    }
-                    i += 1;
-                }
-                if switched_in {
-                    st.last_switch.insert(next.pid, t);
-                }
+                st.sched_switch(t, prev, next, &mut finished)
             }
-            EventKind::SchedWaking { task, .. } => {
-                let l = st.stack.first().map(|c| c.start).unwrap_or(t);
-                match st.windows.iter_mut().find(|w| w.pid == task.pid) {
-                    Some(w) => {
-                        if w.woken.is_none() && t >= w.e {
-                            w.woken = Some(t);
-                            w.timer_irq = Some(l);
-                        }
-                        w.prio = Some(task.prio);
-                    }
-                    None if task.prio < 100 => {
-                        // Armed before the trace began: E is the expiry's `now` at best.
-                        let e = st.expiring.unwrap_or(t).min(t);
-                        st.windows.push(Window {
-                            pid: task.pid,
-                            comm: task.comm.clone(),
-                            prio: Some(task.prio),
-                            e,
-                            covered_from: Some(e),
-                            timer_irq: Some(l),
-                            woken: Some(t),
-                            switched: None,
-                            acc: Vec::new(),
-                            at_switch: Vec::new(),
-                            last_key: None,
-                            prev_switch: st.last_switch.get(&task.pid).copied(),
-                        });
-                    }
-                    None => {}
-                }
-            }
+            EventKind::SchedWaking { task, .. } => st.sched_waking(t, task),
             EventKind::SchedWakeup { .. } | EventKind::Other { .. } => {}
-            EventKind::IrqEntry { irq, name } => st.stack.push(Ctx {
-                kind: CauseKind::Irq,
-                name: name.clone(),
-                id: *irq,
-                start: t,
-            }),
-            EventKind::VectorEntry { name, vector } => st.stack.push(Ctx {
-                kind: CauseKind::Irq,
-                name: name.clone(),
-                id: *vector,
-                start: t,
-            }),
-            EventKind::SoftirqEntry { vec, name } => st.stack.push(Ctx {
-                kind: CauseKind::Softirq,
-                name: name.clone(),
-                id: *vec,
-                start: t,
-            }),
-            EventKind::IrqExit { irq } => pop(&mut st.stack, CauseKind::Irq, *irq),
-            EventKind::VectorExit { vector, .. } => pop(&mut st.stack, CauseKind::Irq, *vector),
-            EventKind::SoftirqExit { vec, .. } => pop(&mut st.stack, CauseKind::Softirq, *vec),
-            EventKind::HrtimerExpireEntry { now, .. } => st.expiring = Some(*now),
-            EventKind::HrtimerExpireExit { .. } => st.expiring = None,
+            EventKind::IrqEntry { irq, name } => st.irq_handler_entry(t, *irq, name.clone()),
+            EventKind::IrqExit { irq } => st.irq_handler_exit(*irq),
+            EventKind::VectorEntry { name, vector } => st.vector_entry(t, *vector, name.clone()),
+            EventKind::VectorExit { vector, .. } => st.vector_exit(*vector),
+            EventKind::SoftirqEntry { vec, name } => st.softirq_entry(t, *vec, name.clone()),
+            EventKind::SoftirqExit { vec, .. } => st.softirq_exit(*vec),
+            EventKind::HrtimerExpireEntry { now, .. } => st.hrtimer_expire_entry(*now),
+            EventKind::HrtimerExpireExit { .. } => st.hrtimer_expire_exit(),
             EventKind::HrtimerStart {
                 function, expires, ..
-            } if function == "hrtimer_wakeup" => {
-                let prio = st
-                    .current
-                    .as_ref()
-                    .filter(|c| c.pid == ev.pid && c.prio_known)
-                    .map(|c| c.prio);
-                if prio.is_none_or(|p| p < 100) {
-                    if let Some(i) = st.windows.iter().position(|w| w.pid == ev.pid) {
-                        let w = st.windows.remove(i);
-                        if w.switched.is_some() {
-                            finished.push((w, None));
-                        }
-                    }
-                    st.windows.push(Window {
-                        pid: ev.pid,
-                        comm: ev.task_comm.clone(),
-                        prio,
-                        e: *expires,
-                        covered_from: None,
-                        timer_irq: None,
-                        woken: None,
-                        switched: None,
-                        acc: Vec::new(),
-                        at_switch: Vec::new(),
-                        last_key: None,
-                        prev_switch: st.last_switch.get(&ev.pid).copied(),
-                    });
-                }
-            }
+            } if function == "hrtimer_wakeup" => st.hrtimer_start(ev, *expires, &mut finished),
             EventKind::HrtimerStart { .. } => {}
-            EventKind::Nmi { handler, delta_ns } => {
-                // Recorded at the end of the NMI: move its time from what we charged to it.
-                for w in st.windows.iter_mut() {
-                    if let Some(i) = w.last_key {
-                        let take = (*delta_ns).min(w.acc[i].1);
-                        if take > 0 {
-                            w.acc[i].1 -= take;
-                            w.add((CauseKind::Nmi, handler.clone(), 0, 0), take);
-                        }
-                    }
-                }
-            }
-            EventKind::Marker { text } if mode == SampleMode::Markers => {
-                // On a cut last line the last field may have lost digits (`latency=13351`
-                // for 13351484): it is not read (the latency is then actual − intended).
-                let cut = self.cut_line == Some(ev.line) && is_latlab_marker(text);
-                let m = if cut {
-                    text.trim_end()
-                        .rsplit_once(' ')
-                        .and_then(|(h, _)| parse_marker(h))
-                } else {
-                    parse_marker(text)
-                };
-                if cut {
-                    let what = if m.is_some() {
-                        "the last latlab marker is cut short: its last field is not read"
-                    } else {
-                        "the last latlab marker is cut short: its sample is lost"
-                    };
-                    let line = ev.line + self.line_offset;
-                    self.cut = Some(format!(
-                        "line {line}: {what} (no newline at the end: a truncated file?)"
-                    ));
-                }
-                if let Some((e, r, l)) = m {
-                    let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
-                        Some(i) => st.windows.remove(i),
-                        None => Window {
-                            pid: ev.pid,
-                            comm: ev.task_comm.clone(),
-                            prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
-                            e,
-                            covered_from: None,
-                            timer_irq: None,
-                            woken: None,
-                            switched: None,
-                            acc: Vec::new(),
-                            at_switch: Vec::new(),
-                            last_key: None,
-                            prev_switch: None,
-                        },
-                    };
-                    finished.push((w, Some((e, r, l, t))));
-                }
+            EventKind::Nmi { handler, delta_ns } => st.nmi_handler(handler.clone(), *delta_ns),
+            EventKind::Marker { text } if self.mode == SampleMode::Markers => {
+                self.trace_marker(ev, t, text, &mut finished)
             }
             EventKind::Marker { .. } => {}
         }
         let cpu = ev.cpu;
         for (w, m) in finished {
             self.finish_window(cpu, w, m);
+        }
+    }
+
+    /// `tracing_mark_write` (a `trace_marker` write) in marker mode: latlab's measurement
+    /// thread wrote `LATLAB_STOP cpu=C intended=E actual=R latency=L` right after its clock
+    /// read R, so the window of this thread (or a new one, when its arming is not in the
+    /// trace) ends here as a sample with the exact E and R.
+    fn trace_marker(
+        &mut self,
+        ev: &Event<'a>,
+        t: Nanos,
+        text: &str,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        // On a cut last line the last field may have lost digits (`latency=13351`
+        // for 13351484): it is not read (the latency is then actual − intended).
+        let cut = self.cut_line == Some(ev.line) && is_latlab_marker(text);
+        let m = if cut {
+            text.trim_end()
+                .rsplit_once(' ')
+                .and_then(|(h, _)| parse_marker(h))
+        } else {
+            parse_marker(text)
+        };
+        if cut {
+            let what = if m.is_some() {
+                "the last latlab marker is cut short: its last field is not read"
+            } else {
+                "the last latlab marker is cut short: its sample is lost"
+            };
+            let line = ev.line + self.line_offset;
+            self.cut = Some(format!(
+                "line {line}: {what} (no newline at the end: a truncated file?)"
+            ));
+        }
+        if let Some((e, r, l)) = m {
+            let st = self.cpus.entry(ev.cpu);
+            let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
+                Some(i) => st.windows.remove(i),
+                None => Window {
+                    pid: ev.pid,
+                    comm: ev.task_comm.clone(),
+                    prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
+                    e,
+                    covered_from: None,
+                    timer_irq: None,
+                    woken: None,
+                    switched: None,
+                    acc: Vec::new(),
+                    at_switch: Vec::new(),
+                    last_key: None,
+                    prev_switch: None,
+                },
+            };
+            finished.push((w, Some((e, r, l, t))));
         }
     }
 
@@ -864,12 +906,12 @@ impl<'a> Analyzer<'a> {
     }
 }
 
-fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &super::parse::TaskRef<'a>) {
+pub(super) fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &TaskRef<'a>) {
     if t.pid <= 0 {
         return;
     }
     match known.get_mut(&t.pid) {
-        Some(k) if k.1 == t.prio && super::parse::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
+        Some(k) if k.1 == t.prio && super::bytes::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
         Some(k) => *k = (t.comm.clone(), t.prio),
         None => {
             known.insert(t.pid, (t.comm.clone(), t.prio));
@@ -877,505 +919,18 @@ fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &super::parse::TaskRef<
     }
 }
 
-fn pop(stack: &mut Vec<Ctx<'_>>, kind: CauseKind, id: i64) {
+pub(super) fn pop(stack: &mut Vec<Ctx<'_>>, kind: CauseKind, id: i64) {
     if let Some(i) = stack.iter().rposition(|c| c.kind == kind && c.id == id) {
         stack.truncate(i);
     }
 }
 
-fn classify<'a>(
-    w: &Window<'a>,
-    stack: &[Ctx<'a>],
-    current: &Option<Cur<'a>>,
-    irqs_off: bool,
-    virtualized: bool,
-) -> Key<'a> {
-    if let Some(c) = stack.last() {
-        return (c.kind, c.name.clone(), 0, 0);
-    }
-    let silent = if virtualized {
-        CauseKind::Hypervisor
-    } else {
-        CauseKind::Unknown
-    };
-    let Some(cur) = current else {
-        return (CauseKind::Unknown, Cow::Borrowed("unknown task"), 0, 0);
-    };
-    if cur.pid == w.pid {
-        // τ itself: after switch-in, its way back to user space.
-        return (
-            CauseKind::Task,
-            Cow::Owned(switch_to_user(&w.comm)),
-            w.pid,
-            w.prio.unwrap_or(cur.prio),
-        );
-    }
-    if w.woken.is_none() {
-        if cur.pid == 0 {
-            return (silent, Cow::Borrowed("timer delivery (idle)"), 0, 0);
-        }
-        if irqs_off {
-            return (CauseKind::IrqOff, cur.comm.clone(), cur.pid, cur.prio);
-        }
-        return (silent, Cow::Borrowed("timer delivery"), 0, 0);
-    }
-    if cur.pid == 0 {
-        return (
-            CauseKind::Unknown,
-            Cow::Borrowed("idle while runnable"),
-            0,
-            0,
-        );
-    }
-    let tp = w.prio.unwrap_or(0);
-    if cur.prio < tp || (cur.prio == tp && tp < 100) {
-        (CauseKind::Task, cur.comm.clone(), cur.pid, cur.prio)
-    } else {
-        (CauseKind::PreemptOff, cur.comm.clone(), cur.pid, cur.prio)
-    }
-}
-
-/// Largest first; ties by kind and name, so output is deterministic.
-pub fn sort_causes(c: &mut [Cause]) {
-    c.sort_by(|a, b| {
-        b.ns.cmp(&a.ns)
-            .then(a.kind.cmp(&b.kind))
-            .then(a.name.cmp(&b.name))
-            .then(a.pid.cmp(&b.pid))
-    });
-}
-
-/// `opts.mode`, or when None: markers if the trace holds a latlab marker, else wake-ups.
-fn mode_of(text: &str, opts: &AnalyzeOptions) -> SampleMode {
-    opts.mode.unwrap_or_else(|| {
-        if has_markers(text) {
-            SampleMode::Markers
-        } else {
-            SampleMode::Wakeups
-        }
-    })
-}
-
-/// Analyze a whole text trace. With `opts.mode == None` the mode is markers if the trace holds
-/// a latlab marker, else wake-ups.
-pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
-    let mode = mode_of(text, opts);
-    let mut a = Analyzer::new(opts.clone(), mode);
-    for r in Parser::new(text) {
-        a.record(&r);
-    }
-    if a.out.events == 0 {
-        return Err(no_events(text, a.first_skipped()));
-    }
-    Ok(a.finish())
-}
-
-/// [`analyze_text`] with the parsing spread over `threads` threads (the attribution stays one
-/// state machine fed in trace order). Same result, same first error, for any block size: text
-/// is cut only where the streaming parser holds no state ([`super::parse::blocks`]). Memory
-/// stays bounded: each worker runs at most four blocks ahead of the feeder.
-pub fn analyze_text_parallel(
-    text: &str,
-    opts: &AnalyzeOptions,
-    threads: usize,
-) -> Result<Analysis, ParseError> {
-    analyze_blocks(text, opts, threads, PARALLEL_BLOCK)
-}
-
-/// [`analyze_text_parallel`] on bytes as read from a file, with the options of the mode the
-/// trace calls for (markers when it holds a latlab marker, else wake-ups). None when the bytes
-/// are not UTF-8: the caller analyzes a lossy copy.
-///
-/// No pass over the whole file comes first. Each worker checks its own block for UTF-8 just
-/// before parsing it (the block is then in its cache). The mode: the recorder's marker ends
-/// its trace, so the last MiB is looked at first; without a marker there, the analysis runs as
-/// wake-ups while each worker also looks for a marker in its block, and one found anywhere
-/// starts the analysis over as markers (the result is always the mode's own).
-pub fn analyze_bytes_parallel(
-    bytes: &[u8],
-    threads: usize,
-    opts_for: impl Fn(SampleMode) -> AnalyzeOptions,
-) -> Option<Result<Analysis, ParseError>> {
-    auto_blocks(bytes, threads, PARALLEL_BLOCK, &opts_for)
-}
-
-/// Bytes per parsed block: its records (~168 bytes per ~135-byte line) stay in a core's cache
-/// between the worker that writes them and the feeder that reads them.
-const PARALLEL_BLOCK: usize = 256 << 10;
-
-/// [`analyze_text_parallel`] with a chosen block size (tests and the fuzz target use tiny
-/// blocks to cut small inputs many times).
-#[doc(hidden)]
-pub fn analyze_blocks(
-    text: &str,
-    opts: &AnalyzeOptions,
-    threads: usize,
-    block: usize,
-) -> Result<Analysis, ParseError> {
-    if threads <= 1 || text.len() < 2 * block {
-        return analyze_text(text, opts);
-    }
-    let mut opts = opts.clone();
-    opts.mode = Some(mode_of(text, &opts));
-    analyze_byte_blocks(text.as_bytes(), &opts, threads, block).expect("a str is UTF-8")
-}
-
-/// [`analyze_bytes_parallel`] with a chosen block size (tests and the fuzz target); with
-/// `opts.mode == None` the mode is found as there, with the same options for either.
-#[doc(hidden)]
-pub fn analyze_byte_blocks(
-    bytes: &[u8],
-    opts: &AnalyzeOptions,
-    threads: usize,
-    block: usize,
-) -> Option<Result<Analysis, ParseError>> {
-    match opts.mode {
-        Some(_) => run_blocks(bytes, opts, threads, block, false).done(),
-        None => auto_blocks(bytes, threads, block, &|m| AnalyzeOptions {
-            mode: Some(m),
-            ..opts.clone()
-        }),
-    }
-}
-
-/// A block as text: ASCII (a kernel trace, nearly always) is checked a word at a time, anything
-/// else by the full UTF-8 check.
-fn block_str(b: &[u8]) -> Option<&str> {
-    if b.is_ascii() {
-        // SAFETY: ASCII is valid UTF-8.
-        return Some(unsafe { std::str::from_utf8_unchecked(b) });
-    }
-    std::str::from_utf8(b).ok()
-}
-
-/// How a run over blocks ended.
-enum Outcome {
-    NotUtf8,
-    /// A block holds a latlab marker (only when watching for one).
-    MarkerSeen,
-    Done(Result<Analysis, ParseError>),
-}
-
-impl Outcome {
-    fn done(self) -> Option<Result<Analysis, ParseError>> {
-        match self {
-            Outcome::Done(r) => Some(r),
-            Outcome::NotUtf8 => None,
-            Outcome::MarkerSeen => unreachable!("markers are watched for by auto_blocks only"),
-        }
-    }
-}
-
-fn auto_blocks(
-    bytes: &[u8],
-    threads: usize,
-    block: usize,
-    opts_for: &dyn Fn(SampleMode) -> AnalyzeOptions,
-) -> Option<Result<Analysis, ParseError>> {
-    let markers = |yes| {
-        if yes {
-            SampleMode::Markers
-        } else {
-            SampleMode::Wakeups
-        }
-    };
-    if threads <= 1 || bytes.len() < 2 * block {
-        let mode = markers(has_markers_bytes(bytes));
-        return run_blocks(bytes, &opts_for(mode), threads, block, false).done();
-    }
-    if tail_has_markers(bytes) {
-        return run_blocks(bytes, &opts_for(SampleMode::Markers), threads, block, false).done();
-    }
-    match run_blocks(bytes, &opts_for(SampleMode::Wakeups), threads, block, true) {
-        Outcome::MarkerSeen => {
-            run_blocks(bytes, &opts_for(SampleMode::Markers), threads, block, false).done()
-        }
-        o => o.done(),
-    }
-}
-
-/// The parallel analysis with `opts.mode` set. `watch`: stop with [`Outcome::MarkerSeen`] at
-/// the first block that holds a latlab marker (each block is line-aligned, so a marker line is
-/// whole in one block).
-fn run_blocks(
-    bytes: &[u8],
-    opts: &AnalyzeOptions,
-    threads: usize,
-    block: usize,
-    watch: bool,
-) -> Outcome {
-    let mode = opts.mode.expect("run_blocks: the mode is set");
-    if threads <= 1 || bytes.len() < 2 * block {
-        return match std::str::from_utf8(bytes) {
-            Ok(text) => Outcome::Done(analyze_text(text, opts)),
-            Err(_) => Outcome::NotUtf8,
-        };
-    }
-    let mut a = Analyzer::new(opts.clone(), mode);
-    let mut offset = 0usize;
-    let mut stopped = None;
-    let blocks = super::parse::byte_blocks_on(bytes, block, threads);
-    let n = threads.min(blocks.len());
-    std::thread::scope(|s| {
-        // Worker w checks and parses blocks w, w+n, w+2n, … and hands them over in that order
-        // through its own bounded channel (at most 4 blocks ahead: with 2 the feeder waited at
-        // times), and the fed buffers go back to it for reuse.
-        let mut ways = Vec::with_capacity(n);
-        for w in 0..n {
-            type Buf<'t> = Vec<Record<'t>>;
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<(Buf<'_>, usize), Outcome>>(4);
-            let (back, recycled) = std::sync::mpsc::channel::<Buf<'_>>();
-            let mine = blocks.iter().skip(w).step_by(n);
-            s.spawn(move || {
-                for b in mine {
-                    let Some(text) = block_str(b) else {
-                        let _ = tx.send(Err(Outcome::NotUtf8));
-                        return;
-                    };
-                    if watch && has_markers_bytes(b) {
-                        let _ = tx.send(Err(Outcome::MarkerSeen));
-                        return;
-                    }
-                    let mut buf = recycled.try_recv().unwrap_or_default();
-                    let lines = super::parse::parse_block(text, &mut buf);
-                    // A closed channel: the feeder stopped (another block was not UTF-8).
-                    if tx.send(Ok((buf, lines))).is_err() {
-                        return;
-                    }
-                }
-            });
-            ways.push((rx, back));
-        }
-        for i in 0..blocks.len() {
-            let (rx, back) = &ways[i % n];
-            // A worker that panicked closed its channel: the scope re-raises its panic.
-            let Ok(msg) = rx.recv() else {
-                break;
-            };
-            let (recs, lines) = match msg {
-                Ok(m) => m,
-                Err(o) => {
-                    stopped = Some(o);
-                    break;
-                }
-            };
-            feed_block(&recs, &mut a, offset);
-            offset += lines;
-            let _ = back.send(recs);
-        }
-    });
-    if let Some(o) = stopped {
-        return o;
-    }
-    Outcome::Done(if a.out.events == 0 {
-        let text = std::str::from_utf8(bytes).expect("every block was UTF-8");
-        Err(no_events(text, a.first_skipped()))
-    } else {
-        Ok(a.finish())
-    })
-}
-
-/// Feed one parsed block whose lines start at line `offset` of the text.
-fn feed_block<'t>(recs: &[Record<'t>], a: &mut Analyzer<'t>, offset: usize) {
-    // By reference: a record is 168 bytes, and moving each one out was a memcpy per event.
-    // Read only: the records (written by another core) are not shifted to whole-text line
-    // numbers; the analyzer adds the offset to the few lines it keeps (warnings, skips).
-    a.line_offset = offset;
-    for r in recs.iter() {
-        a.record(r);
-    }
-}
-
-/// A latlab marker in the last MiB of `bytes` (from a line start), where the recorder's marker
-/// ends its trace.
-fn tail_has_markers(bytes: &[u8]) -> bool {
-    const TAIL: usize = 1 << 20;
-    let mut tail = bytes.len().saturating_sub(TAIL);
-    if tail > 0 {
-        tail = memchr::memrchr(b'\n', &bytes[..tail]).map_or(0, |p| p + 1);
-    }
-    has_markers_bytes(&bytes[tail..])
-}
-
-/// The trace holds a latlab marker (`LATLAB_STOP …` or the older `latlab seq=…`).
-pub fn has_markers(text: &str) -> bool {
-    has_markers_bytes(text.as_bytes())
-}
-
-/// [`has_markers`] on bytes (the markers are ASCII: a lossy copy of the bytes answers the
-/// same).
-pub fn has_markers_bytes(b: &[u8]) -> bool {
-    // Both forms are trace_marker writes (`tracing_mark_write: …`, `print: tracing_mark_write:
-    // …`): one pass for those, then a look at the rest of each such line.
-    memchr::memmem::find_iter(b, b"tracing_mark_write").any(|at| {
-        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |p| at + p);
-        let l = &b[at..end];
-        memchr::memmem::find(l, b"LATLAB_STOP").is_some()
-            || memchr::memmem::find(l, b"latlab seq=").is_some()
-    })
-}
-
-/// One row of "what delays this machine".
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct SummaryRow {
-    pub kind: CauseKind,
-    pub name: String,
-    /// Spikes this cause appeared in.
-    pub spikes: u64,
-    pub total_ns: Nanos,
-    pub worst_ns: Nanos,
-    /// total_ns / the summed latency of all spikes.
-    pub share: f64,
-}
-
-/// The run-level table: per (kind, name), over all spikes; largest total first.
-pub fn summarize(spikes: &[SpikeRecord]) -> Vec<SummaryRow> {
-    let total: Nanos = spikes.iter().map(|s| s.latency_ns).sum();
-    let mut m: BTreeMap<(CauseKind, String), (u64, Nanos, Nanos)> = BTreeMap::new();
-    for s in spikes {
-        let mut per: BTreeMap<(CauseKind, String), Nanos> = BTreeMap::new();
-        for c in &s.causes {
-            *per.entry((c.kind, c.name.clone())).or_default() += c.ns;
-        }
-        for (k, ns) in per {
-            let e = m.entry(k).or_default();
-            e.0 += 1;
-            e.1 += ns;
-            e.2 = e.2.max(ns);
-        }
-    }
-    let mut rows: Vec<SummaryRow> = m
-        .into_iter()
-        .map(|((kind, name), (n, tot, worst))| SummaryRow {
-            kind,
-            name,
-            spikes: n,
-            total_ns: tot,
-            worst_ns: worst,
-            share: if total == 0 {
-                0.0
-            } else {
-                tot as f64 / total as f64
-            },
-        })
-        .collect();
-    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.name.cmp(&b.name)));
-    rows
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::trace::parse::{Flags, TaskRef};
-
-    const WORST: &str = include_str!("../../tests/fixtures/trace/trace-worst-window-cpu1.txt");
-
-    /// The bytes path finds the mode as `analyze_text` does, with the marker anywhere: in the
-    /// tail it looks at first, or earlier (found by a worker while analyzing as wake-ups, then
-    /// analyzed over as markers), and refuses exactly the inputs that are not UTF-8, wherever
-    /// the bad byte is.
-    #[test]
-    fn the_bytes_path_finds_the_mode_and_refuses_what_is_not_utf8() {
-        // Over 1 MiB, so that the tail looked at first is not the whole.
-        let base = include_str!("../../tests/fixtures/trace/trace-events.txt");
-        let base = base.repeat((3 << 20) / base.len());
-        assert!(
-            !has_markers(&base),
-            "the base must have no marker of its own"
-        );
-        let marker = "  latlab-cpu1-7 [001] ..... 1471.6: tracing_mark_write: LATLAB_STOP cpu=1 intended=1 actual=2 latency=1\n";
-        assert!(has_markers(marker));
-        let lines: Vec<&str> = base.split_inclusive('\n').collect();
-        let opts = AnalyzeOptions {
-            threshold_ns: 0,
-            virtualized: true,
-            mode: None,
-        };
-        let whole = |t: &str| format!("{:?}", analyze_text(t, &opts));
-        for at in [0, 1, lines.len() / 3, lines.len() - 1, lines.len()] {
-            let mut with = lines[..at].concat();
-            with.push_str(marker);
-            with.push_str(&lines[at..].concat());
-            let mut bad = lines[..at].concat().into_bytes();
-            bad.extend_from_slice(b"\xff\xfe\n");
-            bad.extend_from_slice(lines[at..].concat().as_bytes());
-            let want = whole(&with);
-            assert!(want.contains("Markers"), "{at}");
-            for threads in [2, 3] {
-                let got =
-                    analyze_byte_blocks(with.as_bytes(), &opts, threads, 64 << 10).expect("UTF-8");
-                assert_eq!(format!("{got:?}"), want, "{at} {threads}");
-                assert!(
-                    analyze_byte_blocks(&bad, &opts, threads, 64 << 10).is_none(),
-                    "{at} {threads}"
-                );
-            }
-        }
-        let got = analyze_byte_blocks(base.as_bytes(), &opts, 2, 64 << 10).expect("UTF-8");
-        assert_eq!(format!("{got:?}"), whole(&base));
-        assert!(format!("{got:?}").contains("Wakeups"));
-    }
-
-    /// Every fixture, parsed in blocks of many sizes on 2 and 3 threads, gives the analysis of
-    /// the one streaming parser; so does each fixture with a garbage line at any of several
-    /// places (same first error, same line number) — the cuts land next to multi-line events
-    /// (comms holding a newline), `[LOST]` markers and comments.
-    #[test]
-    fn parallel_blocks_give_the_sequential_analysis_and_errors() {
-        const FIXTURES: [&str; 6] = [
-            WORST,
-            include_str!("../../tests/fixtures/trace/trace-events.txt"),
-            include_str!("../../tests/fixtures/trace/trace-oddcomm.txt"),
-            include_str!("../../tests/fixtures/trace/trace-lost-events.txt"),
-            include_str!("../../tests/fixtures/trace/trace-missing-switch-cpu1.txt"),
-            include_str!("../../tests/fixtures/trace/trace-header.txt"),
-        ];
-        let opts = AnalyzeOptions {
-            threshold_ns: 0,
-            virtualized: true,
-            mode: None,
-        };
-        // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names
-        // that cost lines, a text cut inside its last marker.
-        let odd = crate::trace::parse::tests::un_cat_a(FIXTURES[2]);
-        let cut = kernel_trace("a\nb\nc\nd");
-        let more = [
-            odd,
-            kernel_trace("a\nb\nc"),
-            cut.clone(),
-            cut[..cut.len() - 3].to_string(),
-        ];
-        let mut split = 0;
-        for fixture in FIXTURES
-            .iter()
-            .copied()
-            .chain(more.iter().map(|s| s.as_str()))
-        {
-            let text = fixture.repeat(3);
-            let lines: Vec<&str> = text.split_inclusive('\n').collect();
-            let mut texts = vec![text.clone()];
-            for at in [1, lines.len() / 3, lines.len() / 2, lines.len() - 2] {
-                let mut t = lines[..at].concat();
-                t.push_str("this is not a trace line\n");
-                t.push_str(&lines[at..].concat());
-                texts.push(t);
-            }
-            for t in &texts {
-                let want = format!("{:?}", analyze_text(t, &opts));
-                for block in [1, 40, 200, 1000, 3000] {
-                    let bl = crate::trace::parse::blocks(t, block);
-                    assert_eq!(bl.concat(), *t);
-                    split += bl.len() - 1;
-                    for threads in [2, 3] {
-                        let got = format!("{:?}", analyze_blocks(t, &opts, threads, block));
-                        assert_eq!(got, want, "block {block}, {threads} threads");
-                    }
-                }
-            }
-        }
-        // The cuts happened (a test of blocks that were never split would prove nothing).
-        assert!(split > 1000, "{split}");
-    }
+    use crate::trace::fixtures::*;
+    use crate::trace::parallel::{analyze_text, analyze_text_parallel, Parallel};
+    use crate::trace::{Flags, ParseError, TaskRef};
 
     /// A synthetic trace on CPU 1, one event at a time, times in ns from an origin.
     struct B {
@@ -1800,49 +1355,6 @@ mod tests {
         assert_eq!(s.causes[0].prio, 9);
     }
 
-    #[test]
-    fn summary_table() {
-        let c = |kind, name: &str, ns| Cause {
-            kind,
-            name: name.into(),
-            pid: 1,
-            prio: 120,
-            ns,
-        };
-        let sp = |lat, causes| SpikeRecord {
-            cpu: 0,
-            at_ns: 0,
-            latency_ns: lat,
-            causes,
-            trace_file: None,
-            timeline: vec![],
-        };
-        let rows = summarize(&[
-            sp(
-                1000,
-                vec![
-                    c(CauseKind::PreemptOff, "a", 800),
-                    c(CauseKind::Irq, "t", 100),
-                ],
-            ),
-            sp(
-                3000,
-                vec![
-                    c(CauseKind::PreemptOff, "a", 2000),
-                    c(CauseKind::Softirq, "RCU", 500),
-                ],
-            ),
-        ]);
-        assert_eq!(rows[0].name, "a");
-        assert_eq!(
-            (rows[0].spikes, rows[0].total_ns, rows[0].worst_ns),
-            (2, 2800, 2000)
-        );
-        assert!((rows[0].share - 0.7).abs() < 1e-9);
-        assert_eq!(rows.len(), 3);
-        assert!(rows.iter().map(|r| r.share).sum::<f64>() <= 1.0);
-    }
-
     /// A trace in the kernel's own layout (that of trace-events.txt, `%16s-%-7d [CPU] FLAGS
     /// TS: event: body`) on CPU 0: τ (`tau`, pid 7, FIFO 80) arms its timer for 1.000100 and
     /// sleeps, `odd` (pid 9, its name given) runs and switches to `hog` (pid 8, CFS), which
@@ -1928,7 +1440,10 @@ mod tests {
             for block in [1, 40, 200] {
                 for threads in [2, 3] {
                     assert_eq!(
-                        format!("{:?}", analyze_blocks(&t, &markers_opts(), threads, block)),
+                        format!(
+                            "{:?}",
+                            analyze_text_parallel(&t, &markers_opts(), Parallel { threads, block })
+                        ),
                         format!("{:?}", Ok::<_, ParseError>(&a)),
                         "{odd:?} block {block}"
                     );
@@ -1969,7 +1484,10 @@ mod tests {
         for block in [1, 40, 200] {
             for t in [&full[..full.len() - 3], t] {
                 assert_eq!(
-                    format!("{:?}", analyze_blocks(t, &markers_opts(), 2, block)),
+                    format!(
+                        "{:?}",
+                        analyze_text_parallel(t, &markers_opts(), Parallel { threads: 2, block })
+                    ),
                     format!("{:?}", analyze_text(t, &markers_opts())),
                 );
             }
@@ -1993,7 +1511,10 @@ mod tests {
         );
         for block in [1, 40, 200] {
             assert_eq!(
-                format!("{:?}", analyze_blocks(&t, &markers_opts(), 2, block)),
+                format!(
+                    "{:?}",
+                    analyze_text_parallel(&t, &markers_opts(), Parallel { threads: 2, block })
+                ),
                 format!("{:?}", Ok::<_, ParseError>(&a)),
             );
         }
@@ -2017,7 +1538,7 @@ mod tests {
             Some((5, 9, Some(4)))
         );
         assert_eq!(parse_marker("latlab: start"), None);
-        assert_eq!(printable("a\x1b[1mb\n"), "a\\u{1b}[1mb\\n");
+        assert_eq!(crate::escape::escape("a\x1b[1mb\n"), "a\\u{1b}[1mb\\u{a}");
     }
 
     proptest::proptest! {
