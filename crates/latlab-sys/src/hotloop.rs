@@ -197,14 +197,29 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
         if now >= next {
             // Woke more than one period late: those periods are missed, counted, and the
             // schedule realigned to the next period in the future.
-            let k = (now - next) / p.interval + 1;
-            sh.missed.store(sh.missed.load(Relaxed) + k, Relaxed);
-            next += k * p.interval;
+            let (skip, missed) = periods_missed(next, now, p.interval, p.end);
+            sh.missed.store(sh.missed.load(Relaxed) + missed, Relaxed);
+            next += skip * p.interval;
         }
     }
     // Publish the last (partial) second.
     sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
     sh.seconds_done.store(sec + 1, Release);
+}
+
+/// A thread that should have woken at `next` (and every `interval` after) woke at `now ≥ next`:
+/// the periods `next, next + interval, … ≤ now` are skipped (`.0`, to realign the schedule),
+/// and those of them before the run's `end` are missed (`.1`): a late wake-up across the end
+/// of the run does not count periods the run never had.
+#[inline(always)]
+pub(crate) fn periods_missed(next: u64, now: u64, interval: u64, end: u64) -> (u64, u64) {
+    let skip = (now - next) / interval + 1;
+    let missed = if next < end {
+        skip.min((end - 1 - next) / interval + 1)
+    } else {
+        0
+    };
+    (skip, missed)
 }
 
 /// What the loop does after each wake-up.
@@ -235,6 +250,21 @@ pub(crate) fn body<C: Clock + 'static, W: Work + 'static>(mut clock: C, mut work
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Periods skipped by a late wake-up count as missed only up to the run's end.
+    #[test]
+    fn missed_periods_stop_at_the_end_of_the_run() {
+        // Due at 1000 (interval 1000), woke at 3500: 1000, 2000, 3000 skipped and missed.
+        assert_eq!(periods_missed(1000, 3500, 1000, 100_000), (3, 3));
+        // Woke exactly at the next period: that one is skipped.
+        assert_eq!(periods_missed(1000, 1000, 1000, 100_000), (1, 1));
+        // The run ends at 2500: only 1000 and 2000 were periods of the run.
+        assert_eq!(periods_missed(1000, 80_000, 1000, 2500), (80, 2));
+        // Ends exactly at a period: that period is not part of the run.
+        assert_eq!(periods_missed(1000, 80_000, 1000, 3000), (80, 2));
+        // Next already at or past the end: nothing missed.
+        assert_eq!(periods_missed(5000, 9000, 1000, 5000), (5, 0));
+    }
 
     #[test]
     fn marker_format() {

@@ -637,9 +637,9 @@ pub(crate) fn sender_loop(
         ch.signal(now);
         next += interval;
         if now >= next {
-            let k = (now - next) / interval + 1;
-            sh.missed.store(sh.missed.load(Relaxed) + k, Relaxed);
-            next += k * interval;
+            let (skip, missed) = crate::hotloop::periods_missed(next, now, interval, end);
+            sh.missed.store(sh.missed.load(Relaxed) + missed, Relaxed);
+            next += skip * interval;
         }
     }
     stop_receiver(ch);
