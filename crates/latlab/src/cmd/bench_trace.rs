@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use latlab_core::units::format_duration;
 
 /// One traced or untraced run's figures, in ns.
@@ -155,78 +155,104 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
 }
 
 /// Capture a text trace of at least `size` bytes with the recorder (a ledgered `latlab-<pid>`
-/// instance) under hackbench. Text is ~2.8× the ring's binary size, so the per-CPU buffer is
-/// sized to give ≥ `size` of text once full; hackbench runs until every CPU's ring overwrote.
+/// instance) under the `hackbench` load, on the lifecycle every command shares (signals, the
+/// ledger, supervised loads: Ctrl-C or an error leaves nothing behind). Text is ~2.8× the ring's
+/// binary size, so the per-CPU buffer is sized to give ≥ `size` of text once full; the load runs
+/// until every CPU's ring overwrote (at most two minutes).
 fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
-    use latlab_sys::ledger::{undo, Entry, Ledger};
+    use crate::lifecycle::{Begin, Session};
+    use crate::load_session::{LoadOptions, LoadSession};
     use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
-    if which("hackbench").is_none() {
-        bail!("bench analyze needs hackbench to produce a trace (apt-get install rt-tests), or give --trace FILE");
-    }
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let buffer_kb = (size / ncpu / 2 / 1024).max(1024);
-    let mut ledger =
-        Ledger::open().context("bench analyze captures as root (or give --trace FILE)")?;
-    let tfs = tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut ledger)
-        .map_err(|e| anyhow::anyhow!("cannot trace: {e} (or give --trace FILE)"))?;
-    let result = (|| -> anyhow::Result<()> {
-        let rec = Recorder::create(
+    // Plan first: the load's tools are checked before anything changes.
+    let load = LoadSession::prepare(
+        &["hackbench".to_string()],
+        &LoadOptions {
+            dir: None,
+            cpus: None,
+            required: true,
+            src: None,
+            duration_ns: 0,
+        },
+    )
+    .context("bench analyze produces its trace under hackbench (or give --trace FILE)")?;
+    let mut s = Session::begin(Begin {
+        results: None,
+        inventory: false,
+        quiet: true,
+    })
+    .context("bench analyze captures as root (or give --trace FILE)")?;
+    let tfs = {
+        let mut l = s.ledger.lock().expect("ledger lock");
+        tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut l)
+            .map_err(|e| anyhow!("cannot trace: {e} (or give --trace FILE)"))?
+    };
+    let rec = {
+        let mut l = s.ledger.lock().expect("ledger lock");
+        Recorder::create(
             &tfs.root,
             &RecorderConfig {
                 name: format!("latlab-{}", std::process::id()),
                 buffer_kb,
             },
-            &mut ledger,
+            &mut l,
         )
-        .map_err(|e| anyhow::anyhow!("cannot create the recorder: {e}"))?;
-        let r = (|| -> anyhow::Result<()> {
-            rec.clear()?;
-            rec.start()?;
-            eprintln!(
-                "capturing ≥ {} MB of trace under hackbench ({buffer_kb} KiB per CPU) …",
-                size / 1_000_000
-            );
-            for _round in 0..20 {
-                let st = Command::new("hackbench")
-                    .args(["-l", "2000", "-g", "4"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .context("cannot run hackbench")?;
-                if !st.success() {
-                    bail!("hackbench failed: {st}");
-                }
-                if (0..ncpu as u32).all(|c| rec.overruns(c).is_some_and(|o| o > 0)) {
-                    break;
-                }
+        .map_err(|e| anyhow!("cannot create the recorder: {e}"))?
+    };
+    let r = (|| -> anyhow::Result<()> {
+        rec.clear()?;
+        rec.start()?;
+        eprintln!(
+            "capturing ≥ {} MB of trace under hackbench ({buffer_kb} KiB per CPU) …",
+            size / 1_000_000
+        );
+        let logs = crate::rundir::private_temp_dir("latlab-bench-capture-")?;
+        if !s.start_loads(load, logs.path(), 0)? {
+            bail!("interrupted");
+        }
+        let t0 = std::time::Instant::now();
+        while !(0..ncpu as u32).all(|c| rec.overruns(c).is_some_and(|o| o > 0)) {
+            if s.stopped() {
+                bail!("interrupted");
             }
-            rec.stop()?;
-            let mut src = std::fs::File::open(rec.dir().join("trace"))?;
-            let mut dst = std::fs::File::create(out)
-                .with_context(|| format!("cannot write {}", out.display()))?;
-            std::io::copy(&mut src, &mut dst)?;
-            Ok(())
-        })();
-        let removed = rec.remove(&mut ledger);
-        r?;
-        removed.map_err(|e| anyhow::anyhow!("cannot remove the instance: {e}"))
+            if t0.elapsed() > std::time::Duration::from_secs(120) {
+                bail!("the recorder's buffers did not fill in 2 minutes of hackbench");
+            }
+            s.poll_loads()?;
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        rec.stop()?;
+        let _ = s.stop_loads();
+        let mut src = std::fs::File::open(rec.dir().join("trace"))?;
+        // `out` is in a private directory (0700, unpredictable name) this command created.
+        let mut dst = std::fs::File::create(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        std::io::copy(&mut src, &mut dst)?;
+        Ok(())
     })();
-    if let Some(id) = tfs.mounted {
-        undo(&Entry::TracefsMount {
-            path: tfs.root.clone(),
-        });
-        let _ = ledger.forget(id);
+    // The instance goes now (its fds closed), then the mount if it was ours.
+    let removed = {
+        let mut l = s.ledger.lock().expect("ledger lock");
+        let removed = rec.remove(&mut l);
+        if let Some(id) = tfs.mounted {
+            latlab_sys::ledger::undo(&latlab_sys::ledger::Entry::TracefsMount {
+                path: tfs.root.clone(),
+            });
+            let _ = l.forget(id);
+        }
+        removed
+    };
+    let leftovers = s.close();
+    r?;
+    removed.map_err(|e| anyhow!("cannot remove the instance: {e}"))?;
+    if !leftovers.is_empty() {
+        bail!(
+            "could not undo: {} (latlab cleanup retries)",
+            leftovers.join("; ")
+        );
     }
-    let _ = ledger.close();
-    result
-}
-
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
+    Ok(())
 }
 
 /// Print MB/s of `latlab analyze` (parse + attribution, no output) vs `wc -l` on `path`.
