@@ -168,7 +168,14 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
                 dir.display()
             ),
         )
-    })
+    })?;
+    // Ours and not writable by others, but readable (made by hand, or by an older latlab):
+    // private from now on.
+    let m = fs::symlink_metadata(dir)?;
+    if m.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -269,8 +276,10 @@ mod tests {
             e.contains("writable by others") && e.contains("LATLAB_RUNTIME_DIR"),
             "{e}"
         );
+        // Ours, readable by others but not writable: used, and made private.
         fs::set_permissions(&rt, fs::Permissions::from_mode(0o755)).unwrap();
         ensure_private_dir(&rt).unwrap();
+        assert_eq!(fs::metadata(&rt).unwrap().mode() & 0o777, 0o700);
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&rt, &link).unwrap();
         assert!(ensure_private_dir(&link).is_err());
