@@ -98,6 +98,15 @@ pub fn allowed_cpus() -> io::Result<Vec<u32>> {
     }
 }
 
+/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,6`).
+pub fn online_cpus() -> io::Result<Vec<u32>> {
+    const PATH: &str = "/sys/devices/system/cpu/online";
+    let s = std::fs::read_to_string(PATH)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {PATH}: {e}")))?;
+    latlab_core::cpulist::parse_cpu_list(&s)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{PATH}: {e}")))
+}
+
 /// Set the calling thread's policy and priority, then read them back to verify (mctest's
 /// bug: a policy set on attributes without PTHREAD_EXPLICIT_SCHED is silently ignored).
 pub fn set_policy(policy: Policy, priority: u32) -> io::Result<()> {

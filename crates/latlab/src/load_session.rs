@@ -50,9 +50,8 @@ pub fn options_from(ext: &crate::cli::RunExtArgs, duration_ns: u64) -> anyhow::R
 }
 
 fn online_cpus() -> Vec<u32> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
+    latlab_sys::rt::online_cpus()
         .ok()
-        .and_then(|s| latlab_core::cpulist::parse_cpu_list(&s).ok())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| {
             let n = std::thread::available_parallelism()

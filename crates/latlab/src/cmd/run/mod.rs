@@ -23,7 +23,7 @@ pub mod modes;
 pub mod plan;
 mod record;
 
-pub use plan::{online_cpus, Plan};
+pub use plan::Plan;
 use record::{build_record, Measured};
 
 /// Checkpoint period: a SIGKILLed run loses at most this much.
@@ -121,7 +121,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
     // an error now), before anything is changed.
     let mut p = plan::plan(&a)?;
-    let mp = modes::plan_mode(&a, &mut p, &online_cpus()?)?;
+    let mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
     let loads = if a.loads.is_empty() {
         None
     } else {

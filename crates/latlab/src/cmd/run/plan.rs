@@ -1,8 +1,10 @@
 //! `latlab run`'s plan: every flag typed (by clap, through `crate::args`) and checked here,
 //! before anything touches the machine or the disk.
 
-use anyhow::{bail, Context};
-use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
+use anyhow::bail;
+use latlab_core::cpulist::format_cpu_list;
+
+use crate::args::online_cpus;
 use latlab_core::hist::Layout;
 use latlab_core::units::{format_duration, Nanos};
 use latlab_sys::rt::{self, Policy};
@@ -32,13 +34,6 @@ pub struct Plan {
 
 fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
-}
-
-/// Online CPUs from sysfs (`0-3,6`).
-pub fn online_cpus() -> anyhow::Result<Vec<u32>> {
-    let s = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .context("cannot read /sys/devices/system/cpu/online")?;
-    Ok(parse_cpu_list(&s)?)
 }
 
 pub fn kernel_release() -> Option<String> {

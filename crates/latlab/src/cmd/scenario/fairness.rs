@@ -14,8 +14,8 @@ use latlab_core::scenario_record::{
 use latlab_sys::rt::{self, Policy};
 use latlab_sys::scenario::fairness;
 
+use crate::args::online_cpus;
 use crate::cli_scenario::FairnessArgs;
-use crate::cmd::run::online_cpus;
 use crate::lifecycle::{Begin, Session};
 use crate::load_session::LoadSession;
 

@@ -12,8 +12,8 @@ use latlab_core::scenario_record::ScenarioRecord;
 use latlab_core::stats::Stats;
 use latlab_core::units::Nanos;
 
+use crate::args::online_cpus;
 use crate::cli_scenario::{ScenarioArgs, ScenarioCommand, ScenarioCommon};
-use crate::cmd::run::online_cpus;
 use crate::lifecycle::Session;
 use crate::load_session::LoadOptions;
 use crate::rundir;
