@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use super::classify::{classify, sort_causes, switch_to_user, Key};
+use super::classify::{classify, sort_causes, switch_to_user, Ctx, Cur, Key, Waiter};
 use super::event::{Event, EventKind, TaskRef};
 use super::parser::Record;
 use crate::record::{Cause, CauseKind, Moment, SpikeRecord, TimelineEvent, TimelineTask};
@@ -159,24 +159,6 @@ pub(super) type PidMap<V> = HashMap<i64, V, BuildHasherDefault<PidHasher>>;
 pub(super) type MarkerEnd = (Nanos, Nanos, Option<Nanos>, Nanos);
 
 #[derive(Debug, Clone)]
-pub(super) struct Ctx<'a> {
-    pub(super) kind: CauseKind,
-    pub(super) name: Cow<'a, str>,
-    /// irq number / vector / softirq vec, to match the exit.
-    pub(super) id: i64,
-    pub(super) start: Nanos,
-}
-
-#[derive(Debug, Clone)]
-pub(super) struct Cur<'a> {
-    pub(super) pid: i64,
-    pub(super) comm: Cow<'a, str>,
-    /// 120 (CFS default) when not known yet.
-    pub(super) prio: i64,
-    pub(super) prio_known: bool,
-}
-
-#[derive(Debug, Clone)]
 pub(super) struct Window<'a> {
     pub(super) pid: i64,
     pub(super) comm: Cow<'a, str>,
@@ -274,7 +256,13 @@ impl<'a> CpuState<'a> {
                 if w.covered_from.is_none() {
                     w.covered_from = Some(from);
                 }
-                let key = classify(w, stack, current, evidence, virtualized);
+                let waiter = Waiter {
+                    pid: w.pid,
+                    comm: &w.comm,
+                    prio: w.prio,
+                    woken: w.woken.is_some(),
+                };
+                let key = classify(&waiter, stack, current, evidence, virtualized);
                 w.add(key, t - from);
             }
         }

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::analyzer::{Ctx, Cur, Window};
 use crate::record::{Cause, CauseKind, SpikeRecord};
 use crate::units::Nanos;
 
@@ -22,13 +21,42 @@ pub fn switch_to_user(comm: &str) -> String {
 
 pub(super) type Key<'a> = (CauseKind, Cow<'a, str>, i64, i64);
 
+/// An open interrupt context on a CPU (hardirq, softirq, NMI).
+#[derive(Debug, Clone)]
+pub(super) struct Ctx<'a> {
+    pub(super) kind: CauseKind,
+    pub(super) name: Cow<'a, str>,
+    /// irq number / vector / softirq vec, to match the exit.
+    pub(super) id: i64,
+    pub(super) start: Nanos,
+}
+
+/// The task current on a CPU.
+#[derive(Debug, Clone)]
+pub(super) struct Cur<'a> {
+    pub(super) pid: i64,
+    pub(super) comm: Cow<'a, str>,
+    /// 120 (CFS default) when not known yet.
+    pub(super) prio: i64,
+    pub(super) prio_known: bool,
+}
+
+/// The measured thread of an open window, as [`classify`] needs it.
+pub(super) struct Waiter<'w, 'a> {
+    pub(super) pid: i64,
+    pub(super) comm: &'w Cow<'a, str>,
+    pub(super) prio: Option<i64>,
+    /// It was woken already (`sched_waking` seen).
+    pub(super) woken: bool,
+}
+
 /// The cause a stretch of time on the CPU is charged to, for one open window: the innermost
 /// interrupt context; else, before the thread's wake-up, timer delivery (IRQs off in a task,
 /// or a silent gap: hypervisor on a VM, else unknown); after it, the task that kept the CPU
 /// (`task` when it had the right to, `preempt_off` when it had a lower priority); the thread
 /// itself after its switch-in (its way back to user space).
 pub(super) fn classify<'a>(
-    w: &Window<'a>,
+    w: &Waiter<'_, 'a>,
     stack: &[Ctx<'a>],
     current: &Option<Cur<'a>>,
     irqs_off: bool,
@@ -49,12 +77,12 @@ pub(super) fn classify<'a>(
         // τ itself: after switch-in, its way back to user space.
         return (
             CauseKind::Task,
-            Cow::Owned(switch_to_user(&w.comm)),
+            Cow::Owned(switch_to_user(w.comm)),
             w.pid,
             w.prio.unwrap_or(cur.prio),
         );
     }
-    if w.woken.is_none() {
+    if !w.woken {
         if cur.pid == 0 {
             return (silent, Cow::Borrowed("timer delivery (idle)"), 0, 0);
         }
