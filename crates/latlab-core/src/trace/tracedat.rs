@@ -1,6 +1,6 @@
-//! trace-cmd's `trace.dat` file format: [`write`] one from what a tracefs instance gave (the raw
+//! trace-cmd's `trace.dat` file format: [`write()`] one from what a tracefs instance gave (the raw
 //! ring-buffer pages of `per_cpu/cpuN/trace_pipe_raw` and the text files that describe them),
-//! and [`read`] one back (latlab's own and trace-cmd's uncompressed version-6 files), so a spike
+//! and [`read()`] one back (latlab's own and trace-cmd's uncompressed version-6 files), so a spike
 //! opens in `trace-cmd report -i FILE` and KernelShark.
 //!
 //! # Why version 6
@@ -16,7 +16,7 @@
 //!   option, guest/host time sync) is nothing a spike needs: one instance, a few pages per CPU.
 //!
 //! Its one limit: a CPU's number is its position in the offset table, so a file holds CPUs
-//! `0..count`; CPUs without data have size 0 (trace-cmd itself writes them so). [`read`] returns
+//! `0..count`; CPUs without data have size 0 (trace-cmd itself writes them so). [`read()`] returns
 //! every CPU of the table, with or without data.
 //!
 //! # Layout written (all numbers in the file's byte order)
@@ -44,9 +44,9 @@
 //!
 //! # The reader
 //!
-//! [`read`] parses files from anywhere: every size is checked against the input before it is
+//! [`read()`] parses files from anywhere: every size is checked against the input before it is
 //! used, nothing is allocated from a length the input has not backed, it never panics, and an
-//! error says what is wrong and where (`trace.dat: ... at offset N`). It takes what [`write`]
+//! error says what is wrong and where (`trace.dat: ... at offset N`). It takes what [`write()`]
 //! writes and trace-cmd's own uncompressed version-6 files (unknown options are skipped, a
 //! missing TRACECLOCK option means `local` and a CPUCOUNT option sets the number of CPUs, as in
 //! trace-cmd). It refuses version 7 (convert with
@@ -152,7 +152,7 @@ impl TraceDat<'_> {
     }
 }
 
-/// Why [`read`] refused a file: what is wrong and the byte offset where it was found.
+/// Why [`read()`] refused a file: what is wrong and the byte offset where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("trace.dat: {what} at offset {offset}")]
 pub struct TraceDatError {
