@@ -3,7 +3,8 @@
 #   bash scripts/deps.sh          (scripts/test runs it first)
 # Debian packages: rt-tests (cyclictest, hackbench, ptsematest, pmqtest: comparisons and loads),
 # stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
-# unshare, mount), chromium (the HTML reports opened in a headless browser).
+# unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
+# oracle that reads the trace.dat files latlab writes; only ever run to read files).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -16,6 +17,7 @@ needs=(
     make:make cc:gcc tar:tar gzip:gzip
     prlimit:util-linux unshare:util-linux mount:mount
     chromium:chromium
+    trace-cmd:trace-cmd
 )
 missing=()
 for n in "${needs[@]}"; do

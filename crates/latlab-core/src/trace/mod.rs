@@ -8,6 +8,7 @@
 //! The attribution: [`analyzer`] (the per-CPU state machine, one handler per event),
 //! [`classify`] (cause kinds, their names, and which cause a stretch of time is charged to),
 //! [`parallel`] (parse on several threads, feed one analyzer in trace order).
+//! [`tracedat`]: trace-cmd's `trace.dat` file (written for spikes, read by `latlab analyze`).
 
 pub mod analyzer;
 pub mod blocks;
@@ -17,6 +18,7 @@ pub mod event;
 mod line;
 pub mod parallel;
 pub mod parser;
+pub mod tracedat;
 
 /// The attribution's paths from before its split into [`analyzer`], [`classify`] and
 /// [`parallel`] (`latlab_core::trace::attribution::kind_str` and co. keep working).
