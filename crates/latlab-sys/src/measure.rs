@@ -121,18 +121,28 @@ impl StartLine {
 }
 
 /// Nanoseconds from the common start (a whole millisecond) to the first intended wake-up of
-/// thread `i` of `n`, whose period is `period` (`interval` plus its share of `--distance`).
+/// thread `i` of `n`, whose period is `period` (`interval` plus its share of `--distance`);
+/// `seed` is any number that differs from run to run (the clock's nanoseconds at start).
 ///
 /// The periodic tick fires on whole milliseconds (HZ 100, 250 and 1000: every 10, 4 or 1 ms,
 /// counted from boot). A schedule started on a whole millisecond with a period that divides
 /// the tick's puts every 4th wake-up (HZ 250, 1 ms) in the same timer interrupt as the tick,
-/// after it: those samples pay the tick's handler (2–6 µs here). cyclictest starts at whatever
-/// time it is, so it almost never meets the tick. So every thread sits half a step off the
-/// millisecond grid: with `g` = gcd(period, 1 ms), the times a schedule can reach modulo 1 ms
-/// are multiples of `g`, and an offset of `g / 2n` plus the thread's share of the interval
-/// (`interval / n × i`, unless `aligned`) keeps every wake-up of every thread at least
-/// `g / 2n` away from a whole millisecond while the threads stay evenly spread.
-pub fn first_offset(interval: u64, period: u64, n: usize, i: usize, aligned: bool) -> u64 {
+/// after its handler: those samples paid 3–10 µs more here. cyclictest starts at whatever time
+/// it is, so it almost never meets the tick. So every thread keeps off the millisecond grid:
+/// with `g` = gcd(period, 1 ms), the times a schedule can reach modulo 1 ms are multiples of
+/// `g`; each thread owns a slot of `g / n` (one slot of `g` when `aligned`) after its share of
+/// the interval (`interval / n × i`) and wakes in the middle half of it, at least a quarter
+/// slot from a whole millisecond (one thread at 1 ms: between x.25 and x.75 ms). Where in the
+/// middle half comes from `seed`, the same for every thread of a run (they stay evenly spread),
+/// so two runs on one CPU (two latlabs, a latlab and a test's) do not share every interrupt.
+pub fn first_offset(
+    interval: u64,
+    period: u64,
+    n: usize,
+    i: usize,
+    aligned: bool,
+    seed: u64,
+) -> u64 {
     fn gcd(mut a: u64, mut b: u64) -> u64 {
         while b != 0 {
             (a, b) = (b, a % b);
@@ -141,11 +151,12 @@ pub fn first_offset(interval: u64, period: u64, n: usize, i: usize, aligned: boo
     }
     let n = n.max(1) as u64;
     let g = gcd(period, 1_000_000);
-    if aligned {
-        g / 2
+    let (share, slot) = if aligned {
+        (0, g)
     } else {
-        (interval / n) * i as u64 + g / (2 * n)
-    }
+        ((interval / n) * i as u64, g / n)
+    };
+    share + slot / 4 + seed.checked_rem(slot / 2).unwrap_or(0)
 }
 
 impl Engine {
@@ -179,6 +190,8 @@ impl Engine {
             senders.push(s);
         }
         let helpers = senders.iter().flatten().count();
+        // Where in its slot each thread wakes differs from run to run (see `first_offset`).
+        let seed = rt::now_ns();
         let line = StartLine {
             stop: Arc::new(AtomicBool::new(false)),
             ready: Arc::new(Barrier::new(n + helpers + 1)),
@@ -198,7 +211,7 @@ impl Engine {
                 mode.shared(cfg.layout, interval),
             ));
             threads.push(sh.clone());
-            let stagger = first_offset(cfg.interval_ns, interval, n, i, cfg.aligned);
+            let stagger = first_offset(cfg.interval_ns, interval, n, i, cfg.aligned, seed);
             let duration = cfg.duration_ns;
             let channel = sender.as_ref().map(|s| s.channel.clone());
             if let Some(s) = sender {
@@ -345,42 +358,53 @@ mod tests {
     fn no_wake_up_falls_on_a_whole_millisecond() {
         // The tick fires on whole milliseconds; a schedule locked to them shares every 4th
         // timer interrupt with it (HZ 250, 1 ms). Every wake-up of every thread, for the
-        // intervals people use, stays g/2n away (g = gcd(interval, 1 ms)).
+        // intervals people use and any seed, stays a quarter slot (g/4n) away.
         for interval in [
             50_000u64, 100_000, 125_000, 200_000, 250_000, 500_000, 1_000_000, 1_500_000,
             2_000_000, 3_000_000, 4_000_000, 10_000_000,
         ] {
             for n in 1..=4usize {
                 for aligned in [false, true] {
-                    let g = gcd_ms(interval);
-                    let want = if aligned { g / 2 } else { g / (2 * n as u64) };
-                    let mut firsts = Vec::new();
-                    for i in 0..n {
-                        let first = first_offset(interval, interval, n, i, aligned);
-                        assert!(first < interval, "{interval} {n} {i}: first {first}");
-                        firsts.push(first);
-                        for k in 0..4_000u64 {
-                            // A start time on a whole millisecond, as the engine uses.
-                            let t = 7_000_000_000 + first + k * interval;
-                            assert!(
-                                off_ms(t) >= want.min(10_000) && off_ms(t) > 0,
-                                "interval {interval} n {n} thread {i} aligned {aligned}: wake-up {k} is {} ns from a whole ms",
-                                off_ms(t)
-                            );
+                    for seed in [0, 1, 6_249, 123_456_789, 987_654_321_012, u64::MAX] {
+                        let g = gcd_ms(interval);
+                        let slot = if aligned { g } else { g / n as u64 };
+                        let mut firsts = Vec::new();
+                        for i in 0..n {
+                            let first = first_offset(interval, interval, n, i, aligned, seed);
+                            assert!(first < interval, "{interval} {n} {i}: first {first}");
+                            firsts.push(first);
+                            for k in 0..2_000u64 {
+                                // A start on a whole millisecond, as the engine's.
+                                let t = 7_000_000_000 + first + k * interval;
+                                assert!(
+                                    off_ms(t) + 2 >= slot / 4 && off_ms(t) > 0,
+                                    "interval {interval} n {n} thread {i} aligned {aligned} seed {seed}: wake-up {k} is {} ns from a whole ms",
+                                    off_ms(t)
+                                );
+                            }
                         }
-                    }
-                    // The threads stay spread over one interval (or together when aligned).
-                    for w in firsts.windows(2) {
+                        // The threads stay spread over one interval (together when aligned).
                         let step = if aligned { 0 } else { interval / n as u64 };
-                        assert_eq!(w[1] - w[0], step, "interval {interval} n {n}");
+                        for w in firsts.windows(2) {
+                            assert_eq!(w[1] - w[0], step, "interval {interval} n {n}");
+                        }
                     }
                 }
             }
         }
-        // 1 ms, one thread: half-way between two milliseconds; two threads: a quarter in.
-        assert_eq!(first_offset(1_000_000, 1_000_000, 1, 0, false), 500_000);
-        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 0, false), 250_000);
-        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 1, false), 750_000);
+        // 1 ms, one thread: in the middle half of the millisecond, where depends on the seed.
+        assert_eq!(first_offset(1_000_000, 1_000_000, 1, 0, false, 0), 250_000);
+        assert_eq!(
+            first_offset(1_000_000, 1_000_000, 1, 0, false, 499_999),
+            749_999
+        );
+        assert_eq!(
+            first_offset(1_000_000, 1_000_000, 1, 0, false, 500_123),
+            250_123
+        );
+        // Two threads: a quarter of their half-millisecond slot in, a slot apart.
+        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 0, false, 10), 125_010);
+        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 1, false, 10), 625_010);
     }
 
     fn gcd_ms(mut a: u64) -> u64 {
@@ -430,10 +454,13 @@ mod tests {
             assert_eq!(secs.len(), 50, "{secs:?}");
             assert_eq!(secs.iter().flatten().max().copied(), h.max());
             assert_eq!(r.top[0].latency_ns, h.max().unwrap());
-            // Intended times keep off the tick's whole milliseconds (1 ms, 2 threads: ¼, ¾).
+            // Intended times keep off the tick's whole milliseconds (1 ms, 2 threads: in the
+            // middle half of each one's half millisecond), at one phase per thread.
+            let phase = (r.top[0].at_ns - e_t0) % 1_000_000;
+            let slot = [125_000..375_000, 625_000..875_000][t.cpu as usize].clone();
+            assert!(slot.contains(&phase), "thread {}: phase {phase}", t.cpu);
             for s in &r.top {
-                let phase = (s.at_ns - e_t0) % 1_000_000;
-                assert_eq!(phase, [250_000, 750_000][t.cpu as usize], "{s:?}");
+                assert_eq!((s.at_ns - e_t0) % 1_000_000, phase, "{s:?}");
             }
             let mut spikes = Vec::new();
             t.drain_spikes(&mut spikes);
@@ -444,7 +471,7 @@ mod tests {
     #[test]
     fn real_wake_ups_are_off_the_tick() {
         // The real backend: the intended times of the samples kept (the largest ones, where a
-        // tick would show) lie half-way between two whole milliseconds on one CPU.
+        // tick would show) lie in the middle half of a millisecond, at one phase.
         let Some(_g) = crate::privileged::guard("real_wake_ups_are_off_the_tick") else {
             return;
         };
@@ -467,9 +494,11 @@ mod tests {
         let res = e.join();
         assert_eq!(res.len(), 1);
         assert_eq!(res[0].top.len(), TOP_N, "{:?}", res[0].top);
+        let phase = (res[0].top[0].at_ns - t0) % 1_000_000;
+        assert!((250_000..750_000).contains(&phase), "phase {phase}");
         for s in &res[0].top {
-            assert_eq!((s.at_ns - t0) % 1_000_000, 500_000, "{s:?}");
-            assert_eq!(off_ms(s.at_ns), 500_000, "{s:?}");
+            assert_eq!((s.at_ns - t0) % 1_000_000, phase, "{s:?}");
+            assert!(off_ms(s.at_ns) >= 250_000, "{s:?}");
         }
     }
 }
