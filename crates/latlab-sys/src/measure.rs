@@ -49,7 +49,8 @@ pub struct Engine {
     /// Helper threads of a mode (wakeup senders).
     aux: Vec<JoinHandle<()>>,
     pub stop: Arc<AtomicBool>,
-    /// CLOCK_MONOTONIC ns of the first intended wake-up.
+    /// CLOCK_MONOTONIC ns of the common start (a whole millisecond); each thread's first
+    /// intended wake-up is [`first_offset`] after it.
     pub t0_ns: u64,
 }
 
@@ -119,6 +120,45 @@ impl StartLine {
     }
 }
 
+/// Nanoseconds from the common start (a whole millisecond) to the first intended wake-up of
+/// thread `i` of `n`, whose period is `period` (`interval` plus its share of `--distance`);
+/// `seed` is any number that differs from run to run (the clock's nanoseconds at start).
+///
+/// The periodic tick fires on whole milliseconds (HZ 100, 250 and 1000: every 10, 4 or 1 ms,
+/// counted from boot). A schedule started on a whole millisecond with a period that divides
+/// the tick's puts every 4th wake-up (HZ 250, 1 ms) in the same timer interrupt as the tick,
+/// after its handler: those samples paid 3–10 µs more here. cyclictest starts at whatever time
+/// it is, so it almost never meets the tick. So every thread keeps off the millisecond grid:
+/// with `g` = gcd(period, 1 ms), the times a schedule can reach modulo 1 ms are multiples of
+/// `g`; each thread owns a slot of `g / n` (one slot of `g` when `aligned`) after its share of
+/// the interval (`interval / n × i`) and wakes in the middle half of it, at least a quarter
+/// slot from a whole millisecond (one thread at 1 ms: between x.25 and x.75 ms). Where in the
+/// middle half comes from `seed`, the same for every thread of a run (they stay evenly spread),
+/// so two runs on one CPU (two latlabs, a latlab and a test's) do not share every interrupt.
+pub fn first_offset(
+    interval: u64,
+    period: u64,
+    n: usize,
+    i: usize,
+    aligned: bool,
+    seed: u64,
+) -> u64 {
+    fn gcd(mut a: u64, mut b: u64) -> u64 {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+    let n = n.max(1) as u64;
+    let g = gcd(period, 1_000_000);
+    let (share, slot) = if aligned {
+        (0, g)
+    } else {
+        ((interval / n) * i as u64, g / n)
+    };
+    share + slot / 4 + seed.checked_rem(slot / 2).unwrap_or(0)
+}
+
 impl Engine {
     /// Set up every thread (pin, policy, prefault), wait until all are ready, then start
     /// them on a common time base. Fails before measuring if any thread cannot be set up.
@@ -150,6 +190,8 @@ impl Engine {
             senders.push(s);
         }
         let helpers = senders.iter().flatten().count();
+        // Where in its slot each thread wakes differs from run to run (see `first_offset`).
+        let seed = rt::now_ns();
         let line = StartLine {
             stop: Arc::new(AtomicBool::new(false)),
             ready: Arc::new(Barrier::new(n + helpers + 1)),
@@ -169,11 +211,7 @@ impl Engine {
                 mode.shared(cfg.layout, interval),
             ));
             threads.push(sh.clone());
-            let stagger = if cfg.aligned {
-                0
-            } else {
-                (cfg.interval_ns / n as u64) * i as u64
-            };
+            let stagger = first_offset(cfg.interval_ns, interval, n, i, cfg.aligned, seed);
             let duration = cfg.duration_ns;
             let channel = sender.as_ref().map(|s| s.channel.clone());
             if let Some(s) = sender {
@@ -269,7 +307,8 @@ impl Engine {
         if err.is_some() {
             line.stop.store(true, Release);
         }
-        // Start 10 ms from now, on a whole millisecond, so threads begin together.
+        // Start 10 ms from now, on a whole millisecond, so threads begin together; each
+        // thread's first wake-up is `first_offset` after it (never on the millisecond itself).
         let start = (rt::now_ns() / 1_000_000 + 10) * 1_000_000;
         line.t0.store(start, Release);
         line.go.wait();
@@ -309,6 +348,73 @@ impl Engine {
 mod tests {
     use super::*;
 
+    /// Distance (ns) from `t` to the nearest whole millisecond.
+    fn off_ms(t: u64) -> u64 {
+        let r = t % 1_000_000;
+        r.min(1_000_000 - r)
+    }
+
+    #[test]
+    fn no_wake_up_falls_on_a_whole_millisecond() {
+        // The tick fires on whole milliseconds; a schedule locked to them shares every 4th
+        // timer interrupt with it (HZ 250, 1 ms). Every wake-up of every thread, for the
+        // intervals people use and any seed, stays a quarter slot (g/4n) away.
+        for interval in [
+            50_000u64, 100_000, 125_000, 200_000, 250_000, 500_000, 1_000_000, 1_500_000,
+            2_000_000, 3_000_000, 4_000_000, 10_000_000,
+        ] {
+            for n in 1..=4usize {
+                for aligned in [false, true] {
+                    for seed in [0, 1, 6_249, 123_456_789, 987_654_321_012, u64::MAX] {
+                        let g = gcd_ms(interval);
+                        let slot = if aligned { g } else { g / n as u64 };
+                        let mut firsts = Vec::new();
+                        for i in 0..n {
+                            let first = first_offset(interval, interval, n, i, aligned, seed);
+                            assert!(first < interval, "{interval} {n} {i}: first {first}");
+                            firsts.push(first);
+                            for k in 0..2_000u64 {
+                                // A start on a whole millisecond, as the engine's.
+                                let t = 7_000_000_000 + first + k * interval;
+                                assert!(
+                                    off_ms(t) + 2 >= slot / 4 && off_ms(t) > 0,
+                                    "interval {interval} n {n} thread {i} aligned {aligned} seed {seed}: wake-up {k} is {} ns from a whole ms",
+                                    off_ms(t)
+                                );
+                            }
+                        }
+                        // The threads stay spread over one interval (together when aligned).
+                        let step = if aligned { 0 } else { interval / n as u64 };
+                        for w in firsts.windows(2) {
+                            assert_eq!(w[1] - w[0], step, "interval {interval} n {n}");
+                        }
+                    }
+                }
+            }
+        }
+        // 1 ms, one thread: in the middle half of the millisecond, where depends on the seed.
+        assert_eq!(first_offset(1_000_000, 1_000_000, 1, 0, false, 0), 250_000);
+        assert_eq!(
+            first_offset(1_000_000, 1_000_000, 1, 0, false, 499_999),
+            749_999
+        );
+        assert_eq!(
+            first_offset(1_000_000, 1_000_000, 1, 0, false, 500_123),
+            250_123
+        );
+        // Two threads: a quarter of their half-millisecond slot in, a slot apart.
+        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 0, false, 10), 125_010);
+        assert_eq!(first_offset(1_000_000, 1_000_000, 2, 1, false, 10), 625_010);
+    }
+
+    fn gcd_ms(mut a: u64) -> u64 {
+        let mut b = 1_000_000;
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    }
+
     #[test]
     fn sim_engine_counts_every_period() {
         let cfg = Config {
@@ -329,6 +435,8 @@ mod tests {
         };
         let e = Engine::start(cfg).unwrap();
         let threads = e.threads.clone();
+        let e_t0 = e.t0_ns;
+        assert_eq!(e_t0 % 1_000_000, 0);
         let res = e.join();
         assert_eq!(res.len(), 2);
         for (t, r) in threads.iter().zip(&res) {
@@ -346,9 +454,51 @@ mod tests {
             assert_eq!(secs.len(), 50, "{secs:?}");
             assert_eq!(secs.iter().flatten().max().copied(), h.max());
             assert_eq!(r.top[0].latency_ns, h.max().unwrap());
+            // Intended times keep off the tick's whole milliseconds (1 ms, 2 threads: in the
+            // middle half of each one's half millisecond), at one phase per thread.
+            let phase = (r.top[0].at_ns - e_t0) % 1_000_000;
+            let slot = [125_000..375_000, 625_000..875_000][t.cpu as usize].clone();
+            assert!(slot.contains(&phase), "thread {}: phase {phase}", t.cpu);
+            for s in &r.top {
+                assert_eq!((s.at_ns - e_t0) % 1_000_000, phase, "{s:?}");
+            }
             let mut spikes = Vec::new();
             t.drain_spikes(&mut spikes);
             assert_eq!(spikes.len() as u64, h.count() - h.count_below(1_000_000));
+        }
+    }
+
+    #[test]
+    fn real_wake_ups_are_off_the_tick() {
+        // The real backend: the intended times of the samples kept (the largest ones, where a
+        // tick would show) lie in the middle half of a millisecond, at one phase.
+        let Some(_g) = crate::privileged::guard("real_wake_ups_are_off_the_tick") else {
+            return;
+        };
+        let cpu = *rt::allowed_cpus().unwrap().last().unwrap();
+        let e = Engine::start(Config {
+            cpus: vec![cpu],
+            interval_ns: 1_000_000,
+            distance_ns: 0,
+            duration_ns: 300_000_000,
+            policy: Policy::Fifo,
+            priority: 80,
+            aligned: false,
+            layout: Layout::default(),
+            spike_threshold_ns: u64::MAX,
+            trace: None,
+            backend: Backend::Real,
+        })
+        .unwrap();
+        let t0 = e.t0_ns;
+        let res = e.join();
+        assert_eq!(res.len(), 1);
+        assert_eq!(res[0].top.len(), TOP_N, "{:?}", res[0].top);
+        let phase = (res[0].top[0].at_ns - t0) % 1_000_000;
+        assert!((250_000..750_000).contains(&phase), "phase {phase}");
+        for s in &res[0].top {
+            assert_eq!((s.at_ns - t0) % 1_000_000, phase, "{s:?}");
+            assert!(off_ms(s.at_ns) >= 250_000, "{s:?}");
         }
     }
 }

@@ -266,8 +266,8 @@ pub enum BenchCommand {
         /// Length of each run
         #[arg(long, default_value = "10s")]
         duration: Duration,
-        /// Pairs of runs
-        #[arg(long, default_value_t = 3)]
+        /// Pairs of runs (latlab and cyclictest, which goes first alternating)
+        #[arg(long, default_value_t = 8)]
         pairs: u32,
     },
     /// latlab --mode wakeup (futex, mqueue) against ptsematest and pmqtest, alternated on one CPU
