@@ -29,12 +29,13 @@ pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 /// The trigger that turns a latlab marker into an in-kernel stop.
 pub const STOP_TRIGGER: &str = "traceoff if buf ~ \"*LATLAB_STOP*\"";
 
-/// Events the attribution needs: `(system/event, required)`. `irq_vectors` are added from
-/// what the kernel has (they differ between architectures).
+/// Events the attribution reads: `(system/event, required)`. `irq_vectors` are added from
+/// what the kernel has (they differ between architectures). `sched_wakeup` is not among them:
+/// the analyzer reads the wake-up at `sched_waking` and ignores `sched_wakeup` (one event
+/// less per wake-up on the measured CPU's path).
 pub const EVENTS: &[(&str, bool)] = &[
     ("sched/sched_switch", true),
     ("sched/sched_waking", true),
-    ("sched/sched_wakeup", false),
     ("irq/irq_handler_entry", false),
     ("irq/irq_handler_exit", false),
     ("irq/softirq_entry", false),
@@ -151,6 +152,54 @@ pub struct RecorderConfig {
     pub buffer_kb: u64,
 }
 
+/// The texts the binary decoder needs, read once when the instance is configured: the page
+/// and event-header layouts and the `format` of every enabled event (and of `ftrace/print`,
+/// the markers).
+#[derive(Debug, Clone, Default)]
+pub struct RawLayout {
+    pub header_page: String,
+    pub header_event: String,
+    pub formats: Vec<String>,
+}
+
+impl RawLayout {
+    /// Read the layout of the instance at `dir` for `events` (`system/event`).
+    pub fn read(dir: &Path, events: &[String]) -> Result<RawLayout, TraceError> {
+        let ev = dir.join("events");
+        // In one read: `header_page` and `header_event` answer a short first read with its
+        // part only, and the next read with nothing (measured on 6.18: 32-byte reads give the
+        // first line and end), so a reader that starts small (as `fs::read_to_string` does
+        // on a file of size 0) gets a cut text.
+        let read = |p: PathBuf| -> Result<String, TraceError> {
+            use std::io::Read;
+            let mut f = File::open(&p).map_err(io_err(&p))?;
+            let mut buf = vec![0u8; 64 << 10];
+            let mut len = 0;
+            loop {
+                let n = f.read(&mut buf[len..]).map_err(io_err(&p))?;
+                len += n;
+                if n == 0 || len == buf.len() {
+                    break;
+                }
+            }
+            buf.truncate(len);
+            String::from_utf8(buf).map_err(|_| TraceError::Io {
+                path: p.clone(),
+                source: io::Error::other("not UTF-8"),
+            })
+        };
+        let mut formats = Vec::with_capacity(events.len() + 1);
+        for e in events.iter().map(String::as_str).chain(["ftrace/print"]) {
+            formats.push(read(ev.join(e).join("format"))?);
+        }
+        Ok(RawLayout {
+            header_page: read(ev.join("header_page"))?,
+            header_event: read(ev.join("header_event"))?,
+            formats,
+        })
+    }
+}
+
 /// A configured, not yet started instance.
 #[derive(Debug)]
 pub struct Recorder {
@@ -167,6 +216,8 @@ pub struct Recorder {
     pub trigger: bool,
     pub buffer_kb: u64,
     pub warnings: Vec<String>,
+    /// The layout for the binary decoder (Err: why the instance is read as text).
+    pub raw: Result<RawLayout, String>,
 }
 
 impl Recorder {
@@ -216,6 +267,7 @@ impl Recorder {
             trigger: false,
             buffer_kb: cfg.buffer_kb,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         match r.configure(cfg) {
             Ok(()) => Ok(r),
@@ -300,6 +352,7 @@ impl Recorder {
         };
         self.marker = Some(open("trace_marker")?);
         self.tracing_on = Some(open("tracing_on")?);
+        self.raw = RawLayout::read(&d, &self.events).map_err(|e| e.to_string());
         Ok(())
     }
 
@@ -347,6 +400,33 @@ impl Recorder {
     /// read's events without a preemption point (see [`crate::shortio`]).
     pub fn read_cpu(&self, cpu: u32) -> io::Result<Vec<u8>> {
         crate::shortio::read_chunked(self.open_cpu_trace(cpu)?, crate::shortio::READ_CHUNK)
+    }
+
+    /// `per_cpu/cpuN/trace_pipe_raw` (binary sub-buffer pages; reading consumes them),
+    /// opened non-blocking for [`read_pages`].
+    pub fn open_cpu_raw(&self, cpu: u32) -> io::Result<File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))
+    }
+
+    /// The kernel's pid → comm table (`saved_cmdlines`: the instance's, else the top
+    /// level's), in short reads.
+    pub fn saved_cmdlines(&self) -> io::Result<String> {
+        let own = self.dir.join("saved_cmdlines");
+        let p = match own.exists() {
+            true => own,
+            false => self
+                .dir
+                .parent()
+                .and_then(Path::parent)
+                .map(|root| root.join("saved_cmdlines"))
+                .ok_or_else(|| io::Error::other("no tracefs root"))?,
+        };
+        let b = crate::shortio::read_file(&p)?;
+        Ok(String::from_utf8_lossy(&b).into_owned())
     }
 
     /// `per_cpu/cpuN/trace`, opened for a caller that reads it in its own short calls.
@@ -418,6 +498,47 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         if self.ledger_id.is_some() || self.marker.is_some() {
             let _ = self.teardown();
+        }
+    }
+}
+
+/// Read binary pages (an [`Recorder::open_cpu_raw`] file) until the buffer is empty (EAGAIN)
+/// or ends: one `page`-byte read per page (the kernel copies a page and formats nothing),
+/// calling `tick` every `every` bytes. A read that returns less than a page ends the copy
+/// (the whole pages before it are kept: the decoder reads whole pages only).
+pub fn read_pages(
+    mut f: impl io::Read,
+    page: usize,
+    every: usize,
+    mut tick: impl FnMut(),
+) -> io::Result<Vec<u8>> {
+    let page = page.max(1);
+    let mut out = Vec::new();
+    let mut since = 0usize;
+    loop {
+        let len = out.len();
+        out.resize(len + page, 0);
+        match f.read(&mut out[len..]) {
+            Ok(n) if n == page => {
+                since += n;
+                if since >= every {
+                    since = 0;
+                    tick();
+                }
+            }
+            Ok(_) => {
+                out.truncate(len);
+                return Ok(out);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => out.truncate(len),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                out.truncate(len);
+                return Ok(out);
+            }
+            Err(e) => {
+                out.truncate(len);
+                return Err(e);
+            }
         }
     }
 }
@@ -522,6 +643,7 @@ mod tests {
             trigger: false,
             buffer_kb: 0,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         r.configure(&cfg).unwrap();
         assert_eq!(fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
@@ -560,6 +682,9 @@ mod tests {
         r.stop().unwrap();
         assert!(!r.is_on());
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // No layout files in the fake: the binary path is off, and says why.
+        let why = r.raw.as_ref().unwrap_err();
+        assert!(why.contains("format") || why.contains("header_"), "{why}");
     }
 
     #[test]
@@ -582,6 +707,7 @@ mod tests {
             trigger: false,
             buffer_kb: 0,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         r.configure(&cfg).unwrap();
         assert_eq!(r.clock, "local");
@@ -604,6 +730,42 @@ mod tests {
             .unwrap()
             .next()
             .is_none());
+    }
+
+    /// Whole pages until EAGAIN or the end; a short read ends the copy; `tick` runs per
+    /// `every` bytes.
+    #[test]
+    fn read_pages_reads_whole_pages_until_eagain() {
+        struct Src(Vec<io::Result<usize>>);
+        impl io::Read for Src {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                assert_eq!(buf.len(), 8, "one page per read");
+                match self.0.remove(0) {
+                    Ok(n) => {
+                        buf[..n].fill(n as u8);
+                        Ok(n)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+        let again = || io::Error::from(io::ErrorKind::WouldBlock);
+        let intr = || io::Error::from(io::ErrorKind::Interrupted);
+        let mut ticks = 0;
+        let v = read_pages(
+            Src(vec![Ok(8), Err(intr()), Ok(8), Ok(8), Err(again())]),
+            8,
+            16,
+            || ticks += 1,
+        )
+        .unwrap();
+        assert_eq!((v.len(), ticks), (24, 1));
+        let v = read_pages(Src(vec![Ok(8), Ok(3), Ok(8)]), 8, 8, || {}).unwrap();
+        assert_eq!(v, vec![8u8; 8]);
+        let v = read_pages(Src(vec![Ok(8), Ok(0)]), 8, 8, || {}).unwrap();
+        assert_eq!(v.len(), 8);
+        let e = read_pages(Src(vec![Ok(8), Err(io::Error::other("boom"))]), 8, 8, || {});
+        assert!(e.is_err());
     }
 
     #[test]

@@ -9,10 +9,16 @@
 //! kernel. The collector calls [`TraceSession::poll`] every slice: it sees `armed` cleared,
 //! moves the stopped instance to the *pending* queue, starts a *standby* one, stores its fd and
 //! sets `armed` again — the recorder is back within a slice (~1 ms). Then
-//! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer,
-//! polling between short reads (a copy takes hundreds of ms under load, and spikes come in
-//! bursts: a third instance takes over when the second stops during the copy), analyzes it,
-//! clears it and makes it a standby. A stopped instance whose spike never reaches the collector
+//! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer
+//! as binary pages (`per_cpu/cpuN/trace_pipe_raw`: the kernel copies pages and formats
+//! nothing, so a copy of MiBs takes milliseconds instead of the text's hundreds of ms of
+//! kernel time on a CPU that may be measured), clears it and makes it a standby at once, then
+//! decodes the pages (`latlab_core::trace::raw`), writes them as the kernel's text layout
+//! (`spikes/NNN/trace.txt`) and attributes the events with the same analyzer as `latlab
+//! analyze`. When the kernel's layout is not one latlab decodes (`binary_fallback` in
+//! run.json), the text is copied as before, in short reads polling between them (a third
+//! instance takes over when the second stops during a long copy). A stopped instance whose
+//! spike never reaches the collector
 //! (the spike ring was full) is recycled by [`TraceSession::reap`], so the recorder never stays
 //! disarmed. [`TraceSession::finish`] returns the JSON for `run.json`'s `"trace"`. The
 //! instances are removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
@@ -25,10 +31,13 @@ use std::time::{Duration, Instant};
 
 use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
-use latlab_core::trace_summary::{CpuOverruns, TraceSummary};
+use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+use latlab_core::trace::{
+    analyze_events, analyze_text, Analysis, AnalyzeOptions, ParseError, Sample, SampleMode,
+};
+use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::ledger::Ledger;
-use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
+use latlab_sys::tracefs::{self, RawLayout, Recorder, RecorderConfig, Tracefs};
 
 pub struct TraceOptions {
     /// The measuring threads' threshold (they hold it; kept here for the caller's record).
@@ -44,6 +53,9 @@ pub struct TraceOptions {
 /// Bytes of a spike's copy between two polls of the armed instance (about 2 ms of reading under
 /// load).
 const POLL_EVERY: usize = 32 << 10;
+
+/// Bytes of a binary copy between two polls of the armed instance (16 pages: well under a ms).
+const RAW_POLL_EVERY: usize = 64 << 10;
 
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
@@ -96,6 +108,9 @@ pub struct TraceSession {
     trigger: bool,
     buffer_kb: u64,
     warnings: Vec<String>,
+    /// The decoder of the instances' binary pages (Err: why spikes are read as text).
+    binary: Result<RawDecoder, String>,
+    captures: Vec<SpikeCapture>,
 }
 
 impl TraceSession {
@@ -194,6 +209,12 @@ impl TraceSession {
             ));
         }
         warnings.extend(rec.warnings.iter().cloned());
+        let binary = binary_decoder(&rec.raw);
+        if let Err(why) = &binary {
+            warnings.push(format!(
+                "the recorder reads spikes' buffers as text (slower, and it delays the measured CPUs): {why}"
+            ));
+        }
         let mut recorders = vec![rec];
         recorders.extend(standbys);
         let r = &recorders[0];
@@ -224,6 +245,8 @@ impl TraceSession {
             overruns: BTreeMap::new(),
             unmatched: 0,
             rearm_ns: (0, 0, 0),
+            binary,
+            captures: Vec::new(),
         };
         for r in &s.recorders {
             r.clear()?;
@@ -340,6 +363,15 @@ impl TraceSession {
         .unwrap_or_default()
     }
 
+    /// The binary copy of a stopped instance's buffer of `cpu` (`trace_pipe_raw`: consumes
+    /// it), polling every [`RAW_POLL_EVERY`] bytes. None when the session reads text or the
+    /// file cannot be read (then the text copy is made: nothing was consumed).
+    fn copy_raw_polling(&mut self, slot: usize, cpu: u32) -> Option<Vec<u8>> {
+        let page = self.binary.as_ref().ok()?.page_size();
+        let f = self.recorders[slot].open_cpu_raw(cpu).ok()?;
+        tracefs::read_pages(f, page, RAW_POLL_EVERY, || self.poll()).ok()
+    }
+
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
     pub fn on_spike(
         &mut self,
@@ -374,15 +406,60 @@ impl TraceSession {
         let n = self.traced;
         let rel = format!("spikes/{n:03}");
         let dir = run_dir.join(&rel);
-        let text = self.copy_polling(p.slot, cpu);
-        let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
-        // Several MB: written safely (a temp file, never through a planted link), in short
-        // calls as it was read (latlab_sys::shortio).
-        let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
-        self.recycle(p.slot);
-        // Not re-armed yet (no standby was free): the instance just cleared takes over now.
-        self.poll();
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: self.virtualized,
+            mode: Some(SampleMode::Markers),
+        };
+        let t_read = Instant::now();
+        let mut cap = SpikeCapture {
+            spike: n,
+            cpu,
+            ..Default::default()
+        };
+        // The binary path: pages (a copy of ms, no formatting in the kernel), decoded,
+        // rendered and analyzed here. The instance is recycled (re-armable) right after the
+        // copy, before the decoding.
+        let outcome = match self.copy_raw_polling(p.slot, cpu) {
+            Some(pages) => {
+                cap.read_ns = t_read.elapsed().as_nanos() as u64;
+                cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
+                self.recycle(p.slot);
+                // Not re-armed yet (no standby was free): the instance just cleared takes over.
+                self.poll();
+                let t_dec = Instant::now();
+                let dec = self.binary.as_ref().expect("the binary path has a decoder");
+                let rec = &self.recorders[p.slot];
+                // Names for pids the pages' scheduler events do not name (read only then).
+                let cmdlines = || rec.saved_cmdlines().unwrap_or_default();
+                let o = binary_outcome(dec, cpu, &pages, cmdlines, &opts, intended_ns, &mut cap);
+                cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+                // Several MB: written safely (a temp file, never through a planted link), in
+                // short calls (latlab_sys::shortio).
+                let _ =
+                    latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), o.text.as_bytes());
+                o
+            }
+            None => {
+                let text = self.copy_polling(p.slot, cpu);
+                cap.read_ns = t_read.elapsed().as_nanos() as u64;
+                cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
+                let text = String::from_utf8_lossy(&text).into_owned();
+                let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
+                self.recycle(p.slot);
+                // Not re-armed yet (no standby was free): the instance just cleared takes over.
+                self.poll();
+                let t_dec = Instant::now();
+                let analysis = analyze_text(&text, &opts);
+                cap.read_as = "text".into();
+                cap.bytes = text.len() as u64;
+                let o = outcome_of(analysis, cpu, intended_ns, &mut cap);
+                cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+                o
+            }
+        };
+        self.captures.push(cap);
         let rearmed = p.rearmed_ns.unwrap_or_else(mono_ns);
         let d = rearmed.saturating_sub(actual_ns);
         self.rearm_ns = (
@@ -390,36 +467,17 @@ impl TraceSession {
             self.rearm_ns.1.max(d),
             self.rearm_ns.2 + 1,
         );
-        let analysis = analyze_text(
-            &text,
-            &AnalyzeOptions {
-                threshold_ns: 0,
-                virtualized: self.virtualized,
-                mode: Some(SampleMode::Markers),
-            },
-        );
-        let sample = analysis.as_ref().ok().and_then(|a| {
-            a.spikes
-                .iter()
-                .rev()
-                .find(|s| s.cpu == cpu && s.intended_ns == intended_ns)
-                .cloned()
-        });
-        let mut spike = match &sample {
+        let mut spike = match &outcome.sample {
             Some(s) => s.to_spike(),
             None => {
                 self.unmatched += 1;
-                let why = match &analysis {
-                    Err(e) => format!("trace not analyzable: line {}: {}", e.line, e.msg),
-                    Ok(_) => "the spike's marker is not in the trace (overwritten or lost)".into(),
-                };
                 SpikeRecord {
                     cpu,
                     at_ns: intended_ns,
                     latency_ns,
                     causes: vec![],
                     trace_file: None,
-                    timeline: vec![why],
+                    timeline: vec![outcome.why.clone()],
                     timeline_events: vec![],
                 }
             }
@@ -438,11 +496,10 @@ impl TraceSession {
             txt.push('\n');
         }
         // What the parser skipped (an odd task name can cost lines, never the analysis), a cut
-        // last line, time going backwards: escaped, the trace's text is untrusted.
-        if let Ok(a) = &analysis {
-            for w in &a.warnings {
-                txt.push_str(&format!("warning: {}\n", escape(w)));
-            }
+        // last line, time going backwards, events the kernel lost: escaped, the trace's text
+        // is untrusted.
+        for w in &outcome.warnings {
+            txt.push_str(&format!("warning: {}\n", escape(w)));
         }
         let _ = latlab_sys::safefile::write_atomic(&dir.join("analysis.txt"), txt.as_bytes());
         Some(spike)
@@ -505,6 +562,16 @@ impl TraceSession {
             virtualized: self.virtualized,
             warnings: self.warnings.clone(),
             removal_error: removal,
+            read_as: Some(
+                if self.binary.is_ok() {
+                    "binary"
+                } else {
+                    "text"
+                }
+                .into(),
+            ),
+            binary_fallback: self.binary.as_ref().err().cloned(),
+            captures: std::mem::take(&mut self.captures),
         }
     }
 
@@ -529,6 +596,142 @@ impl Drop for TraceSession {
         }
         self.unmount();
     }
+}
+
+/// What a spike's copy gave: the trace text to save, the spike's sample (None: why not), and
+/// warnings for its analysis.txt.
+struct Outcome {
+    text: String,
+    sample: Option<Sample>,
+    why: String,
+    warnings: Vec<String>,
+}
+
+/// The spike's sample in an analysis (the last one of its CPU at its intended time).
+fn outcome_of(
+    analysis: Result<Analysis, ParseError>,
+    cpu: u32,
+    intended_ns: u64,
+    cap: &mut SpikeCapture,
+) -> Outcome {
+    let mut o = Outcome {
+        text: String::new(),
+        sample: None,
+        why: String::new(),
+        warnings: vec![],
+    };
+    match analysis {
+        Ok(a) => {
+            if cap.events == 0 {
+                cap.events = a.events;
+            }
+            o.sample = a
+                .spikes
+                .iter()
+                .rev()
+                .find(|s| s.cpu == cpu && s.intended_ns == intended_ns)
+                .cloned();
+            o.why = "the spike's marker is not in the trace (overwritten or lost)".into();
+            o.warnings = a.warnings;
+        }
+        Err(e) => o.why = format!("trace not analyzable: line {}: {}", e.line, e.msg),
+    }
+    o
+}
+
+/// Decode a spike's pages, render them as the trace text, and analyze the events.
+fn binary_outcome(
+    dec: &RawDecoder,
+    cpu: u32,
+    pages: &[u8],
+    cmdlines: impl FnOnce() -> String,
+    opts: &AnalyzeOptions,
+    intended_ns: u64,
+    cap: &mut SpikeCapture,
+) -> Outcome {
+    cap.read_as = "binary".into();
+    cap.bytes = pages.len() as u64;
+    let mut comms = Comms::default();
+    let _ = dec.learn_comms(pages, &mut comms);
+    let mut events = Vec::new();
+    let mut st = dec.decode_cpu(cpu, pages, &comms, &mut events);
+    if events.iter().any(|e| e.task_comm == "<...>") {
+        drop(events);
+        let mut named = Comms::from_saved_cmdlines(&cmdlines());
+        let _ = dec.learn_comms(pages, &mut named);
+        comms = named;
+        events = Vec::new();
+        st = dec.decode_cpu(cpu, pages, &comms, &mut events);
+    }
+    let st = match st {
+        Ok(st) => st,
+        Err(e) => {
+            return Outcome {
+                text: String::new(),
+                sample: None,
+                why: e.to_string(),
+                warnings: vec![],
+            }
+        }
+    };
+    cap.pages = st.pages;
+    cap.events = st.events;
+    cap.lost_events = st.lost_events;
+    cap.lost_unknown = st.lost_unknown;
+    let lost: Vec<(usize, u32, u64)> = st
+        .lost
+        .iter()
+        .filter_map(|m| Some((m.before, cpu, m.events?)))
+        .collect();
+    let analysis = analyze_events(&events, &lost, opts);
+    let mut text = String::with_capacity(pages.len() * 2);
+    let _ = dec.render_text(cpu, pages, &comms, &mut text);
+    let mut o = outcome_of(analysis, cpu, intended_ns, cap);
+    o.text = text;
+    if st.bad_pages > 0 || st.unknown_events > 0 {
+        o.warnings.push(format!(
+            "binary trace: {} inconsistent page(s) (their rest skipped), {} event(s) of unknown ID",
+            st.bad_pages, st.unknown_events
+        ));
+    }
+    if st.lost_pages > 0 {
+        o.warnings.push(format!(
+            "the kernel lost events before {} page(s) of this CPU's buffer ({} counted{})",
+            st.lost_pages,
+            st.lost_events,
+            if st.lost_unknown > 0 {
+                ", some uncounted"
+            } else {
+                ""
+            }
+        ));
+    }
+    o
+}
+
+/// The binary decoder for the session's instances (all alike), or why spikes are read as text.
+fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDecoder, String> {
+    let layout = layout.as_ref().map_err(|e| e.clone())?;
+    let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+    let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
+        .map_err(|e| e.to_string())?;
+    // hrtimer callbacks are `%ps` fields: the attribution needs `hrtimer_wakeup`'s name.
+    let ksyms = latlab_sys::shortio::read_chunked(
+        std::fs::File::open("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?,
+        64 << 10,
+    )
+    .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+    let syms = Symbols::parse_kallsyms(&String::from_utf8_lossy(&ksyms));
+    if syms.addr_of("hrtimer_wakeup").is_none() {
+        return Err(
+            "kernel symbols not readable in /proc/kallsyms (hrtimer callbacks would be unnamed)"
+                .into(),
+        );
+    }
+    // Pointers are shown mixed with a per-run key (never kernel addresses in a file).
+    use std::hash::BuildHasher;
+    let key = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    Ok(dec.with_symbols(syms).with_pointer_key(key))
 }
 
 /// CLOCK_MONOTONIC in ns (the samples' clock).
@@ -664,6 +867,22 @@ mod tests {
         assert!(!s.armed().load(Ordering::SeqCst));
         assert!(s.on_spike(0, e, r, r - e, false, &run).is_none());
         let v = serde_json::to_value(s.finish()).unwrap();
+        // Read as binary pages, decoded and rendered by latlab.
+        assert_eq!(v["read_as"], "binary", "{v}");
+        let c = &v["captures"][0];
+        assert_eq!(
+            (&c["read_as"], &c["spike"], &c["cpu"]),
+            (&"binary".into(), &1.into(), &0.into())
+        );
+        assert!(
+            c["pages"].as_u64().unwrap() >= 1 && c["events"].as_u64().unwrap() >= 1,
+            "{c}"
+        );
+        assert_eq!(c["bytes"].as_u64().unwrap() % 4096, 0, "{c}");
+        assert!(
+            trace.starts_with("# tracer: nop (latlab: CPU 0 decoded from"),
+            "{trace}"
+        );
         assert_eq!(v["traced"], 1);
         assert_eq!(v["not_traced"], 1);
         assert_eq!(v["clock"], "mono");
@@ -794,6 +1013,43 @@ mod tests {
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
 
+    /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and
+    /// a session without a decoder reads spikes as text and says so in run.json.
+    #[test]
+    fn an_unknown_layout_falls_back_to_the_text_copy() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("an_unknown_layout_falls_back_to_the_text_copy")
+        else {
+            return;
+        };
+        let (t, _l, mut s) = session(2);
+        let mut layout = s.recorders[0].raw.clone().expect("this kernel's layout");
+        assert!(binary_decoder(&Ok(layout.clone())).is_ok());
+        layout.header_page = layout.header_page.replace(
+            "local_t commit;\toffset:8;\tsize:8;",
+            "local_t commit;\toffset:8;\tsize:4;",
+        );
+        s.binary = binary_decoder(&Ok(layout));
+        let why = s.binary.as_ref().unwrap_err().clone();
+        assert!(why.contains("4-byte commit"), "{why}");
+        let (e, r) = mark(&s, 0);
+        s.poll();
+        let run = t.path().join("rundir");
+        let sp = s.on_spike(0, e, r, r - e, true, &run).expect("traced");
+        assert!(!sp.causes.is_empty() || !sp.timeline.is_empty());
+        let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
+        assert!(trace.contains(&format!("intended={e}")), "{trace}");
+        assert!(
+            trace.starts_with("# tracer: nop\n"),
+            "the kernel's own text"
+        );
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["read_as"], "text");
+        assert_eq!(v["binary_fallback"], why.as_str());
+        assert_eq!(v["captures"][0]["read_as"], "text");
+        assert!(v["captures"][0]["events"].as_u64().unwrap() > 0, "{v}");
+    }
+
     /// Three instances: A's spike is being copied and B stops meanwhile; the copy itself polls,
     /// so C is armed before the copy ends (with two polls around the copy only, the recorder
     /// stayed disarmed for the whole copy: hundreds of ms under load).
@@ -828,11 +1084,11 @@ mod tests {
         // B's spike comes while A is still waiting for its copy: nothing polls but the copy.
         let _ = mark(&s, 0);
         assert!(!s.armed().load(Ordering::SeqCst));
-        let text = s.copy_polling(0, 0);
+        let pages = s.copy_raw_polling(0, 0).expect("a binary copy");
         assert!(
-            text.len() >= POLL_EVERY,
+            pages.len() >= RAW_POLL_EVERY,
             "A's copy holds {} bytes, fewer than one poll interval",
-            text.len()
+            pages.len()
         );
         assert!(s.armed().load(Ordering::SeqCst), "C armed during the copy");
         assert_eq!(
