@@ -768,6 +768,133 @@ mod tests {
         assert!(e.is_err());
     }
 
+    /// This machine's kernel, for real: a private instance records a few scheduler, timer and
+    /// IRQ events on CPU 0 and a marker (the in-kernel trigger stops it); the CPU's text
+    /// (`per_cpu/cpu0/trace`, read first: it does not consume) and its binary pages
+    /// (`trace_pipe_raw`, read after) hold the same events, decoded by latlab with the layout
+    /// this kernel publishes: same time (to the µs), pid, flags, task, kind and fields (but
+    /// hrtimer pointers, which the kernel hashes), and the rendering is the kernel's text
+    /// line for line but for the nanoseconds and those pointers.
+    #[test]
+    fn fresh_binary_pages_decode_to_the_kernels_text() {
+        use latlab_core::trace::event::EventKind;
+        use latlab_core::trace::parser::{Parser, Record};
+        use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+        let Some(_g) = crate::privileged::guard("fresh_binary_pages_decode_to_the_kernels_text")
+        else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        let tfs = ensure_mounted(Path::new(DEFAULT_ROOT), &mut ledger).unwrap();
+        let cfg = RecorderConfig {
+            name: format!("latlab-{}-rawtest", std::process::id()),
+            buffer_kb: 512,
+        };
+        let rec = Recorder::create(&tfs.root, &cfg, &mut ledger).unwrap();
+        let layout = rec.raw.clone().expect("this kernel's layout is read");
+        rec.clear().unwrap();
+        let marker = rec.marker_fd();
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                // On CPU 0: its buffer is the one read below.
+                // SAFETY: plain syscall on this thread with a valid set.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(0, &mut set);
+                    assert_eq!(
+                        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                        0
+                    );
+                }
+                rec.start().unwrap();
+                for _ in 0..5 {
+                    let _ = std::process::Command::new("true").status();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                let m = b"LATLAB_STOP cpu=0 intended=1 actual=2 latency=1 (raw test)\n";
+                // SAFETY: a valid fd and buffer.
+                let n = unsafe { libc::write(marker, m.as_ptr().cast(), m.len()) };
+                assert_eq!(n as usize, m.len());
+            });
+        });
+        if rec.is_on() {
+            rec.stop().unwrap(); // no trigger on this kernel
+        }
+        let text = String::from_utf8(rec.read_cpu(0).unwrap()).unwrap();
+        let cmdlines = rec.saved_cmdlines().unwrap();
+        let pages = read_pages(rec.open_cpu_raw(0).unwrap(), 4096, usize::MAX, || {}).unwrap();
+        let again = read_pages(rec.open_cpu_raw(0).unwrap(), 4096, usize::MAX, || {}).unwrap();
+        assert!(
+            again.is_empty(),
+            "reading trace_pipe_raw consumes the pages"
+        );
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let ksyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+        let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
+            .unwrap()
+            .with_symbols(Symbols::parse_kallsyms(&ksyms));
+        assert_eq!(pages.len() % dec.page_size(), 0);
+        let mut comms = Comms::from_saved_cmdlines(&cmdlines);
+        dec.learn_comms(&pages, &mut comms).unwrap();
+        let mut got = Vec::new();
+        let st = dec.decode_cpu(0, &pages, &comms, &mut got).unwrap();
+        let want: Vec<_> = Parser::new(&text)
+            .filter_map(|r| match r {
+                Record::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert!(want.len() >= 10, "{text}");
+        assert_eq!(got.len(), want.len(), "{text}");
+        assert_eq!((st.bad_pages, st.unknown_events), (0, 0));
+        let no_ptr = |k: &EventKind| {
+            let mut k = k.clone().into_owned();
+            match &mut k {
+                EventKind::HrtimerStart { hrtimer, .. }
+                | EventKind::HrtimerExpireEntry { hrtimer, .. }
+                | EventKind::HrtimerExpireExit { hrtimer } => *hrtimer = "p".into(),
+                _ => {}
+            }
+            k
+        };
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!((g.ts + 500) / 1000, w.ts / 1000, "event {i}");
+            assert_eq!(
+                (g.cpu, g.pid, g.flags, no_ptr(&g.kind), &g.task_comm),
+                (w.cpu, w.pid, w.flags, no_ptr(&w.kind), &w.task_comm),
+                "event {i}"
+            );
+        }
+        let marked = got.iter().any(|e| {
+            matches!(&e.kind, EventKind::Marker { text } if text.starts_with("LATLAB_STOP") && text.ends_with("(raw test)"))
+        });
+        assert!(marked, "the marker is the last thing recorded");
+        assert!(got
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SchedSwitch { .. })));
+        let mut out = String::new();
+        dec.render_text(0, &pages, &comms, &mut out).unwrap();
+        let mine: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        let kernel: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(mine.len(), kernel.len());
+        for (m, k) in mine.iter().zip(&kernel) {
+            let head = |l: &str| l[..l.find("] ").unwrap() + 8].to_string();
+            assert_eq!(head(m), head(k));
+            let body = |l: &str| l[l.find(": ").unwrap()..].to_string();
+            if !k.contains("hrtimer") && !k.contains("nmi_handler") {
+                assert_eq!(body(m), body(k));
+            }
+        }
+        rec.remove(&mut ledger).unwrap();
+        if let Some(id) = tfs.mounted {
+            crate::ledger::undo(&Entry::TracefsMount {
+                path: tfs.root.clone(),
+            });
+            ledger.forget(id).unwrap();
+        }
+    }
+
     #[test]
     fn no_tracefs_is_a_clear_error() {
         let t = tempfile::tempdir().unwrap();
