@@ -325,6 +325,18 @@ impl Recorder {
         } else {
             self.missing.push("irq_vectors/*".into());
         }
+        // A measuring knob (docs/performance.md): only the events of these groups, to weigh
+        // what each costs on the wake-up path. The recorder's own attribution needs them all.
+        if let Some(keep) = std::env::var_os("LATLAB_TRACE_EVENTS") {
+            let keep = keep.to_string_lossy().into_owned();
+            want.retain(|(e, _)| {
+                let (sys, ev) = e.split_once('/').unwrap_or((e, ""));
+                keep.split(',').any(|g| g == sys || g == ev || g == e)
+            });
+            self.warnings.push(format!(
+                "LATLAB_TRACE_EVENTS={keep}: only these trace events are recorded (attribution incomplete)"
+            ));
+        }
         for (e, required) in want {
             let p = d.join("events").join(&e).join("enable");
             if p.exists() {
@@ -885,6 +897,97 @@ mod tests {
             if !k.contains("hrtimer") && !k.contains("nmi_handler") {
                 assert_eq!(body(m), body(k));
             }
+        }
+        rec.remove(&mut ledger).unwrap();
+        if let Some(id) = tfs.mounted {
+            crate::ledger::undo(&Entry::TracefsMount {
+                path: tfs.root.clone(),
+            });
+            ledger.forget(id).unwrap();
+        }
+    }
+
+    /// A figure for docs/performance.md, not a check (ignored by default; run it as
+    /// `cargo test --release -p latlab-sys --lib read_a_full_instance -- --ignored --nocapture`):
+    /// a 4 MiB instance filled under hackbench until it overwrote, then CPU 0's buffer read as
+    /// text (1 KiB reads, the old copy) and as binary pages (+ decode + render), wall time and
+    /// this thread's CPU time (kernel time included).
+    #[test]
+    #[ignore]
+    fn read_a_full_instance_text_vs_binary() {
+        use latlab_core::trace::raw::{Comms, RawDecoder};
+        let Some(_g) = crate::privileged::guard("read_a_full_instance_text_vs_binary") else {
+            return;
+        };
+        let cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: valid pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let t = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        let tfs = ensure_mounted(Path::new(DEFAULT_ROOT), &mut ledger).unwrap();
+        let rec = Recorder::create(
+            &tfs.root,
+            &RecorderConfig {
+                name: format!("latlab-{}-readbench", std::process::id()),
+                buffer_kb: 4096,
+            },
+            &mut ledger,
+        )
+        .unwrap();
+        let layout = rec.raw.clone().unwrap();
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats).unwrap();
+        for round in 0..3 {
+            rec.clear().unwrap();
+            rec.start().unwrap();
+            while rec.overruns(0).unwrap_or(0) == 0 {
+                let _ = std::process::Command::new("hackbench")
+                    .args(["-l", "500", "-g", "2"])
+                    .stdout(std::process::Stdio::null())
+                    .status();
+            }
+            rec.stop().unwrap();
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let text = rec.read_cpu(0).unwrap();
+            let (text_wall, text_cpu) = (w.elapsed(), cpu_ns() - c);
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let pages = read_pages(
+                rec.open_cpu_raw(0).unwrap(),
+                dec.page_size(),
+                usize::MAX,
+                || {},
+            )
+            .unwrap();
+            let (raw_wall, raw_cpu) = (w.elapsed(), cpu_ns() - c);
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let mut comms = Comms::default();
+            dec.learn_comms(&pages, &mut comms).unwrap();
+            let mut ev = Vec::new();
+            let st = dec.decode_cpu(0, &pages, &comms, &mut ev).unwrap();
+            let mut out = String::new();
+            dec.render_text(0, &pages, &comms, &mut out).unwrap();
+            let (dec_wall, dec_cpu) = (w.elapsed(), cpu_ns() - c);
+            eprintln!(
+                "round {round}: {} events; text {} B read in {:.1} ms wall, {:.1} ms CPU; \
+                 binary {} B ({} pages) read in {:.2} ms wall, {:.2} ms CPU; \
+                 decode+render {:.1} ms wall, {:.1} ms CPU",
+                st.events,
+                text.len(),
+                text_wall.as_secs_f64() * 1e3,
+                text_cpu as f64 / 1e6,
+                pages.len(),
+                st.pages,
+                raw_wall.as_secs_f64() * 1e3,
+                raw_cpu as f64 / 1e6,
+                dec_wall.as_secs_f64() * 1e3,
+                dec_cpu as f64 / 1e6,
+            );
         }
         rec.remove(&mut ledger).unwrap();
         if let Some(id) = tfs.mounted {
