@@ -381,6 +381,12 @@ impl Recorder {
         self.marker.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 
+    /// The pre-opened `tracing_on` fd (valid until [`Recorder::remove`]), for a thread that
+    /// switches the instance on without a `Recorder` at hand.
+    pub fn tracing_on_fd(&self) -> RawFd {
+        self.tracing_on.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
     fn set_on(&self, on: bool) -> io::Result<()> {
         let f = self
             .tracing_on

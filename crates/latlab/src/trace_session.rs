@@ -24,6 +24,7 @@
 //! instances are removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,15 +75,114 @@ struct Pending {
     rearmed_ns: Option<u64>,
 }
 
-pub struct TraceSession {
-    /// `--trace-instances` instances (fewer when the kernel refused more).
-    recorders: Vec<Recorder>,
+/// Which instance is armed, which wait for their spike, which are ready: shared by the
+/// collector and the re-arm thread.
+struct Arming {
     /// The armed instance, if any.
     active: Option<usize>,
     /// Stopped instances, oldest first, waiting to be copied.
     pending: VecDeque<Pending>,
     /// Cleared, stopped instances ready to take over.
     standby: Vec<usize>,
+    /// Spikes traced so far (with `pending`, against `--trace-max-spikes`).
+    traced: u32,
+}
+
+/// What re-arming needs, shared with the re-arm thread: the state, and per instance its
+/// `tracing_on` and `trace_marker` fds (valid until the thread is joined; the instances are
+/// removed after that).
+struct Arm {
+    st: Mutex<Arming>,
+    fds: Vec<(RawFd, RawFd)>,
+    armed: Arc<AtomicBool>,
+    marker_fd: Arc<AtomicI32>,
+    trigger: bool,
+    max_spikes: u32,
+    quit: AtomicBool,
+}
+
+/// How often the re-arm thread looks at `armed`.
+const REARM_SLICE: Duration = Duration::from_millis(1);
+
+impl Arm {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Arming> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// When a marker has disarmed the recorder: move the stopped instance to the pending queue
+    /// and arm a standby at once (one `write` to its `tracing_on`). Cheap when nothing
+    /// happened (one atomic load).
+    fn step(&self, a: &mut Arming) {
+        if let Some(x) = a.active {
+            if self.armed.load(Ordering::Acquire) {
+                return;
+            }
+            // A marker went to instance `x`. Without the trigger, stop it ourselves.
+            if !self.trigger {
+                let _ = set_on(self.fds[x].0, false);
+            }
+            a.active = None;
+            a.pending.push_back(Pending {
+                slot: x,
+                stopped: Instant::now(),
+                rearmed_ns: None,
+            });
+        }
+        if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
+            return;
+        }
+        let Some(next) = a.standby.pop() else {
+            return;
+        };
+        if !set_on(self.fds[next].0, true) {
+            a.standby.push(next);
+            return;
+        }
+        self.marker_fd.store(self.fds[next].1, Ordering::Release);
+        a.active = Some(next);
+        self.armed.store(true, Ordering::Release);
+        let now = mono_ns();
+        for p in a.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
+            p.rearmed_ns = Some(now);
+        }
+    }
+}
+
+/// `tracing_on` of an instance, through its pre-opened fd.
+fn set_on(fd: RawFd, on: bool) -> bool {
+    let v: &[u8] = if on { b"1" } else { b"0" };
+    // SAFETY: a valid fd (the instances outlive the re-arm thread) and buffer.
+    unsafe { libc::pwrite(fd, v.as_ptr().cast(), 1, 0) == 1 }
+}
+
+/// The re-arm thread: every [`REARM_SLICE`], when a marker has disarmed the recorder, it arms
+/// a standby instance. At SCHED_FIFO 1 (above every normal task, below the measuring
+/// threads): under hackbench the collector (a normal task among hundreds) waited tens to
+/// hundreds of ms for a CPU, and spikes meanwhile went untraced. It does one atomic load per
+/// slice, and a `write` to `tracing_on` per spike.
+fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("latlab-rearm".into())
+        .spawn(move || {
+            let p = libc::sched_param { sched_priority: 1 };
+            // SAFETY: plain syscall on this thread; failure (not root) leaves it SCHED_OTHER.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+            while !arm.quit.load(Ordering::Acquire) {
+                std::thread::sleep(REARM_SLICE);
+                if !arm.armed.load(Ordering::Acquire) {
+                    let mut a = arm.lock();
+                    arm.step(&mut a);
+                }
+            }
+        })
+        .ok()
+}
+
+pub struct TraceSession {
+    /// `--trace-instances` instances (fewer when the kernel refused more).
+    recorders: Vec<Recorder>,
+    arm: Arc<Arm>,
+    rearm: Option<std::thread::JoinHandle<()>>,
     marker_fd: Arc<AtomicI32>,
     tracefs: Tracefs,
     ledger: Arc<Mutex<Ledger>>,
@@ -90,7 +190,6 @@ pub struct TraceSession {
     cpus: Vec<u32>,
     max_spikes: u32,
     virtualized: bool,
-    traced: u32,
     not_traced: u64,
     /// Instances recycled because their spike never reached the collector.
     orphaned: u32,
@@ -136,6 +235,19 @@ impl TraceSession {
         cpus: &[u32],
         ledger: Arc<Mutex<Ledger>>,
         warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Option<TraceSession>> {
+        Self::start_with(root, opts, cpus, ledger, warnings, true)
+    }
+
+    /// [`TraceSession::start_at`], with or without the re-arm thread (tests drive
+    /// [`TraceSession::poll`] themselves, step by step).
+    fn start_with(
+        root: &Path,
+        opts: &TraceOptions,
+        cpus: &[u32],
+        ledger: Arc<Mutex<Ledger>>,
+        warnings: &mut Vec<String>,
+        thread: bool,
     ) -> anyhow::Result<Option<TraceSession>> {
         let fail =
             |e: String, warnings: &mut Vec<String>| -> anyhow::Result<Option<TraceSession>> {
@@ -218,6 +330,25 @@ impl TraceSession {
         let mut recorders = vec![rec];
         recorders.extend(standbys);
         let r = &recorders[0];
+        let marker_fd = Arc::new(AtomicI32::new(-1));
+        let armed = Arc::new(AtomicBool::new(false));
+        let arm = Arc::new(Arm {
+            st: Mutex::new(Arming {
+                active: None,
+                pending: VecDeque::new(),
+                standby: (0..recorders.len()).rev().collect(),
+                traced: 0,
+            }),
+            fds: recorders
+                .iter()
+                .map(|r| (r.tracing_on_fd(), r.marker_fd()))
+                .collect(),
+            armed: armed.clone(),
+            marker_fd: marker_fd.clone(),
+            trigger: recorders.iter().all(|r| r.trigger),
+            max_spikes: opts.max_spikes,
+            quit: AtomicBool::new(false),
+        });
         let mut s = TraceSession {
             instance: r.dir().to_path_buf(),
             instances: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
@@ -228,18 +359,16 @@ impl TraceSession {
             trigger: recorders.iter().all(|r| r.trigger),
             buffer_kb: r.buffer_kb,
             warnings: r.warnings.clone(),
-            marker_fd: Arc::new(AtomicI32::new(-1)),
-            active: None,
-            pending: VecDeque::new(),
-            standby: (0..recorders.len()).rev().collect(),
+            marker_fd,
+            arm,
+            rearm: None,
             recorders,
             tracefs: tfs,
             ledger,
-            armed: Arc::new(AtomicBool::new(false)),
+            armed,
             cpus: cpus.to_vec(),
             max_spikes: opts.max_spikes,
             virtualized: tracefs::virtualized(),
-            traced: 0,
             not_traced: 0,
             orphaned: 0,
             overruns: BTreeMap::new(),
@@ -252,6 +381,9 @@ impl TraceSession {
             r.clear()?;
         }
         s.poll();
+        if thread {
+            s.rearm = spawn_rearm(s.arm.clone());
+        }
         Ok(Some(s))
     }
 
@@ -266,7 +398,7 @@ impl TraceSession {
     /// True when a stopped instance waits for its spike to be collected (the collector should
     /// drain the spike rings now).
     pub fn wants_collector(&self) -> bool {
-        !self.pending.is_empty()
+        !self.arm.lock().pending.is_empty()
     }
 
     /// Shared flag: true while the armed instance runs and may be stopped by a marker.
@@ -274,59 +406,30 @@ impl TraceSession {
         self.armed.clone()
     }
 
-    /// Spikes that may still be traced (copied or waiting to be).
-    fn budget_left(&self) -> bool {
-        (self.traced as usize + self.pending.len()) < self.max_spikes as usize
-    }
-
-    /// Collector, every slice: when a marker has disarmed the recorder, move the stopped
-    /// instance to the pending queue and arm the standby at once. Cheap when nothing happened
-    /// (one atomic load).
+    /// Collector, every slice (and the re-arm thread, every [`REARM_SLICE`]): when a marker
+    /// has disarmed the recorder, move the stopped instance to the pending queue and arm the
+    /// standby at once. Cheap when nothing happened (one atomic load).
     pub fn poll(&mut self) {
-        if let Some(a) = self.active {
-            if self.armed.load(Ordering::Acquire) {
-                return;
-            }
-            // A marker went to instance `a`. Without the trigger, stop it ourselves.
-            if !self.trigger {
-                let _ = self.recorders[a].stop();
-            }
-            self.active = None;
-            self.pending.push_back(Pending {
-                slot: a,
-                stopped: Instant::now(),
-                rearmed_ns: None,
-            });
-        }
-        if !self.budget_left() {
+        if self.armed.load(Ordering::Acquire) {
             return;
         }
-        let Some(next) = self.standby.pop() else {
-            return;
-        };
-        if self.recorders[next].start().is_err() {
-            self.standby.push(next);
-            return;
-        }
-        self.marker_fd
-            .store(self.recorders[next].marker_fd(), Ordering::Release);
-        self.active = Some(next);
-        self.armed.store(true, Ordering::Release);
-        let now = mono_ns();
-        for p in self.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
-            p.rearmed_ns = Some(now);
-        }
+        let mut a = self.arm.lock();
+        self.arm.step(&mut a);
     }
 
     /// Collector, after handing every drained spike to [`TraceSession::on_spike`]: instances
     /// stopped before `drained_at - ORPHAN_AFTER` that no spike claimed lost their spike record
     /// (spike ring full): clear them and make them standbys, so the recorder re-arms.
     pub fn reap(&mut self, drained_at: Instant) {
-        while let Some(p) = self.pending.front() {
-            if p.stopped + ORPHAN_AFTER > drained_at {
-                break;
-            }
-            let p = self.pending.pop_front().expect("front exists");
+        loop {
+            let p = {
+                let mut a = self.arm.lock();
+                match a.pending.front() {
+                    Some(p) if p.stopped + ORPHAN_AFTER <= drained_at => a.pending.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(p) = p else { break };
             self.recycle(p.slot);
             self.orphaned += 1;
         }
@@ -343,7 +446,7 @@ impl TraceSession {
             }
         }
         let _ = rec.clear();
-        self.standby.push(slot);
+        self.arm.lock().standby.push(slot);
     }
 
     /// Copy a stopped instance's buffer of `cpu` in short reads (latlab_sys::shortio), and
@@ -383,12 +486,16 @@ impl TraceSession {
         run_dir: &Path,
     ) -> Option<SpikeRecord> {
         self.poll();
-        if !marker_written || self.traced >= self.max_spikes {
-            self.not_traced += 1;
-            return None;
-        }
-        let Some(p) = self.pending.pop_front() else {
-            // Its instance was already recycled as an orphan.
+        let p = {
+            let mut a = self.arm.lock();
+            if !marker_written || a.traced >= self.max_spikes {
+                None
+            } else {
+                // None: its instance was already recycled as an orphan.
+                a.pending.pop_front().inspect(|_| a.traced += 1)
+            }
+        };
+        let Some(p) = p else {
             self.not_traced += 1;
             return None;
         };
@@ -402,8 +509,7 @@ impl TraceSession {
             // The marker did not stop it (trigger refused?): stop now; history is still there.
             let _ = rec.stop();
         }
-        self.traced += 1;
-        let n = self.traced;
+        let n = self.arm.lock().traced;
         let rel = format!("spikes/{n:03}");
         let dir = run_dir.join(&rel);
         let _ = std::fs::create_dir_all(&dir);
@@ -508,14 +614,18 @@ impl TraceSession {
     /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
     /// return the summary stored as run.json's "trace".
     pub fn finish(mut self) -> TraceSummary {
+        // The thread first: it would take a disarmed recorder for a marker and arm another.
+        self.stop_rearm();
         self.armed.store(false, Ordering::SeqCst);
         let mut removal = None;
-        let in_use: Vec<usize> = self
-            .active
-            .iter()
-            .copied()
-            .chain(self.pending.iter().map(|p| p.slot))
-            .collect();
+        let in_use: Vec<usize> = {
+            let a = self.arm.lock();
+            a.active
+                .iter()
+                .copied()
+                .chain(a.pending.iter().map(|p| p.slot))
+                .collect()
+        };
         let recs = std::mem::take(&mut self.recorders);
         for (i, rec) in recs.into_iter().enumerate() {
             let _ = rec.stop();
@@ -548,7 +658,7 @@ impl TraceSession {
             .into(),
             buffer_kb: self.buffer_kb,
             max_spikes: self.max_spikes,
-            traced: self.traced,
+            traced: self.arm.lock().traced,
             not_traced: self.not_traced,
             orphaned: self.orphaned,
             unmatched: self.unmatched,
@@ -586,9 +696,20 @@ impl TraceSession {
     }
 }
 
+impl TraceSession {
+    /// Stop and join the re-arm thread (before the instances and their fds go).
+    fn stop_rearm(&mut self) {
+        self.arm.quit.store(true, Ordering::Release);
+        if let Some(t) = self.rearm.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Drop for TraceSession {
     /// Removes the instances too if finish() was not called (panic path).
     fn drop(&mut self) {
+        self.stop_rearm();
         self.armed.store(false, Ordering::SeqCst);
         for rec in std::mem::take(&mut self.recorders) {
             let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
@@ -694,12 +815,20 @@ fn binary_outcome(
             st.bad_pages, st.unknown_events
         ));
     }
-    if st.lost_pages > 0 {
+    // Events lost before the first one are the ring's overwritten past (a flight recorder's
+    // normal state); lost inside the copy, history has a hole: said.
+    let inside: Vec<Option<u64>> = st
+        .lost
+        .iter()
+        .filter(|m| m.before > 0)
+        .map(|m| m.events)
+        .collect();
+    if !inside.is_empty() {
+        let counted: u64 = inside.iter().flatten().sum();
         o.warnings.push(format!(
-            "the kernel lost events before {} page(s) of this CPU's buffer ({} counted{})",
-            st.lost_pages,
-            st.lost_events,
-            if st.lost_unknown > 0 {
+            "the kernel lost events at {} place(s) inside this CPU's trace ({counted} counted{})",
+            inside.len(),
+            if inside.iter().any(Option::is_none) {
                 ", some uncounted"
             } else {
                 ""
@@ -763,6 +892,16 @@ mod tests {
             .unwrap_or_default()
     }
 
+    /// A real session without the re-arm thread: the test polls, step by step.
+    fn start_stepped(
+        opts: &TraceOptions,
+        cpus: &[u32],
+        l: Arc<Mutex<Ledger>>,
+        w: &mut Vec<String>,
+    ) -> anyhow::Result<Option<TraceSession>> {
+        TraceSession::start_with(Path::new(tracefs::DEFAULT_ROOT), opts, cpus, l, w, false)
+    }
+
     fn ledger(dir: &Path) -> Arc<Mutex<Ledger>> {
         Arc::new(Mutex::new(Ledger::open_in(dir).unwrap()))
     }
@@ -815,7 +954,7 @@ mod tests {
             instances: 2,
             required: true,
         };
-        let mut s = TraceSession::start(&opts, &[0], l.clone(), &mut w)
+        let mut s = start_stepped(&opts, &[0], l.clone(), &mut w)
             .unwrap()
             .unwrap();
         assert_eq!(s.clock, "mono");
@@ -894,9 +1033,7 @@ mod tests {
         let l2 = l.clone();
         let res = std::panic::catch_unwind(move || {
             let mut w = vec![];
-            let _s = TraceSession::start(&opts, &[0], l2, &mut w)
-                .unwrap()
-                .unwrap();
+            let _s = start_stepped(&opts, &[0], l2, &mut w).unwrap().unwrap();
             assert_eq!(instances_left().len(), 2);
             panic!("collector panic");
         });
@@ -918,7 +1055,7 @@ mod tests {
             instances,
             required: true,
         };
-        let s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+        let s = start_stepped(&opts, &[0, 1], l.clone(), &mut w)
             .unwrap()
             .unwrap();
         assert_eq!(s.recorders.len(), instances as usize, "{w:?}");
@@ -1048,6 +1185,52 @@ mod tests {
         assert_eq!(v["binary_fallback"], why.as_str());
         assert_eq!(v["captures"][0]["read_as"], "text");
         assert!(v["captures"][0]["events"].as_u64().unwrap() > 0, "{v}");
+    }
+
+    /// The re-arm thread arms a standby after a marker with no call from the collector (which
+    /// under load waits long for a CPU), and stops with the session.
+    #[test]
+    fn the_rearm_thread_rearms_without_the_collector() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("the_rearm_thread_rearms_without_the_collector")
+        else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            instances: 2,
+            required: true,
+        };
+        let s = TraceSession::start(&opts, &[0], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        assert!(s.rearm.is_some());
+        let (_, r) = mark(&s, 0);
+        // Wait for the condition (bounded), never calling poll.
+        let t0 = Instant::now();
+        while !s.armed().load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert!(
+            s.armed().load(Ordering::SeqCst),
+            "not re-armed by the thread"
+        );
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[1].marker_fd()
+        );
+        assert!(s.recorders[1].is_on());
+        let rearmed = s.arm.lock().pending[0].rearmed_ns.expect("re-armed");
+        assert!(rearmed > r);
+        assert!(s.wants_collector());
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
     }
 
     /// Three instances: A's spike is being copied and B stops meanwhile; the copy itself polls,
