@@ -423,11 +423,7 @@ impl Recorder {
     /// `per_cpu/cpuN/trace_pipe_raw` (binary sub-buffer pages; reading consumes them),
     /// opened non-blocking for [`read_pages`].
     pub fn open_cpu_raw(&self, cpu: u32) -> io::Result<File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        File::options()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))
+        open_cpu_raw_at(&self.dir, cpu)
     }
 
     /// The kernel's pid → comm table (`saved_cmdlines`: the instance's, else the top
@@ -454,19 +450,12 @@ impl Recorder {
 
     /// Empty every CPU's buffer.
     pub fn clear(&self) -> io::Result<()> {
-        File::options()
-            .write(true)
-            .truncate(true)
-            .open(self.dir.join("trace"))
-            .map(drop)
+        clear_at(&self.dir)
     }
 
     /// Events the ring overwrote on this CPU since the last clear (`per_cpu/cpuN/stats`).
     pub fn overruns(&self, cpu: u32) -> Option<u64> {
-        let s = fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
-        s.lines()
-            .find_map(|l| l.strip_prefix("overrun:"))
-            .and_then(|v| v.trim().parse().ok())
+        overruns_at(&self.dir, cpu)
     }
 
     /// Best effort: off, events and trigger off, close our fds, rmdir (retrying EBUSY briefly).
@@ -518,6 +507,33 @@ impl Drop for Recorder {
             let _ = self.teardown();
         }
     }
+}
+
+/// Empty every CPU's buffer of the instance at `dir`.
+pub fn clear_at(dir: &Path) -> io::Result<()> {
+    File::options()
+        .write(true)
+        .truncate(true)
+        .open(dir.join("trace"))
+        .map(drop)
+}
+
+/// Events the ring of the instance at `dir` overwrote on `cpu` since the last clear.
+pub fn overruns_at(dir: &Path, cpu: u32) -> Option<u64> {
+    let s = fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("overrun:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `per_cpu/cpuN/trace_pipe_raw` of the instance at `dir`, opened non-blocking (for a thread
+/// without the [`Recorder`] at hand; [`Recorder::open_cpu_raw`] is this).
+pub fn open_cpu_raw_at(dir: &Path, cpu: u32) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))
 }
 
 /// Read binary pages (an [`Recorder::open_cpu_raw`] file) until the buffer is empty (EAGAIN)

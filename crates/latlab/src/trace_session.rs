@@ -73,6 +73,15 @@ struct Pending {
     stopped: Instant,
     /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
     rearmed_ns: Option<u64>,
+    /// Its buffers, copied by the re-arm thread (the instance is then a standby again).
+    copy: Option<Copied>,
+}
+
+/// A stopped instance's buffers as binary pages, per CPU, with the events the ring overwrote.
+struct Copied {
+    pages: Vec<(u32, Vec<u8>)>,
+    overruns: Vec<(u32, u64)>,
+    read_ns: u64,
 }
 
 /// Which instance is armed, which wait for their spike, which are ready: shared by the
@@ -94,6 +103,11 @@ struct Arming {
 struct Arm {
     st: Mutex<Arming>,
     fds: Vec<(RawFd, RawFd)>,
+    /// With the binary reader: the instances' directories, the CPUs and the page size, for
+    /// the thread's copies.
+    dirs: Vec<PathBuf>,
+    cpus: Vec<u32>,
+    raw_page: Option<usize>,
     armed: Arc<AtomicBool>,
     marker_fd: Arc<AtomicI32>,
     trigger: bool,
@@ -126,6 +140,7 @@ impl Arm {
                 slot: x,
                 stopped: Instant::now(),
                 rearmed_ns: None,
+                copy: None,
             });
         }
         if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
@@ -144,6 +159,49 @@ impl Arm {
         let now = mono_ns();
         for p in a.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
             p.rearmed_ns = Some(now);
+        }
+    }
+}
+
+impl Arm {
+    /// The re-arm thread, with the binary reader: copy every stopped instance's buffers (each
+    /// CPU's pages: ms, nothing formatted in the kernel), clear it and make it a standby, so
+    /// the next re-arm never waits for the collector (which under load waits long for a CPU).
+    /// An instance still on (its trigger not fired yet) waits for a later slice, up to
+    /// [`STOP_WAIT`], then is stopped here.
+    fn copy_stopped(&self, a: &mut Arming) {
+        let Some(page) = self.raw_page else { return };
+        for i in 0..a.pending.len() {
+            if a.pending[i].copy.is_some() {
+                continue;
+            }
+            let slot = a.pending[i].slot;
+            let dir = &self.dirs[slot];
+            let on = std::fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1");
+            if on {
+                if a.pending[i].stopped.elapsed() < STOP_WAIT {
+                    continue;
+                }
+                let _ = set_on(self.fds[slot].0, false);
+            }
+            let t0 = Instant::now();
+            let mut pages = Vec::with_capacity(self.cpus.len());
+            let mut overruns = Vec::with_capacity(self.cpus.len());
+            for &cpu in &self.cpus {
+                let p = tracefs::open_cpu_raw_at(dir, cpu)
+                    .and_then(|f| tracefs::read_pages(f, page, usize::MAX, || {}))
+                    .unwrap_or_default();
+                pages.push((cpu, p));
+                overruns.push((cpu, tracefs::overruns_at(dir, cpu).unwrap_or(0)));
+            }
+            let read_ns = t0.elapsed().as_nanos() as u64;
+            let _ = tracefs::clear_at(dir);
+            a.pending[i].copy = Some(Copied {
+                pages,
+                overruns,
+                read_ns,
+            });
+            a.standby.push(slot);
         }
     }
 }
@@ -172,6 +230,13 @@ fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> {
                 if !arm.armed.load(Ordering::Acquire) {
                     let mut a = arm.lock();
                     arm.step(&mut a);
+                }
+                if arm.raw_page.is_some() {
+                    let mut a = arm.lock();
+                    if a.pending.iter().any(|p| p.copy.is_none()) {
+                        arm.copy_stopped(&mut a);
+                        arm.step(&mut a);
+                    }
                 }
             }
         })
@@ -343,6 +408,9 @@ impl TraceSession {
                 .iter()
                 .map(|r| (r.tracing_on_fd(), r.marker_fd()))
                 .collect(),
+            dirs: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
+            cpus: cpus.to_vec(),
+            raw_page: binary.as_ref().ok().map(|d| d.page_size()),
             armed: armed.clone(),
             marker_fd: marker_fd.clone(),
             trigger: recorders.iter().all(|r| r.trigger),
@@ -430,10 +498,19 @@ impl TraceSession {
                 }
             };
             let Some(p) = p else { break };
-            self.recycle(p.slot);
+            match p.copy {
+                Some(c) => self.count_overruns(&c.overruns),
+                None => self.recycle(p.slot),
+            }
             self.orphaned += 1;
         }
         self.poll();
+    }
+
+    fn count_overruns(&mut self, o: &[(u32, u64)]) {
+        for &(c, n) in o {
+            *self.overruns.entry(c).or_default() += n;
+        }
     }
 
     /// Count the overruns of a copied (or abandoned) instance, clear it, make it the standby.
@@ -500,12 +577,12 @@ impl TraceSession {
             return None;
         };
         let rec = &self.recorders[p.slot];
-        // Wait (bounded) for the in-kernel stop.
+        // Wait (bounded) for the in-kernel stop (unless the re-arm thread copied it already).
         let t0 = Instant::now();
-        while rec.is_on() && t0.elapsed() < STOP_WAIT {
+        while p.copy.is_none() && rec.is_on() && t0.elapsed() < STOP_WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        if rec.is_on() {
+        if p.copy.is_none() && rec.is_on() {
             // The marker did not stop it (trigger refused?): stop now; history is still there.
             let _ = rec.stop();
         }
@@ -527,11 +604,28 @@ impl TraceSession {
         // The binary path: pages (a copy of ms, no formatting in the kernel), decoded,
         // rendered and analyzed here. The instance is recycled (re-armable) right after the
         // copy, before the decoding.
-        let outcome = match self.copy_raw_polling(p.slot, cpu) {
-            Some(pages) => {
+        // Copied by the re-arm thread (the instance is a standby already), else now.
+        let copied = match p.copy {
+            Some(c) => {
+                self.count_overruns(&c.overruns);
+                cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
+                cap.read_ns = c.read_ns;
+                Some(
+                    c.pages
+                        .into_iter()
+                        .find(|x| x.0 == cpu)
+                        .map(|x| x.1)
+                        .unwrap_or_default(),
+                )
+            }
+            None => self.copy_raw_polling(p.slot, cpu).inspect(|_| {
                 cap.read_ns = t_read.elapsed().as_nanos() as u64;
                 cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
                 self.recycle(p.slot);
+            }),
+        };
+        let outcome = match copied {
+            Some(pages) => {
                 // Not re-armed yet (no standby was free): the instance just cleared takes over.
                 self.poll();
                 let t_dec = Instant::now();
@@ -623,9 +717,23 @@ impl TraceSession {
             a.active
                 .iter()
                 .copied()
-                .chain(a.pending.iter().map(|p| p.slot))
+                .chain(
+                    a.pending
+                        .iter()
+                        .filter(|p| p.copy.is_none())
+                        .map(|p| p.slot),
+                )
                 .collect()
         };
+        let copied: Vec<(u32, u64)> = self
+            .arm
+            .lock()
+            .pending
+            .iter()
+            .filter_map(|p| p.copy.as_ref())
+            .flat_map(|c| c.overruns.iter().copied())
+            .collect();
+        self.count_overruns(&copied);
         let recs = std::mem::take(&mut self.recorders);
         for (i, rec) in recs.into_iter().enumerate() {
             let _ = rec.stop();
@@ -1188,12 +1296,14 @@ mod tests {
     }
 
     /// The re-arm thread arms a standby after a marker with no call from the collector (which
-    /// under load waits long for a CPU), and stops with the session.
+    /// under load waits long for a CPU), copies the stopped instance's pages and makes it a
+    /// standby again: two spikes in a row with two instances are both traced, the collector
+    /// only handing them over afterwards.
     #[test]
-    fn the_rearm_thread_rearms_without_the_collector() {
-        let Some(_g) =
-            latlab_sys::privileged::guard("the_rearm_thread_rearms_without_the_collector")
-        else {
+    fn the_rearm_thread_rearms_and_copies_without_the_collector() {
+        let Some(_g) = latlab_sys::privileged::guard(
+            "the_rearm_thread_rearms_and_copies_without_the_collector",
+        ) else {
             return;
         };
         let t = tempfile::tempdir().unwrap();
@@ -1206,29 +1316,52 @@ mod tests {
             instances: 2,
             required: true,
         };
-        let s = TraceSession::start(&opts, &[0], l.clone(), &mut w)
+        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
             .unwrap()
             .unwrap();
         assert!(s.rearm.is_some());
-        let (_, r) = mark(&s, 0);
-        // Wait for the condition (bounded), never calling poll.
-        let t0 = Instant::now();
-        while !s.armed().load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(2) {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        assert!(
-            s.armed().load(Ordering::SeqCst),
-            "not re-armed by the thread"
-        );
+        // Wait for a condition (bounded), never calling poll.
+        let wait = |what: &str, f: &dyn Fn() -> bool| {
+            let t0 = Instant::now();
+            while !f() && t0.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            assert!(f(), "{what}");
+        };
+        let (e1, r1) = mark(&s, 0);
+        wait("B armed by the thread", &|| {
+            s.armed().load(Ordering::SeqCst)
+        });
         assert_eq!(
             s.marker_fd().load(Ordering::SeqCst),
             s.recorders[1].marker_fd()
         );
         assert!(s.recorders[1].is_on());
-        let rearmed = s.arm.lock().pending[0].rearmed_ns.expect("re-armed");
-        assert!(rearmed > r);
+        wait("A copied by the thread", &|| {
+            s.arm.lock().pending[0].copy.is_some()
+        });
+        assert!(s.arm.lock().pending[0].rearmed_ns.expect("re-armed") > r1);
+        let (e2, r2) = mark(&s, 1);
+        wait("A armed again by the thread", &|| {
+            s.armed().load(Ordering::SeqCst)
+        });
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[0].marker_fd()
+        );
         assert!(s.wants_collector());
+        let run = t.path().join("rundir");
+        for (n, (cpu, e, r)) in [(0, e1, r1), (1, e2, r2)].into_iter().enumerate() {
+            let sp = s.on_spike(cpu, e, r, r - e, true, &run).expect("traced");
+            let f = run.join(format!("spikes/{:03}/trace.txt", n + 1));
+            let trace = std::fs::read_to_string(f).unwrap();
+            assert!(trace.contains(&format!("intended={e}")), "{trace}");
+            assert!(sp.trace_file.is_some());
+        }
         let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["traced"], 2);
+        assert_eq!(v["captures"][1]["cpu"], 1);
+        assert_eq!(v["captures"][1]["read_as"], "binary");
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
     }
