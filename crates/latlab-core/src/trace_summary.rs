@@ -46,6 +46,45 @@ pub struct TraceSummary {
     pub warnings: Vec<String>,
     /// Why an instance could not be removed (then `latlab cleanup` retries).
     pub removal_error: Option<String>,
+    /// How spikes' buffers are read: `binary` (`trace_pipe_raw` pages, decoded by latlab) or
+    /// `text` (the kernel's `trace` text); absent in records from before the binary reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_as: Option<String>,
+    /// Why the binary reader is not used (a layout latlab does not understand …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_fallback: Option<String>,
+    /// Per traced spike, what its copy held and cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<SpikeCapture>,
+}
+
+/// One traced spike's copy of its CPU's buffer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SpikeCapture {
+    /// The spike's number (`spikes/NNN/`).
+    pub spike: u32,
+    pub cpu: u32,
+    /// `binary` or `text`.
+    pub read_as: String,
+    /// Bytes copied from the kernel (pages, or text).
+    pub bytes: u64,
+    /// Sub-buffer pages read (binary) and events decoded or parsed.
+    #[serde(default)]
+    pub pages: u64,
+    pub events: u64,
+    /// Events the kernel reported lost inside the copy (pages flagged "missed events": the
+    /// stored counts), and flagged pages whose count is unknown.
+    #[serde(default)]
+    pub lost_events: u64,
+    #[serde(default)]
+    pub lost_unknown: u64,
+    /// Events the ring overwrote on this CPU before the stop (`per_cpu/cpuN/stats` overrun):
+    /// the copy starts that much later than the recording did.
+    #[serde(default)]
+    pub overrun: u64,
+    /// Reading the buffer, and decoding + rendering + analyzing it.
+    pub read_ns: Nanos,
+    pub decode_ns: Nanos,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]

@@ -29,12 +29,13 @@ pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 /// The trigger that turns a latlab marker into an in-kernel stop.
 pub const STOP_TRIGGER: &str = "traceoff if buf ~ \"*LATLAB_STOP*\"";
 
-/// Events the attribution needs: `(system/event, required)`. `irq_vectors` are added from
-/// what the kernel has (they differ between architectures).
+/// Events the attribution reads: `(system/event, required)`. `irq_vectors` are added from
+/// what the kernel has (they differ between architectures). `sched_wakeup` is not among them:
+/// the analyzer reads the wake-up at `sched_waking` and ignores `sched_wakeup` (one event
+/// less per wake-up on the measured CPU's path).
 pub const EVENTS: &[(&str, bool)] = &[
     ("sched/sched_switch", true),
     ("sched/sched_waking", true),
-    ("sched/sched_wakeup", false),
     ("irq/irq_handler_entry", false),
     ("irq/irq_handler_exit", false),
     ("irq/softirq_entry", false),
@@ -151,6 +152,54 @@ pub struct RecorderConfig {
     pub buffer_kb: u64,
 }
 
+/// The texts the binary decoder needs, read once when the instance is configured: the page
+/// and event-header layouts and the `format` of every enabled event (and of `ftrace/print`,
+/// the markers).
+#[derive(Debug, Clone, Default)]
+pub struct RawLayout {
+    pub header_page: String,
+    pub header_event: String,
+    pub formats: Vec<String>,
+}
+
+impl RawLayout {
+    /// Read the layout of the instance at `dir` for `events` (`system/event`).
+    pub fn read(dir: &Path, events: &[String]) -> Result<RawLayout, TraceError> {
+        let ev = dir.join("events");
+        // In one read: `header_page` and `header_event` answer a short first read with its
+        // part only, and the next read with nothing (measured on 6.18: 32-byte reads give the
+        // first line and end), so a reader that starts small (as `fs::read_to_string` does
+        // on a file of size 0) gets a cut text.
+        let read = |p: PathBuf| -> Result<String, TraceError> {
+            use std::io::Read;
+            let mut f = File::open(&p).map_err(io_err(&p))?;
+            let mut buf = vec![0u8; 64 << 10];
+            let mut len = 0;
+            loop {
+                let n = f.read(&mut buf[len..]).map_err(io_err(&p))?;
+                len += n;
+                if n == 0 || len == buf.len() {
+                    break;
+                }
+            }
+            buf.truncate(len);
+            String::from_utf8(buf).map_err(|_| TraceError::Io {
+                path: p.clone(),
+                source: io::Error::other("not UTF-8"),
+            })
+        };
+        let mut formats = Vec::with_capacity(events.len() + 1);
+        for e in events.iter().map(String::as_str).chain(["ftrace/print"]) {
+            formats.push(read(ev.join(e).join("format"))?);
+        }
+        Ok(RawLayout {
+            header_page: read(ev.join("header_page"))?,
+            header_event: read(ev.join("header_event"))?,
+            formats,
+        })
+    }
+}
+
 /// A configured, not yet started instance.
 #[derive(Debug)]
 pub struct Recorder {
@@ -167,6 +216,8 @@ pub struct Recorder {
     pub trigger: bool,
     pub buffer_kb: u64,
     pub warnings: Vec<String>,
+    /// The layout for the binary decoder (Err: why the instance is read as text).
+    pub raw: Result<RawLayout, String>,
 }
 
 impl Recorder {
@@ -216,6 +267,7 @@ impl Recorder {
             trigger: false,
             buffer_kb: cfg.buffer_kb,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         match r.configure(cfg) {
             Ok(()) => Ok(r),
@@ -273,6 +325,18 @@ impl Recorder {
         } else {
             self.missing.push("irq_vectors/*".into());
         }
+        // A measuring knob (docs/performance.md): only the events of these groups, to weigh
+        // what each costs on the wake-up path. The recorder's own attribution needs them all.
+        if let Some(keep) = std::env::var_os("LATLAB_TRACE_EVENTS") {
+            let keep = keep.to_string_lossy().into_owned();
+            want.retain(|(e, _)| {
+                let (sys, ev) = e.split_once('/').unwrap_or((e, ""));
+                keep.split(',').any(|g| g == sys || g == ev || g == e)
+            });
+            self.warnings.push(format!(
+                "LATLAB_TRACE_EVENTS={keep}: only these trace events are recorded (attribution incomplete)"
+            ));
+        }
         for (e, required) in want {
             let p = d.join("events").join(&e).join("enable");
             if p.exists() {
@@ -300,6 +364,7 @@ impl Recorder {
         };
         self.marker = Some(open("trace_marker")?);
         self.tracing_on = Some(open("tracing_on")?);
+        self.raw = RawLayout::read(&d, &self.events).map_err(|e| e.to_string());
         Ok(())
     }
 
@@ -314,6 +379,12 @@ impl Recorder {
     /// The pre-opened `trace_marker` fd (valid until [`Recorder::remove`]).
     pub fn marker_fd(&self) -> RawFd {
         self.marker.as_ref().map_or(-1, |f| f.as_raw_fd())
+    }
+
+    /// The pre-opened `tracing_on` fd (valid until [`Recorder::remove`]), for a thread that
+    /// switches the instance on without a `Recorder` at hand.
+    pub fn tracing_on_fd(&self) -> RawFd {
+        self.tracing_on.as_ref().map_or(-1, |f| f.as_raw_fd())
     }
 
     fn set_on(&self, on: bool) -> io::Result<()> {
@@ -349,6 +420,29 @@ impl Recorder {
         crate::shortio::read_chunked(self.open_cpu_trace(cpu)?, crate::shortio::READ_CHUNK)
     }
 
+    /// `per_cpu/cpuN/trace_pipe_raw` (binary sub-buffer pages; reading consumes them),
+    /// opened non-blocking for [`read_pages`].
+    pub fn open_cpu_raw(&self, cpu: u32) -> io::Result<File> {
+        open_cpu_raw_at(&self.dir, cpu)
+    }
+
+    /// The kernel's pid → comm table (`saved_cmdlines`: the instance's, else the top
+    /// level's), in short reads.
+    pub fn saved_cmdlines(&self) -> io::Result<String> {
+        let own = self.dir.join("saved_cmdlines");
+        let p = match own.exists() {
+            true => own,
+            false => self
+                .dir
+                .parent()
+                .and_then(Path::parent)
+                .map(|root| root.join("saved_cmdlines"))
+                .ok_or_else(|| io::Error::other("no tracefs root"))?,
+        };
+        let b = crate::shortio::read_file(&p)?;
+        Ok(String::from_utf8_lossy(&b).into_owned())
+    }
+
     /// `per_cpu/cpuN/trace`, opened for a caller that reads it in its own short calls.
     pub fn open_cpu_trace(&self, cpu: u32) -> io::Result<File> {
         File::open(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))
@@ -356,19 +450,12 @@ impl Recorder {
 
     /// Empty every CPU's buffer.
     pub fn clear(&self) -> io::Result<()> {
-        File::options()
-            .write(true)
-            .truncate(true)
-            .open(self.dir.join("trace"))
-            .map(drop)
+        clear_at(&self.dir)
     }
 
     /// Events the ring overwrote on this CPU since the last clear (`per_cpu/cpuN/stats`).
     pub fn overruns(&self, cpu: u32) -> Option<u64> {
-        let s = fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
-        s.lines()
-            .find_map(|l| l.strip_prefix("overrun:"))
-            .and_then(|v| v.trim().parse().ok())
+        overruns_at(&self.dir, cpu)
     }
 
     /// Best effort: off, events and trigger off, close our fds, rmdir (retrying EBUSY briefly).
@@ -418,6 +505,74 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         if self.ledger_id.is_some() || self.marker.is_some() {
             let _ = self.teardown();
+        }
+    }
+}
+
+/// Empty every CPU's buffer of the instance at `dir`.
+pub fn clear_at(dir: &Path) -> io::Result<()> {
+    File::options()
+        .write(true)
+        .truncate(true)
+        .open(dir.join("trace"))
+        .map(drop)
+}
+
+/// Events the ring of the instance at `dir` overwrote on `cpu` since the last clear.
+pub fn overruns_at(dir: &Path, cpu: u32) -> Option<u64> {
+    let s = fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("overrun:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `per_cpu/cpuN/trace_pipe_raw` of the instance at `dir`, opened non-blocking (for a thread
+/// without the [`Recorder`] at hand; [`Recorder::open_cpu_raw`] is this).
+pub fn open_cpu_raw_at(dir: &Path, cpu: u32) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")))
+}
+
+/// Read binary pages (an [`Recorder::open_cpu_raw`] file) until the buffer is empty (EAGAIN)
+/// or ends: one `page`-byte read per page (the kernel copies a page and formats nothing),
+/// calling `tick` every `every` bytes. A read that returns less than a page ends the copy
+/// (the whole pages before it are kept: the decoder reads whole pages only).
+pub fn read_pages(
+    mut f: impl io::Read,
+    page: usize,
+    every: usize,
+    mut tick: impl FnMut(),
+) -> io::Result<Vec<u8>> {
+    let page = page.max(1);
+    let mut out = Vec::new();
+    let mut since = 0usize;
+    loop {
+        let len = out.len();
+        out.resize(len + page, 0);
+        match f.read(&mut out[len..]) {
+            Ok(n) if n == page => {
+                since += n;
+                if since >= every {
+                    since = 0;
+                    tick();
+                }
+            }
+            Ok(_) => {
+                out.truncate(len);
+                return Ok(out);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => out.truncate(len),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                out.truncate(len);
+                return Ok(out);
+            }
+            Err(e) => {
+                out.truncate(len);
+                return Err(e);
+            }
         }
     }
 }
@@ -522,6 +677,7 @@ mod tests {
             trigger: false,
             buffer_kb: 0,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         r.configure(&cfg).unwrap();
         assert_eq!(fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
@@ -560,6 +716,9 @@ mod tests {
         r.stop().unwrap();
         assert!(!r.is_on());
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // No layout files in the fake: the binary path is off, and says why.
+        let why = r.raw.as_ref().unwrap_err();
+        assert!(why.contains("format") || why.contains("header_"), "{why}");
     }
 
     #[test]
@@ -582,6 +741,7 @@ mod tests {
             trigger: false,
             buffer_kb: 0,
             warnings: vec![],
+            raw: Err("not configured".into()),
         };
         r.configure(&cfg).unwrap();
         assert_eq!(r.clock, "local");
@@ -604,6 +764,260 @@ mod tests {
             .unwrap()
             .next()
             .is_none());
+    }
+
+    /// Whole pages until EAGAIN or the end; a short read ends the copy; `tick` runs per
+    /// `every` bytes.
+    #[test]
+    fn read_pages_reads_whole_pages_until_eagain() {
+        struct Src(Vec<io::Result<usize>>);
+        impl io::Read for Src {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                assert_eq!(buf.len(), 8, "one page per read");
+                match self.0.remove(0) {
+                    Ok(n) => {
+                        buf[..n].fill(n as u8);
+                        Ok(n)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+        let again = || io::Error::from(io::ErrorKind::WouldBlock);
+        let intr = || io::Error::from(io::ErrorKind::Interrupted);
+        let mut ticks = 0;
+        let v = read_pages(
+            Src(vec![Ok(8), Err(intr()), Ok(8), Ok(8), Err(again())]),
+            8,
+            16,
+            || ticks += 1,
+        )
+        .unwrap();
+        assert_eq!((v.len(), ticks), (24, 1));
+        let v = read_pages(Src(vec![Ok(8), Ok(3), Ok(8)]), 8, 8, || {}).unwrap();
+        assert_eq!(v, vec![8u8; 8]);
+        let v = read_pages(Src(vec![Ok(8), Ok(0)]), 8, 8, || {}).unwrap();
+        assert_eq!(v.len(), 8);
+        let e = read_pages(Src(vec![Ok(8), Err(io::Error::other("boom"))]), 8, 8, || {});
+        assert!(e.is_err());
+    }
+
+    /// This machine's kernel, for real: a private instance records a few scheduler, timer and
+    /// IRQ events on CPU 0 and a marker (the in-kernel trigger stops it); the CPU's text
+    /// (`per_cpu/cpu0/trace`, read first: it does not consume) and its binary pages
+    /// (`trace_pipe_raw`, read after) hold the same events, decoded by latlab with the layout
+    /// this kernel publishes: same time (to the µs), pid, flags, task, kind and fields (but
+    /// hrtimer pointers, which the kernel hashes), and the rendering is the kernel's text
+    /// line for line but for the nanoseconds and those pointers.
+    #[test]
+    fn fresh_binary_pages_decode_to_the_kernels_text() {
+        use latlab_core::trace::event::EventKind;
+        use latlab_core::trace::parser::{Parser, Record};
+        use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+        let Some(_g) = crate::privileged::guard("fresh_binary_pages_decode_to_the_kernels_text")
+        else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        let tfs = ensure_mounted(Path::new(DEFAULT_ROOT), &mut ledger).unwrap();
+        let cfg = RecorderConfig {
+            name: format!("latlab-{}-rawtest", std::process::id()),
+            buffer_kb: 512,
+        };
+        let rec = Recorder::create(&tfs.root, &cfg, &mut ledger).unwrap();
+        let layout = rec.raw.clone().expect("this kernel's layout is read");
+        rec.clear().unwrap();
+        let marker = rec.marker_fd();
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                // On CPU 0: its buffer is the one read below.
+                // SAFETY: plain syscall on this thread with a valid set.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(0, &mut set);
+                    assert_eq!(
+                        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                        0
+                    );
+                }
+                rec.start().unwrap();
+                for _ in 0..5 {
+                    let _ = std::process::Command::new("true").status();
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                let m = b"LATLAB_STOP cpu=0 intended=1 actual=2 latency=1 (raw test)\n";
+                // SAFETY: a valid fd and buffer.
+                let n = unsafe { libc::write(marker, m.as_ptr().cast(), m.len()) };
+                assert_eq!(n as usize, m.len());
+            });
+        });
+        if rec.is_on() {
+            rec.stop().unwrap(); // no trigger on this kernel
+        }
+        let text = String::from_utf8(rec.read_cpu(0).unwrap()).unwrap();
+        let cmdlines = rec.saved_cmdlines().unwrap();
+        let pages = read_pages(rec.open_cpu_raw(0).unwrap(), 4096, usize::MAX, || {}).unwrap();
+        let again = read_pages(rec.open_cpu_raw(0).unwrap(), 4096, usize::MAX, || {}).unwrap();
+        assert!(
+            again.is_empty(),
+            "reading trace_pipe_raw consumes the pages"
+        );
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let ksyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+        let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
+            .unwrap()
+            .with_symbols(Symbols::parse_kallsyms(&ksyms));
+        assert_eq!(pages.len() % dec.page_size(), 0);
+        let mut comms = Comms::from_saved_cmdlines(&cmdlines);
+        dec.learn_comms(&pages, &mut comms).unwrap();
+        let mut got = Vec::new();
+        let st = dec.decode_cpu(0, &pages, &comms, &mut got).unwrap();
+        let want: Vec<_> = Parser::new(&text)
+            .filter_map(|r| match r {
+                Record::Event(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        assert!(want.len() >= 10, "{text}");
+        assert_eq!(got.len(), want.len(), "{text}");
+        assert_eq!((st.bad_pages, st.unknown_events), (0, 0));
+        let no_ptr = |k: &EventKind| {
+            let mut k = k.clone().into_owned();
+            match &mut k {
+                EventKind::HrtimerStart { hrtimer, .. }
+                | EventKind::HrtimerExpireEntry { hrtimer, .. }
+                | EventKind::HrtimerExpireExit { hrtimer } => *hrtimer = "p".into(),
+                _ => {}
+            }
+            k
+        };
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!((g.ts + 500) / 1000, w.ts / 1000, "event {i}");
+            assert_eq!(
+                (g.cpu, g.pid, g.flags, no_ptr(&g.kind), &g.task_comm),
+                (w.cpu, w.pid, w.flags, no_ptr(&w.kind), &w.task_comm),
+                "event {i}"
+            );
+        }
+        let marked = got.iter().any(|e| {
+            matches!(&e.kind, EventKind::Marker { text } if text.starts_with("LATLAB_STOP") && text.ends_with("(raw test)"))
+        });
+        assert!(marked, "the marker is the last thing recorded");
+        assert!(got
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::SchedSwitch { .. })));
+        let mut out = String::new();
+        dec.render_text(0, &pages, &comms, &mut out).unwrap();
+        let mine: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+        let kernel: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(mine.len(), kernel.len());
+        for (m, k) in mine.iter().zip(&kernel) {
+            let head = |l: &str| l[..l.find("] ").unwrap() + 8].to_string();
+            assert_eq!(head(m), head(k));
+            let body = |l: &str| l[l.find(": ").unwrap()..].to_string();
+            if !k.contains("hrtimer") && !k.contains("nmi_handler") {
+                assert_eq!(body(m), body(k));
+            }
+        }
+        rec.remove(&mut ledger).unwrap();
+        if let Some(id) = tfs.mounted {
+            crate::ledger::undo(&Entry::TracefsMount {
+                path: tfs.root.clone(),
+            });
+            ledger.forget(id).unwrap();
+        }
+    }
+
+    /// A figure for docs/performance.md, not a check (ignored by default; run it as
+    /// `cargo test --release -p latlab-sys --lib read_a_full_instance -- --ignored --nocapture`):
+    /// a 4 MiB instance filled under hackbench until it overwrote, then CPU 0's buffer read as
+    /// text (1 KiB reads, the old copy) and as binary pages (+ decode + render), wall time and
+    /// this thread's CPU time (kernel time included).
+    #[test]
+    #[ignore]
+    fn read_a_full_instance_text_vs_binary() {
+        use latlab_core::trace::raw::{Comms, RawDecoder};
+        let Some(_g) = crate::privileged::guard("read_a_full_instance_text_vs_binary") else {
+            return;
+        };
+        let cpu_ns = || {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: valid pointer.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        };
+        let t = tempfile::tempdir().unwrap();
+        let mut ledger = Ledger::open_in(&t.path().join("run")).unwrap();
+        let tfs = ensure_mounted(Path::new(DEFAULT_ROOT), &mut ledger).unwrap();
+        let rec = Recorder::create(
+            &tfs.root,
+            &RecorderConfig {
+                name: format!("latlab-{}-readbench", std::process::id()),
+                buffer_kb: 4096,
+            },
+            &mut ledger,
+        )
+        .unwrap();
+        let layout = rec.raw.clone().unwrap();
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats).unwrap();
+        for round in 0..3 {
+            rec.clear().unwrap();
+            rec.start().unwrap();
+            while rec.overruns(0).unwrap_or(0) == 0 {
+                let _ = std::process::Command::new("hackbench")
+                    .args(["-l", "500", "-g", "2"])
+                    .stdout(std::process::Stdio::null())
+                    .status();
+            }
+            rec.stop().unwrap();
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let text = rec.read_cpu(0).unwrap();
+            let (text_wall, text_cpu) = (w.elapsed(), cpu_ns() - c);
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let pages = read_pages(
+                rec.open_cpu_raw(0).unwrap(),
+                dec.page_size(),
+                usize::MAX,
+                || {},
+            )
+            .unwrap();
+            let (raw_wall, raw_cpu) = (w.elapsed(), cpu_ns() - c);
+            let (w, c) = (std::time::Instant::now(), cpu_ns());
+            let mut comms = Comms::default();
+            dec.learn_comms(&pages, &mut comms).unwrap();
+            let mut ev = Vec::new();
+            let st = dec.decode_cpu(0, &pages, &comms, &mut ev).unwrap();
+            let mut out = String::new();
+            dec.render_text(0, &pages, &comms, &mut out).unwrap();
+            let (dec_wall, dec_cpu) = (w.elapsed(), cpu_ns() - c);
+            eprintln!(
+                "round {round}: {} events; text {} B read in {:.1} ms wall, {:.1} ms CPU; \
+                 binary {} B ({} pages) read in {:.2} ms wall, {:.2} ms CPU; \
+                 decode+render {:.1} ms wall, {:.1} ms CPU",
+                st.events,
+                text.len(),
+                text_wall.as_secs_f64() * 1e3,
+                text_cpu as f64 / 1e6,
+                pages.len(),
+                st.pages,
+                raw_wall.as_secs_f64() * 1e3,
+                raw_cpu as f64 / 1e6,
+                dec_wall.as_secs_f64() * 1e3,
+                dec_cpu as f64 / 1e6,
+            );
+        }
+        rec.remove(&mut ledger).unwrap();
+        if let Some(id) = tfs.mounted {
+            crate::ledger::undo(&Entry::TracefsMount {
+                path: tfs.root.clone(),
+            });
+            ledger.forget(id).unwrap();
+        }
     }
 
     #[test]

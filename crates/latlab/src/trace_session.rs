@@ -9,15 +9,22 @@
 //! kernel. The collector calls [`TraceSession::poll`] every slice: it sees `armed` cleared,
 //! moves the stopped instance to the *pending* queue, starts a *standby* one, stores its fd and
 //! sets `armed` again — the recorder is back within a slice (~1 ms). Then
-//! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer,
-//! polling between short reads (a copy takes hundreds of ms under load, and spikes come in
-//! bursts: a third instance takes over when the second stops during the copy), analyzes it,
-//! clears it and makes it a standby. A stopped instance whose spike never reaches the collector
+//! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer
+//! as binary pages (`per_cpu/cpuN/trace_pipe_raw`: the kernel copies pages and formats
+//! nothing, so a copy of MiBs takes milliseconds instead of the text's hundreds of ms of
+//! kernel time on a CPU that may be measured), clears it and makes it a standby at once, then
+//! decodes the pages (`latlab_core::trace::raw`), writes them as the kernel's text layout
+//! (`spikes/NNN/trace.txt`) and attributes the events with the same analyzer as `latlab
+//! analyze`. When the kernel's layout is not one latlab decodes (`binary_fallback` in
+//! run.json), the text is copied as before, in short reads polling between them (a third
+//! instance takes over when the second stops during a long copy). A stopped instance whose
+//! spike never reaches the collector
 //! (the spike ring was full) is recycled by [`TraceSession::reap`], so the recorder never stays
 //! disarmed. [`TraceSession::finish`] returns the JSON for `run.json`'s `"trace"`. The
 //! instances are removed on every path: `finish`, `Drop` (panics), and the ledger for SIGKILL.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,10 +32,13 @@ use std::time::{Duration, Instant};
 
 use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
-use latlab_core::trace_summary::{CpuOverruns, TraceSummary};
+use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+use latlab_core::trace::{
+    analyze_events, analyze_text, Analysis, AnalyzeOptions, ParseError, Sample, SampleMode,
+};
+use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::ledger::Ledger;
-use latlab_sys::tracefs::{self, Recorder, RecorderConfig, Tracefs};
+use latlab_sys::tracefs::{self, RawLayout, Recorder, RecorderConfig, Tracefs};
 
 pub struct TraceOptions {
     /// The measuring threads' threshold (they hold it; kept here for the caller's record).
@@ -45,6 +55,9 @@ pub struct TraceOptions {
 /// load).
 const POLL_EVERY: usize = 32 << 10;
 
+/// Bytes of a binary copy between two polls of the armed instance (16 pages: well under a ms).
+const RAW_POLL_EVERY: usize = 64 << 10;
+
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
 
@@ -60,17 +73,181 @@ struct Pending {
     stopped: Instant,
     /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
     rearmed_ns: Option<u64>,
+    /// Its buffers, copied by the re-arm thread (the instance is then a standby again).
+    copy: Option<Copied>,
 }
 
-pub struct TraceSession {
-    /// `--trace-instances` instances (fewer when the kernel refused more).
-    recorders: Vec<Recorder>,
+/// A stopped instance's buffers as binary pages, per CPU, with the events the ring overwrote.
+struct Copied {
+    pages: Vec<(u32, Vec<u8>)>,
+    overruns: Vec<(u32, u64)>,
+    read_ns: u64,
+}
+
+/// Which instance is armed, which wait for their spike, which are ready: shared by the
+/// collector and the re-arm thread.
+struct Arming {
     /// The armed instance, if any.
     active: Option<usize>,
     /// Stopped instances, oldest first, waiting to be copied.
     pending: VecDeque<Pending>,
     /// Cleared, stopped instances ready to take over.
     standby: Vec<usize>,
+    /// Spikes traced so far (with `pending`, against `--trace-max-spikes`).
+    traced: u32,
+}
+
+/// What re-arming needs, shared with the re-arm thread: the state, and per instance its
+/// `tracing_on` and `trace_marker` fds (valid until the thread is joined; the instances are
+/// removed after that).
+struct Arm {
+    st: Mutex<Arming>,
+    fds: Vec<(RawFd, RawFd)>,
+    /// With the binary reader: the instances' directories, the CPUs and the page size, for
+    /// the thread's copies.
+    dirs: Vec<PathBuf>,
+    cpus: Vec<u32>,
+    raw_page: Option<usize>,
+    armed: Arc<AtomicBool>,
+    marker_fd: Arc<AtomicI32>,
+    trigger: bool,
+    max_spikes: u32,
+    quit: AtomicBool,
+}
+
+/// How often the re-arm thread looks at `armed`.
+const REARM_SLICE: Duration = Duration::from_millis(1);
+
+impl Arm {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Arming> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// When a marker has disarmed the recorder: move the stopped instance to the pending queue
+    /// and arm a standby at once (one `write` to its `tracing_on`). Cheap when nothing
+    /// happened (one atomic load).
+    fn step(&self, a: &mut Arming) {
+        if let Some(x) = a.active {
+            if self.armed.load(Ordering::Acquire) {
+                return;
+            }
+            // A marker went to instance `x`. Without the trigger, stop it ourselves.
+            if !self.trigger {
+                let _ = set_on(self.fds[x].0, false);
+            }
+            a.active = None;
+            a.pending.push_back(Pending {
+                slot: x,
+                stopped: Instant::now(),
+                rearmed_ns: None,
+                copy: None,
+            });
+        }
+        if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
+            return;
+        }
+        let Some(next) = a.standby.pop() else {
+            return;
+        };
+        if !set_on(self.fds[next].0, true) {
+            a.standby.push(next);
+            return;
+        }
+        self.marker_fd.store(self.fds[next].1, Ordering::Release);
+        a.active = Some(next);
+        self.armed.store(true, Ordering::Release);
+        let now = mono_ns();
+        for p in a.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
+            p.rearmed_ns = Some(now);
+        }
+    }
+}
+
+impl Arm {
+    /// The re-arm thread, with the binary reader: copy every stopped instance's buffers (each
+    /// CPU's pages: ms, nothing formatted in the kernel), clear it and make it a standby, so
+    /// the next re-arm never waits for the collector (which under load waits long for a CPU).
+    /// An instance still on (its trigger not fired yet) waits for a later slice, up to
+    /// [`STOP_WAIT`], then is stopped here.
+    fn copy_stopped(&self, a: &mut Arming) {
+        let Some(page) = self.raw_page else { return };
+        for i in 0..a.pending.len() {
+            if a.pending[i].copy.is_some() {
+                continue;
+            }
+            let slot = a.pending[i].slot;
+            let dir = &self.dirs[slot];
+            let on = std::fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1");
+            if on {
+                if a.pending[i].stopped.elapsed() < STOP_WAIT {
+                    continue;
+                }
+                let _ = set_on(self.fds[slot].0, false);
+            }
+            let t0 = Instant::now();
+            let mut pages = Vec::with_capacity(self.cpus.len());
+            let mut overruns = Vec::with_capacity(self.cpus.len());
+            for &cpu in &self.cpus {
+                let p = tracefs::open_cpu_raw_at(dir, cpu)
+                    .and_then(|f| tracefs::read_pages(f, page, usize::MAX, || {}))
+                    .unwrap_or_default();
+                pages.push((cpu, p));
+                overruns.push((cpu, tracefs::overruns_at(dir, cpu).unwrap_or(0)));
+            }
+            let read_ns = t0.elapsed().as_nanos() as u64;
+            let _ = tracefs::clear_at(dir);
+            a.pending[i].copy = Some(Copied {
+                pages,
+                overruns,
+                read_ns,
+            });
+            a.standby.push(slot);
+        }
+    }
+}
+
+/// `tracing_on` of an instance, through its pre-opened fd.
+fn set_on(fd: RawFd, on: bool) -> bool {
+    let v: &[u8] = if on { b"1" } else { b"0" };
+    // SAFETY: a valid fd (the instances outlive the re-arm thread) and buffer.
+    unsafe { libc::pwrite(fd, v.as_ptr().cast(), 1, 0) == 1 }
+}
+
+/// The re-arm thread: every [`REARM_SLICE`], when a marker has disarmed the recorder, it arms
+/// a standby instance. At SCHED_FIFO 1 (above every normal task, below the measuring
+/// threads): under hackbench the collector (a normal task among hundreds) waited tens to
+/// hundreds of ms for a CPU, and spikes meanwhile went untraced. It does one atomic load per
+/// slice, and a `write` to `tracing_on` per spike.
+fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("latlab-rearm".into())
+        .spawn(move || {
+            let p = libc::sched_param { sched_priority: 1 };
+            // SAFETY: plain syscall on this thread; failure (not root) leaves it SCHED_OTHER.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+            while !arm.quit.load(Ordering::Acquire) {
+                std::thread::sleep(REARM_SLICE);
+                if !arm.armed.load(Ordering::Acquire) {
+                    let mut a = arm.lock();
+                    arm.step(&mut a);
+                }
+                if arm.raw_page.is_some() {
+                    let mut a = arm.lock();
+                    if a.pending.iter().any(|p| p.copy.is_none()) {
+                        arm.copy_stopped(&mut a);
+                        arm.step(&mut a);
+                    }
+                }
+            }
+        })
+        .ok()
+}
+
+pub struct TraceSession {
+    /// `--trace-instances` instances (fewer when the kernel refused more).
+    recorders: Vec<Recorder>,
+    arm: Arc<Arm>,
+    rearm: Option<std::thread::JoinHandle<()>>,
     marker_fd: Arc<AtomicI32>,
     tracefs: Tracefs,
     ledger: Arc<Mutex<Ledger>>,
@@ -78,7 +255,6 @@ pub struct TraceSession {
     cpus: Vec<u32>,
     max_spikes: u32,
     virtualized: bool,
-    traced: u32,
     not_traced: u64,
     /// Instances recycled because their spike never reached the collector.
     orphaned: u32,
@@ -96,6 +272,9 @@ pub struct TraceSession {
     trigger: bool,
     buffer_kb: u64,
     warnings: Vec<String>,
+    /// The decoder of the instances' binary pages (Err: why spikes are read as text).
+    binary: Result<RawDecoder, String>,
+    captures: Vec<SpikeCapture>,
 }
 
 impl TraceSession {
@@ -121,6 +300,19 @@ impl TraceSession {
         cpus: &[u32],
         ledger: Arc<Mutex<Ledger>>,
         warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Option<TraceSession>> {
+        Self::start_with(root, opts, cpus, ledger, warnings, true)
+    }
+
+    /// [`TraceSession::start_at`], with or without the re-arm thread (tests drive
+    /// [`TraceSession::poll`] themselves, step by step).
+    fn start_with(
+        root: &Path,
+        opts: &TraceOptions,
+        cpus: &[u32],
+        ledger: Arc<Mutex<Ledger>>,
+        warnings: &mut Vec<String>,
+        thread: bool,
     ) -> anyhow::Result<Option<TraceSession>> {
         let fail =
             |e: String, warnings: &mut Vec<String>| -> anyhow::Result<Option<TraceSession>> {
@@ -194,9 +386,37 @@ impl TraceSession {
             ));
         }
         warnings.extend(rec.warnings.iter().cloned());
+        let binary = binary_decoder(&rec.raw);
+        if let Err(why) = &binary {
+            warnings.push(format!(
+                "the recorder reads spikes' buffers as text (slower, and it delays the measured CPUs): {why}"
+            ));
+        }
         let mut recorders = vec![rec];
         recorders.extend(standbys);
         let r = &recorders[0];
+        let marker_fd = Arc::new(AtomicI32::new(-1));
+        let armed = Arc::new(AtomicBool::new(false));
+        let arm = Arc::new(Arm {
+            st: Mutex::new(Arming {
+                active: None,
+                pending: VecDeque::new(),
+                standby: (0..recorders.len()).rev().collect(),
+                traced: 0,
+            }),
+            fds: recorders
+                .iter()
+                .map(|r| (r.tracing_on_fd(), r.marker_fd()))
+                .collect(),
+            dirs: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
+            cpus: cpus.to_vec(),
+            raw_page: binary.as_ref().ok().map(|d| d.page_size()),
+            armed: armed.clone(),
+            marker_fd: marker_fd.clone(),
+            trigger: recorders.iter().all(|r| r.trigger),
+            max_spikes: opts.max_spikes,
+            quit: AtomicBool::new(false),
+        });
         let mut s = TraceSession {
             instance: r.dir().to_path_buf(),
             instances: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
@@ -207,28 +427,31 @@ impl TraceSession {
             trigger: recorders.iter().all(|r| r.trigger),
             buffer_kb: r.buffer_kb,
             warnings: r.warnings.clone(),
-            marker_fd: Arc::new(AtomicI32::new(-1)),
-            active: None,
-            pending: VecDeque::new(),
-            standby: (0..recorders.len()).rev().collect(),
+            marker_fd,
+            arm,
+            rearm: None,
             recorders,
             tracefs: tfs,
             ledger,
-            armed: Arc::new(AtomicBool::new(false)),
+            armed,
             cpus: cpus.to_vec(),
             max_spikes: opts.max_spikes,
             virtualized: tracefs::virtualized(),
-            traced: 0,
             not_traced: 0,
             orphaned: 0,
             overruns: BTreeMap::new(),
             unmatched: 0,
             rearm_ns: (0, 0, 0),
+            binary,
+            captures: Vec::new(),
         };
         for r in &s.recorders {
             r.clear()?;
         }
         s.poll();
+        if thread {
+            s.rearm = spawn_rearm(s.arm.clone());
+        }
         Ok(Some(s))
     }
 
@@ -243,7 +466,7 @@ impl TraceSession {
     /// True when a stopped instance waits for its spike to be collected (the collector should
     /// drain the spike rings now).
     pub fn wants_collector(&self) -> bool {
-        !self.pending.is_empty()
+        !self.arm.lock().pending.is_empty()
     }
 
     /// Shared flag: true while the armed instance runs and may be stopped by a marker.
@@ -251,63 +474,43 @@ impl TraceSession {
         self.armed.clone()
     }
 
-    /// Spikes that may still be traced (copied or waiting to be).
-    fn budget_left(&self) -> bool {
-        (self.traced as usize + self.pending.len()) < self.max_spikes as usize
-    }
-
-    /// Collector, every slice: when a marker has disarmed the recorder, move the stopped
-    /// instance to the pending queue and arm the standby at once. Cheap when nothing happened
-    /// (one atomic load).
+    /// Collector, every slice (and the re-arm thread, every [`REARM_SLICE`]): when a marker
+    /// has disarmed the recorder, move the stopped instance to the pending queue and arm the
+    /// standby at once. Cheap when nothing happened (one atomic load).
     pub fn poll(&mut self) {
-        if let Some(a) = self.active {
-            if self.armed.load(Ordering::Acquire) {
-                return;
-            }
-            // A marker went to instance `a`. Without the trigger, stop it ourselves.
-            if !self.trigger {
-                let _ = self.recorders[a].stop();
-            }
-            self.active = None;
-            self.pending.push_back(Pending {
-                slot: a,
-                stopped: Instant::now(),
-                rearmed_ns: None,
-            });
-        }
-        if !self.budget_left() {
+        if self.armed.load(Ordering::Acquire) {
             return;
         }
-        let Some(next) = self.standby.pop() else {
-            return;
-        };
-        if self.recorders[next].start().is_err() {
-            self.standby.push(next);
-            return;
-        }
-        self.marker_fd
-            .store(self.recorders[next].marker_fd(), Ordering::Release);
-        self.active = Some(next);
-        self.armed.store(true, Ordering::Release);
-        let now = mono_ns();
-        for p in self.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
-            p.rearmed_ns = Some(now);
-        }
+        let mut a = self.arm.lock();
+        self.arm.step(&mut a);
     }
 
     /// Collector, after handing every drained spike to [`TraceSession::on_spike`]: instances
     /// stopped before `drained_at - ORPHAN_AFTER` that no spike claimed lost their spike record
     /// (spike ring full): clear them and make them standbys, so the recorder re-arms.
     pub fn reap(&mut self, drained_at: Instant) {
-        while let Some(p) = self.pending.front() {
-            if p.stopped + ORPHAN_AFTER > drained_at {
-                break;
+        loop {
+            let p = {
+                let mut a = self.arm.lock();
+                match a.pending.front() {
+                    Some(p) if p.stopped + ORPHAN_AFTER <= drained_at => a.pending.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(p) = p else { break };
+            match p.copy {
+                Some(c) => self.count_overruns(&c.overruns),
+                None => self.recycle(p.slot),
             }
-            let p = self.pending.pop_front().expect("front exists");
-            self.recycle(p.slot);
             self.orphaned += 1;
         }
         self.poll();
+    }
+
+    fn count_overruns(&mut self, o: &[(u32, u64)]) {
+        for &(c, n) in o {
+            *self.overruns.entry(c).or_default() += n;
+        }
     }
 
     /// Count the overruns of a copied (or abandoned) instance, clear it, make it the standby.
@@ -320,7 +523,7 @@ impl TraceSession {
             }
         }
         let _ = rec.clear();
-        self.standby.push(slot);
+        self.arm.lock().standby.push(slot);
     }
 
     /// Copy a stopped instance's buffer of `cpu` in short reads (latlab_sys::shortio), and
@@ -340,6 +543,15 @@ impl TraceSession {
         .unwrap_or_default()
     }
 
+    /// The binary copy of a stopped instance's buffer of `cpu` (`trace_pipe_raw`: consumes
+    /// it), polling every [`RAW_POLL_EVERY`] bytes. None when the session reads text or the
+    /// file cannot be read (then the text copy is made: nothing was consumed).
+    fn copy_raw_polling(&mut self, slot: usize, cpu: u32) -> Option<Vec<u8>> {
+        let page = self.binary.as_ref().ok()?.page_size();
+        let f = self.recorders[slot].open_cpu_raw(cpu).ok()?;
+        tracefs::read_pages(f, page, RAW_POLL_EVERY, || self.poll()).ok()
+    }
+
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
     pub fn on_spike(
         &mut self,
@@ -351,38 +563,100 @@ impl TraceSession {
         run_dir: &Path,
     ) -> Option<SpikeRecord> {
         self.poll();
-        if !marker_written || self.traced >= self.max_spikes {
-            self.not_traced += 1;
-            return None;
-        }
-        let Some(p) = self.pending.pop_front() else {
-            // Its instance was already recycled as an orphan.
+        let p = {
+            let mut a = self.arm.lock();
+            if !marker_written || a.traced >= self.max_spikes {
+                None
+            } else {
+                // None: its instance was already recycled as an orphan.
+                a.pending.pop_front().inspect(|_| a.traced += 1)
+            }
+        };
+        let Some(p) = p else {
             self.not_traced += 1;
             return None;
         };
         let rec = &self.recorders[p.slot];
-        // Wait (bounded) for the in-kernel stop.
+        // Wait (bounded) for the in-kernel stop (unless the re-arm thread copied it already).
         let t0 = Instant::now();
-        while rec.is_on() && t0.elapsed() < STOP_WAIT {
+        while p.copy.is_none() && rec.is_on() && t0.elapsed() < STOP_WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
-        if rec.is_on() {
+        if p.copy.is_none() && rec.is_on() {
             // The marker did not stop it (trigger refused?): stop now; history is still there.
             let _ = rec.stop();
         }
-        self.traced += 1;
-        let n = self.traced;
+        let n = self.arm.lock().traced;
         let rel = format!("spikes/{n:03}");
         let dir = run_dir.join(&rel);
-        let text = self.copy_polling(p.slot, cpu);
-        let text = String::from_utf8_lossy(&text).into_owned();
         let _ = std::fs::create_dir_all(&dir);
-        // Several MB: written safely (a temp file, never through a planted link), in short
-        // calls as it was read (latlab_sys::shortio).
-        let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
-        self.recycle(p.slot);
-        // Not re-armed yet (no standby was free): the instance just cleared takes over now.
-        self.poll();
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: self.virtualized,
+            mode: Some(SampleMode::Markers),
+        };
+        let t_read = Instant::now();
+        let mut cap = SpikeCapture {
+            spike: n,
+            cpu,
+            ..Default::default()
+        };
+        // The binary path: pages (a copy of ms, no formatting in the kernel), decoded,
+        // rendered and analyzed here. The instance is recycled (re-armable) right after the
+        // copy, before the decoding.
+        // Copied by the re-arm thread (the instance is a standby already), else now.
+        let copied = match p.copy {
+            Some(c) => {
+                self.count_overruns(&c.overruns);
+                cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
+                cap.read_ns = c.read_ns;
+                Some(
+                    c.pages
+                        .into_iter()
+                        .find(|x| x.0 == cpu)
+                        .map(|x| x.1)
+                        .unwrap_or_default(),
+                )
+            }
+            None => self.copy_raw_polling(p.slot, cpu).inspect(|_| {
+                cap.read_ns = t_read.elapsed().as_nanos() as u64;
+                cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
+                self.recycle(p.slot);
+            }),
+        };
+        let outcome = match copied {
+            Some(pages) => {
+                // Not re-armed yet (no standby was free): the instance just cleared takes over.
+                self.poll();
+                let t_dec = Instant::now();
+                let dec = self.binary.as_ref().expect("the binary path has a decoder");
+                let o = binary_outcome(dec, cpu, &pages, &opts, intended_ns, &mut cap);
+                cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+                // Several MB: written safely (a temp file, never through a planted link), in
+                // short calls (latlab_sys::shortio).
+                let _ =
+                    latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), o.text.as_bytes());
+                o
+            }
+            None => {
+                let text = self.copy_polling(p.slot, cpu);
+                cap.read_ns = t_read.elapsed().as_nanos() as u64;
+                cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
+                let text = String::from_utf8_lossy(&text).into_owned();
+                let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
+                self.recycle(p.slot);
+                // Not re-armed yet (no standby was free): the instance just cleared takes over.
+                self.poll();
+                let t_dec = Instant::now();
+                let analysis = analyze_text(&text, &opts);
+                cap.read_as = "text".into();
+                cap.bytes = text.len() as u64;
+                let o = outcome_of(analysis, cpu, intended_ns, &mut cap);
+                cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+                o
+            }
+        };
+        self.captures.push(cap);
         let rearmed = p.rearmed_ns.unwrap_or_else(mono_ns);
         let d = rearmed.saturating_sub(actual_ns);
         self.rearm_ns = (
@@ -390,36 +664,17 @@ impl TraceSession {
             self.rearm_ns.1.max(d),
             self.rearm_ns.2 + 1,
         );
-        let analysis = analyze_text(
-            &text,
-            &AnalyzeOptions {
-                threshold_ns: 0,
-                virtualized: self.virtualized,
-                mode: Some(SampleMode::Markers),
-            },
-        );
-        let sample = analysis.as_ref().ok().and_then(|a| {
-            a.spikes
-                .iter()
-                .rev()
-                .find(|s| s.cpu == cpu && s.intended_ns == intended_ns)
-                .cloned()
-        });
-        let mut spike = match &sample {
+        let mut spike = match &outcome.sample {
             Some(s) => s.to_spike(),
             None => {
                 self.unmatched += 1;
-                let why = match &analysis {
-                    Err(e) => format!("trace not analyzable: line {}: {}", e.line, e.msg),
-                    Ok(_) => "the spike's marker is not in the trace (overwritten or lost)".into(),
-                };
                 SpikeRecord {
                     cpu,
                     at_ns: intended_ns,
                     latency_ns,
                     causes: vec![],
                     trace_file: None,
-                    timeline: vec![why],
+                    timeline: vec![outcome.why.clone()],
                     timeline_events: vec![],
                 }
             }
@@ -438,11 +693,10 @@ impl TraceSession {
             txt.push('\n');
         }
         // What the parser skipped (an odd task name can cost lines, never the analysis), a cut
-        // last line, time going backwards: escaped, the trace's text is untrusted.
-        if let Ok(a) = &analysis {
-            for w in &a.warnings {
-                txt.push_str(&format!("warning: {}\n", escape(w)));
-            }
+        // last line, time going backwards, events the kernel lost: escaped, the trace's text
+        // is untrusted.
+        for w in &outcome.warnings {
+            txt.push_str(&format!("warning: {}\n", escape(w)));
         }
         let _ = latlab_sys::safefile::write_atomic(&dir.join("analysis.txt"), txt.as_bytes());
         Some(spike)
@@ -451,14 +705,32 @@ impl TraceSession {
     /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
     /// return the summary stored as run.json's "trace".
     pub fn finish(mut self) -> TraceSummary {
+        // The thread first: it would take a disarmed recorder for a marker and arm another.
+        self.stop_rearm();
         self.armed.store(false, Ordering::SeqCst);
         let mut removal = None;
-        let in_use: Vec<usize> = self
-            .active
+        let in_use: Vec<usize> = {
+            let a = self.arm.lock();
+            a.active
+                .iter()
+                .copied()
+                .chain(
+                    a.pending
+                        .iter()
+                        .filter(|p| p.copy.is_none())
+                        .map(|p| p.slot),
+                )
+                .collect()
+        };
+        let copied: Vec<(u32, u64)> = self
+            .arm
+            .lock()
+            .pending
             .iter()
-            .copied()
-            .chain(self.pending.iter().map(|p| p.slot))
+            .filter_map(|p| p.copy.as_ref())
+            .flat_map(|c| c.overruns.iter().copied())
             .collect();
+        self.count_overruns(&copied);
         let recs = std::mem::take(&mut self.recorders);
         for (i, rec) in recs.into_iter().enumerate() {
             let _ = rec.stop();
@@ -491,7 +763,7 @@ impl TraceSession {
             .into(),
             buffer_kb: self.buffer_kb,
             max_spikes: self.max_spikes,
-            traced: self.traced,
+            traced: self.arm.lock().traced,
             not_traced: self.not_traced,
             orphaned: self.orphaned,
             unmatched: self.unmatched,
@@ -505,6 +777,16 @@ impl TraceSession {
             virtualized: self.virtualized,
             warnings: self.warnings.clone(),
             removal_error: removal,
+            read_as: Some(
+                if self.binary.is_ok() {
+                    "binary"
+                } else {
+                    "text"
+                }
+                .into(),
+            ),
+            binary_fallback: self.binary.as_ref().err().cloned(),
+            captures: std::mem::take(&mut self.captures),
         }
     }
 
@@ -519,9 +801,20 @@ impl TraceSession {
     }
 }
 
+impl TraceSession {
+    /// Stop and join the re-arm thread (before the instances and their fds go).
+    fn stop_rearm(&mut self) {
+        self.arm.quit.store(true, Ordering::Release);
+        if let Some(t) = self.rearm.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Drop for TraceSession {
     /// Removes the instances too if finish() was not called (panic path).
     fn drop(&mut self) {
+        self.stop_rearm();
         self.armed.store(false, Ordering::SeqCst);
         for rec in std::mem::take(&mut self.recorders) {
             let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
@@ -529,6 +822,163 @@ impl Drop for TraceSession {
         }
         self.unmount();
     }
+}
+
+/// What a spike's copy gave: the trace text to save, the spike's sample (None: why not), and
+/// warnings for its analysis.txt.
+struct Outcome {
+    text: String,
+    sample: Option<Sample>,
+    why: String,
+    warnings: Vec<String>,
+}
+
+/// The spike's sample in an analysis (the last one of its CPU at its intended time).
+fn outcome_of(
+    analysis: Result<Analysis, ParseError>,
+    cpu: u32,
+    intended_ns: u64,
+    cap: &mut SpikeCapture,
+) -> Outcome {
+    let mut o = Outcome {
+        text: String::new(),
+        sample: None,
+        why: String::new(),
+        warnings: vec![],
+    };
+    match analysis {
+        Ok(a) => {
+            if cap.events == 0 {
+                cap.events = a.events;
+            }
+            o.sample = a
+                .spikes
+                .iter()
+                .rev()
+                .find(|s| s.cpu == cpu && s.intended_ns == intended_ns)
+                .cloned();
+            o.why = "the spike's marker is not in the trace (overwritten or lost)".into();
+            o.warnings = a.warnings;
+        }
+        Err(e) => o.why = format!("trace not analyzable: line {}: {}", e.line, e.msg),
+    }
+    o
+}
+
+/// Decode a spike's pages, render them as the trace text, and analyze the events.
+fn binary_outcome(
+    dec: &RawDecoder,
+    cpu: u32,
+    pages: &[u8],
+    opts: &AnalyzeOptions,
+    intended_ns: u64,
+    cap: &mut SpikeCapture,
+) -> Outcome {
+    cap.read_as = "binary".into();
+    cap.bytes = pages.len() as u64;
+    let mut comms = Comms::default();
+    let _ = dec.learn_comms(pages, &mut comms);
+    let mut events = Vec::new();
+    let mut st = dec.decode_cpu(cpu, pages, &comms, &mut events);
+    // Pids the pages' scheduler events do not name (a task running since before the buffer's
+    // start): their `/proc/PID/comm`, a few small reads. Not the kernel's `saved_cmdlines`:
+    // reading it walks the whole table with preemption disabled on every read() (~300 µs
+    // on a measured CPU, measured as `preempt_off latlab` causes).
+    let mut unknown: Vec<i64> = events
+        .iter()
+        .filter(|e| e.task_comm == "<...>")
+        .map(|e| e.pid)
+        .collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    unknown.truncate(64);
+    if !unknown.is_empty() {
+        drop(events);
+        for pid in unknown {
+            if let Ok(c) = std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+                comms.learn(pid, c.trim_end_matches('\n'));
+            }
+        }
+        events = Vec::new();
+        st = dec.decode_cpu(cpu, pages, &comms, &mut events);
+    }
+    let st = match st {
+        Ok(st) => st,
+        Err(e) => {
+            return Outcome {
+                text: String::new(),
+                sample: None,
+                why: e.to_string(),
+                warnings: vec![],
+            }
+        }
+    };
+    cap.pages = st.pages;
+    cap.events = st.events;
+    cap.lost_events = st.lost_events;
+    cap.lost_unknown = st.lost_unknown;
+    let lost: Vec<(usize, u32, u64)> = st
+        .lost
+        .iter()
+        .filter_map(|m| Some((m.before, cpu, m.events?)))
+        .collect();
+    let analysis = analyze_events(&events, &lost, opts);
+    let mut text = String::with_capacity(pages.len() * 2);
+    let _ = dec.render_text(cpu, pages, &comms, &mut text);
+    let mut o = outcome_of(analysis, cpu, intended_ns, cap);
+    o.text = text;
+    if st.bad_pages > 0 || st.unknown_events > 0 {
+        o.warnings.push(format!(
+            "binary trace: {} inconsistent page(s) (their rest skipped), {} event(s) of unknown ID",
+            st.bad_pages, st.unknown_events
+        ));
+    }
+    // Events lost before the first one are the ring's overwritten past (a flight recorder's
+    // normal state); lost inside the copy, history has a hole: said.
+    let inside: Vec<Option<u64>> = st
+        .lost
+        .iter()
+        .filter(|m| m.before > 0)
+        .map(|m| m.events)
+        .collect();
+    if !inside.is_empty() {
+        let counted: u64 = inside.iter().flatten().sum();
+        o.warnings.push(format!(
+            "the kernel lost events at {} place(s) inside this CPU's trace ({counted} counted{})",
+            inside.len(),
+            if inside.iter().any(Option::is_none) {
+                ", some uncounted"
+            } else {
+                ""
+            }
+        ));
+    }
+    o
+}
+
+/// The binary decoder for the session's instances (all alike), or why spikes are read as text.
+fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDecoder, String> {
+    let layout = layout.as_ref().map_err(|e| e.clone())?;
+    let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+    let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
+        .map_err(|e| e.to_string())?;
+    // hrtimer callbacks are `%ps` fields: the attribution needs `hrtimer_wakeup`'s name.
+    let ksyms = latlab_sys::shortio::read_chunked(
+        std::fs::File::open("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?,
+        64 << 10,
+    )
+    .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+    let syms = Symbols::parse_kallsyms(&String::from_utf8_lossy(&ksyms));
+    if syms.addr_of("hrtimer_wakeup").is_none() {
+        return Err(
+            "kernel symbols not readable in /proc/kallsyms (hrtimer callbacks would be unnamed)"
+                .into(),
+        );
+    }
+    // Pointers are shown mixed with a per-run key (never kernel addresses in a file).
+    use std::hash::BuildHasher;
+    let key = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    Ok(dec.with_symbols(syms).with_pointer_key(key))
 }
 
 /// CLOCK_MONOTONIC in ns (the samples' clock).
@@ -558,6 +1008,16 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// A real session without the re-arm thread: the test polls, step by step.
+    fn start_stepped(
+        opts: &TraceOptions,
+        cpus: &[u32],
+        l: Arc<Mutex<Ledger>>,
+        w: &mut Vec<String>,
+    ) -> anyhow::Result<Option<TraceSession>> {
+        TraceSession::start_with(Path::new(tracefs::DEFAULT_ROOT), opts, cpus, l, w, false)
     }
 
     fn ledger(dir: &Path) -> Arc<Mutex<Ledger>> {
@@ -612,7 +1072,7 @@ mod tests {
             instances: 2,
             required: true,
         };
-        let mut s = TraceSession::start(&opts, &[0], l.clone(), &mut w)
+        let mut s = start_stepped(&opts, &[0], l.clone(), &mut w)
             .unwrap()
             .unwrap();
         assert_eq!(s.clock, "mono");
@@ -664,6 +1124,22 @@ mod tests {
         assert!(!s.armed().load(Ordering::SeqCst));
         assert!(s.on_spike(0, e, r, r - e, false, &run).is_none());
         let v = serde_json::to_value(s.finish()).unwrap();
+        // Read as binary pages, decoded and rendered by latlab.
+        assert_eq!(v["read_as"], "binary", "{v}");
+        let c = &v["captures"][0];
+        assert_eq!(
+            (&c["read_as"], &c["spike"], &c["cpu"]),
+            (&"binary".into(), &1.into(), &0.into())
+        );
+        assert!(
+            c["pages"].as_u64().unwrap() >= 1 && c["events"].as_u64().unwrap() >= 1,
+            "{c}"
+        );
+        assert_eq!(c["bytes"].as_u64().unwrap() % 4096, 0, "{c}");
+        assert!(
+            trace.starts_with("# tracer: nop (latlab: CPU 0 decoded from"),
+            "{trace}"
+        );
         assert_eq!(v["traced"], 1);
         assert_eq!(v["not_traced"], 1);
         assert_eq!(v["clock"], "mono");
@@ -675,9 +1151,7 @@ mod tests {
         let l2 = l.clone();
         let res = std::panic::catch_unwind(move || {
             let mut w = vec![];
-            let _s = TraceSession::start(&opts, &[0], l2, &mut w)
-                .unwrap()
-                .unwrap();
+            let _s = start_stepped(&opts, &[0], l2, &mut w).unwrap().unwrap();
             assert_eq!(instances_left().len(), 2);
             panic!("collector panic");
         });
@@ -699,7 +1173,7 @@ mod tests {
             instances,
             required: true,
         };
-        let s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+        let s = start_stepped(&opts, &[0, 1], l.clone(), &mut w)
             .unwrap()
             .unwrap();
         assert_eq!(s.recorders.len(), instances as usize, "{w:?}");
@@ -794,6 +1268,114 @@ mod tests {
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
 
+    /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and
+    /// a session without a decoder reads spikes as text and says so in run.json.
+    #[test]
+    fn an_unknown_layout_falls_back_to_the_text_copy() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("an_unknown_layout_falls_back_to_the_text_copy")
+        else {
+            return;
+        };
+        let (t, _l, mut s) = session(2);
+        let mut layout = s.recorders[0].raw.clone().expect("this kernel's layout");
+        assert!(binary_decoder(&Ok(layout.clone())).is_ok());
+        layout.header_page = layout.header_page.replace(
+            "local_t commit;\toffset:8;\tsize:8;",
+            "local_t commit;\toffset:8;\tsize:4;",
+        );
+        s.binary = binary_decoder(&Ok(layout));
+        let why = s.binary.as_ref().unwrap_err().clone();
+        assert!(why.contains("4-byte commit"), "{why}");
+        let (e, r) = mark(&s, 0);
+        s.poll();
+        let run = t.path().join("rundir");
+        let sp = s.on_spike(0, e, r, r - e, true, &run).expect("traced");
+        assert!(!sp.causes.is_empty() || !sp.timeline.is_empty());
+        let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
+        assert!(trace.contains(&format!("intended={e}")), "{trace}");
+        assert!(
+            trace.starts_with("# tracer: nop\n"),
+            "the kernel's own text"
+        );
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["read_as"], "text");
+        assert_eq!(v["binary_fallback"], why.as_str());
+        assert_eq!(v["captures"][0]["read_as"], "text");
+        assert!(v["captures"][0]["events"].as_u64().unwrap() > 0, "{v}");
+    }
+
+    /// The re-arm thread arms a standby after a marker with no call from the collector (which
+    /// under load waits long for a CPU), copies the stopped instance's pages and makes it a
+    /// standby again: two spikes in a row with two instances are both traced, the collector
+    /// only handing them over afterwards.
+    #[test]
+    fn the_rearm_thread_rearms_and_copies_without_the_collector() {
+        let Some(_g) = latlab_sys::privileged::guard(
+            "the_rearm_thread_rearms_and_copies_without_the_collector",
+        ) else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            instances: 2,
+            required: true,
+        };
+        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        assert!(s.rearm.is_some());
+        // Wait for a condition (bounded), never calling poll.
+        let wait = |what: &str, f: &dyn Fn() -> bool| {
+            let t0 = Instant::now();
+            while !f() && t0.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            assert!(f(), "{what}");
+        };
+        let (e1, r1) = mark(&s, 0);
+        wait("B armed by the thread", &|| {
+            s.armed().load(Ordering::SeqCst)
+        });
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[1].marker_fd()
+        );
+        assert!(s.recorders[1].is_on());
+        wait("A copied by the thread", &|| {
+            s.arm.lock().pending[0].copy.is_some()
+        });
+        assert!(s.arm.lock().pending[0].rearmed_ns.expect("re-armed") > r1);
+        let (e2, r2) = mark(&s, 1);
+        wait("A armed again by the thread", &|| {
+            s.armed().load(Ordering::SeqCst)
+        });
+        assert_eq!(
+            s.marker_fd().load(Ordering::SeqCst),
+            s.recorders[0].marker_fd()
+        );
+        assert!(s.wants_collector());
+        let run = t.path().join("rundir");
+        for (n, (cpu, e, r)) in [(0, e1, r1), (1, e2, r2)].into_iter().enumerate() {
+            let sp = s.on_spike(cpu, e, r, r - e, true, &run).expect("traced");
+            let f = run.join(format!("spikes/{:03}/trace.txt", n + 1));
+            let trace = std::fs::read_to_string(f).unwrap();
+            assert!(trace.contains(&format!("intended={e}")), "{trace}");
+            assert!(sp.trace_file.is_some());
+        }
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["traced"], 2);
+        assert_eq!(v["captures"][1]["cpu"], 1);
+        assert_eq!(v["captures"][1]["read_as"], "binary");
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
+    }
+
     /// Three instances: A's spike is being copied and B stops meanwhile; the copy itself polls,
     /// so C is armed before the copy ends (with two polls around the copy only, the recorder
     /// stayed disarmed for the whole copy: hundreds of ms under load).
@@ -828,11 +1410,11 @@ mod tests {
         // B's spike comes while A is still waiting for its copy: nothing polls but the copy.
         let _ = mark(&s, 0);
         assert!(!s.armed().load(Ordering::SeqCst));
-        let text = s.copy_polling(0, 0);
+        let pages = s.copy_raw_polling(0, 0).expect("a binary copy");
         assert!(
-            text.len() >= POLL_EVERY,
+            pages.len() >= RAW_POLL_EVERY,
             "A's copy holds {} bytes, fewer than one poll interval",
-            text.len()
+            pages.len()
         );
         assert!(s.armed().load(Ordering::SeqCst), "C armed during the copy");
         assert_eq!(

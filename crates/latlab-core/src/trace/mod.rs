@@ -18,6 +18,7 @@ pub mod event;
 mod line;
 pub mod parallel;
 pub mod parser;
+pub mod raw;
 pub mod tracedat;
 
 /// The attribution's paths from before its split into [`analyzer`], [`classify`] and
@@ -31,7 +32,8 @@ pub mod attribution {
 pub use analyzer::{parse_marker, Analysis, AnalyzeOptions, Analyzer, Sample, SampleMode};
 pub use classify::{kind_str, sort_causes, summarize, switch_to_user, SummaryRow};
 pub use parallel::{
-    analyze_bytes_parallel, analyze_text, analyze_text_parallel, has_markers, Parallel,
+    analyze_bytes_parallel, analyze_events, analyze_text, analyze_text_parallel, has_markers,
+    Parallel,
 };
 
 pub use event::{Event, EventKind, TaskRef};

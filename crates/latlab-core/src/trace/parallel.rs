@@ -2,7 +2,8 @@
 //! reference), or parsed on several threads in blocks cut where the parser holds no state, fed
 //! to one [`Analyzer`] in trace order ([`analyze_text_parallel`], [`analyze_bytes_parallel`]).
 
-use super::analyzer::{Analysis, AnalyzeOptions, Analyzer, SampleMode};
+use super::analyzer::{is_latlab_marker, Analysis, AnalyzeOptions, Analyzer, SampleMode};
+use super::event::{Event, EventKind};
 use super::parser::{no_events, ParseError, Parser, Record};
 
 /// `opts.mode`, or when None: markers if the trace holds a latlab marker, else wake-ups.
@@ -26,6 +27,46 @@ pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, Parse
     }
     if a.events() == 0 {
         return Err(no_events(text, a.first_skipped()));
+    }
+    Ok(a.finish())
+}
+
+/// Analyze decoded events (the binary recorder's, [`super::raw`]) with the analyzer the text
+/// path uses. `lost` marks where the kernel lost events: `(before, cpu, events)`, `before`
+/// an index into `events` (history before it is incomplete). Events must be in time order per
+/// CPU (one CPU's decode is). With `opts.mode == None` the mode is markers if a latlab marker
+/// is among the events, else wake-ups. Err when there is no event.
+pub fn analyze_events<'a>(
+    events: &[Event<'a>],
+    lost: &[(usize, u32, u64)],
+    opts: &AnalyzeOptions,
+) -> Result<Analysis, ParseError> {
+    let mode = opts.mode.unwrap_or_else(|| {
+        let marked = events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Marker { text } if is_latlab_marker(text)));
+        if marked {
+            SampleMode::Markers
+        } else {
+            SampleMode::Wakeups
+        }
+    });
+    if events.is_empty() {
+        return Err(ParseError {
+            line: 0,
+            msg: "no trace events found in the binary pages".into(),
+        });
+    }
+    let mut a = Analyzer::new(opts.clone(), mode);
+    let mut marks = lost.iter().peekable();
+    for (i, e) in events.iter().enumerate() {
+        while let Some(&(_, cpu, n)) = marks.next_if(|m| m.0 <= i) {
+            a.lost(cpu, n);
+        }
+        a.feed(e);
+    }
+    for &(_, cpu, n) in marks {
+        a.lost(cpu, n);
     }
     Ok(a.finish())
 }
