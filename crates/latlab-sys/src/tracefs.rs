@@ -160,6 +160,8 @@ pub struct RawLayout {
     pub header_page: String,
     pub header_event: String,
     pub formats: Vec<String>,
+    /// The event of each format (`system/event`, same order; the last is `ftrace/print`).
+    pub events: Vec<String>,
 }
 
 impl RawLayout {
@@ -189,13 +191,16 @@ impl RawLayout {
             })
         };
         let mut formats = Vec::with_capacity(events.len() + 1);
+        let mut names = Vec::with_capacity(events.len() + 1);
         for e in events.iter().map(String::as_str).chain(["ftrace/print"]) {
             formats.push(read(ev.join(e).join("format"))?);
+            names.push(e.to_string());
         }
         Ok(RawLayout {
             header_page: read(ev.join("header_page"))?,
             header_event: read(ev.join("header_event"))?,
             formats,
+            events: names,
         })
     }
 }

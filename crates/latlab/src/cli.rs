@@ -206,7 +206,7 @@ pub struct ImportArgs {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// A tracefs text trace (the instance's `trace` file, or `trace-cmd report` output)
+    /// A saved trace: tracefs text (a spike's trace.txt, an instance's `trace`, `trace-cmd report` output) or a trace-cmd file (a spike's trace.dat)
     pub trace: PathBuf,
     /// Samples above this latency are spikes to explain
     #[arg(long, value_name = "T")]

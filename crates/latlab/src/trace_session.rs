@@ -630,12 +630,26 @@ impl TraceSession {
                 self.poll();
                 let t_dec = Instant::now();
                 let dec = self.binary.as_ref().expect("the binary path has a decoder");
-                let o = binary_outcome(dec, cpu, &pages, &opts, intended_ns, &mut cap);
+                let layout = self.recorders[p.slot].raw.as_ref().ok();
+                let clock = self.recorders[p.slot].clock.clone();
+                let o = binary_outcome(
+                    dec,
+                    (layout, &clock),
+                    cpu,
+                    &pages,
+                    &opts,
+                    intended_ns,
+                    &mut cap,
+                );
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
                 // Several MB: written safely (a temp file, never through a planted link), in
                 // short calls (latlab_sys::shortio).
                 let _ =
                     latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), o.text.as_bytes());
+                // The same pages as trace-cmd's file, for trace-cmd report and KernelShark.
+                if let Some(dat) = &o.dat {
+                    let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.dat"), dat);
+                }
                 o
             }
             None => {
@@ -828,6 +842,8 @@ impl Drop for TraceSession {
 /// warnings for its analysis.txt.
 struct Outcome {
     text: String,
+    /// The spike's pages as a trace-cmd file (binary path only).
+    dat: Option<Vec<u8>>,
     sample: Option<Sample>,
     why: String,
     warnings: Vec<String>,
@@ -842,6 +858,7 @@ fn outcome_of(
 ) -> Outcome {
     let mut o = Outcome {
         text: String::new(),
+        dat: None,
         sample: None,
         why: String::new(),
         warnings: vec![],
@@ -868,6 +885,7 @@ fn outcome_of(
 /// Decode a spike's pages, render them as the trace text, and analyze the events.
 fn binary_outcome(
     dec: &RawDecoder,
+    (layout, clock): (Option<&RawLayout>, &str),
     cpu: u32,
     pages: &[u8],
     opts: &AnalyzeOptions,
@@ -907,6 +925,7 @@ fn binary_outcome(
         Err(e) => {
             return Outcome {
                 text: String::new(),
+                dat: None,
                 sample: None,
                 why: e.to_string(),
                 warnings: vec![],
@@ -927,6 +946,7 @@ fn binary_outcome(
     let _ = dec.render_text(cpu, pages, &comms, &mut text);
     let mut o = outcome_of(analysis, cpu, intended_ns, cap);
     o.text = text;
+    o.dat = layout.and_then(|l| trace_dat(dec, l, clock, cpu, pages, &comms, &events));
     if st.bad_pages > 0 || st.unknown_events > 0 {
         o.warnings.push(format!(
             "binary trace: {} inconsistent page(s) (their rest skipped), {} event(s) of unknown ID",
@@ -954,6 +974,60 @@ fn binary_outcome(
         ));
     }
     o
+}
+
+/// A spike's pages (of `cpu`) as a trace-cmd file (version 6): the instance's header and
+/// format files, the task names and the few kernel symbols its events name.
+fn trace_dat(
+    dec: &RawDecoder,
+    layout: &RawLayout,
+    clock: &str,
+    cpu: u32,
+    pages: &[u8],
+    comms: &Comms,
+    events: &[latlab_core::trace::Event],
+) -> Option<Vec<u8>> {
+    use latlab_core::trace::raw::named_symbols;
+    use latlab_core::trace::tracedat::{self, CpuData, TraceDat};
+    use std::borrow::Cow;
+    let mut ftrace = Vec::new();
+    let mut systems: Vec<(String, Vec<Cow<[u8]>>)> = Vec::new();
+    for (e, f) in layout.events.iter().zip(&layout.formats) {
+        let (sys, _) = e.split_once('/')?;
+        let f = Cow::Borrowed(f.as_bytes());
+        if sys == "ftrace" {
+            ftrace.push(f);
+        } else if let Some(s) = systems.iter_mut().find(|s| s.0 == sys) {
+            s.1.push(f);
+        } else {
+            systems.push((sys.to_string(), vec![f]));
+        }
+    }
+    let syms = named_symbols(dec.symbols(), events);
+    let dat = TraceDat {
+        big_endian: cfg!(target_endian = "big"),
+        long_size: std::mem::size_of::<usize>() as u8,
+        page_size: u32::try_from(dec.page_size()).ok()?,
+        clock: Cow::Borrowed(clock),
+        header_page: Cow::Borrowed(layout.header_page.as_bytes()),
+        header_event: Cow::Borrowed(layout.header_event.as_bytes()),
+        ftrace_formats: ftrace,
+        event_formats: systems,
+        kallsyms: (!syms.is_empty()).then(|| Cow::Owned(syms.into_bytes())),
+        printk: None,
+        cmdlines: Cow::Owned(comms.to_saved_cmdlines().into_bytes()),
+        // CPUs 0..=cpu: a CPU's number is its place in the file; the others are empty.
+        cpus: (0..=cpu)
+            .map(|c| CpuData {
+                cpu: c,
+                pages: Cow::Borrowed(if c == cpu { pages } else { &[] }),
+            })
+            .collect(),
+        cpu_stats: vec![],
+    };
+    let mut out = Vec::with_capacity(pages.len() + (64 << 10));
+    tracedat::write(&dat, &mut out).ok()?;
+    Some(out)
 }
 
 /// The binary decoder for the session's instances (all alike), or why spikes are read as text.

@@ -1016,3 +1016,83 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
     );
     assert_eq!(v["trace"]["unmatched"], 0, "{:#}", v["trace"]);
 }
+
+/// A traced spike is also saved as trace-cmd's file: trace-cmd reads it back (the oracle) and
+/// shows the spike's own marker, and `latlab analyze` finds in it the same spike, with the
+/// same causes, as in the spike's `trace.txt`.
+#[test]
+fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
+    let Some(_g) = latlab_sys::privileged::guard("a_spike_is_saved_as_trace_dat") else {
+        return;
+    };
+    if which("trace-cmd").is_none() {
+        return support::cannot_run(
+            "a_spike_is_saved_as_trace_dat",
+            "trace-cmd is not installed (bash scripts/deps.sh installs it)",
+        );
+    }
+    let t = tempfile::tempdir().unwrap();
+    // Every sample above 1 µs is a spike: the first two are traced.
+    let st = support::command()
+        .args(["run", "--cpus", "1", "--duration", "2s", "--quiet"])
+        .args(["--trace-threshold", "1us", "--trace-max-spikes", "2"])
+        .arg("--results")
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = support::only_run_dir(t.path());
+    let rec = support::read_json(&run.join("run.json"));
+    let at = rec["spikes"][0]["at_ns"].as_u64().expect("a traced spike");
+    let dat = run.join("spikes/001/trace.dat");
+    let bytes = std::fs::read(&dat).expect("spikes/001/trace.dat");
+    assert!(bytes.starts_with(latlab_core::trace::tracedat::MAGIC));
+
+    let out = std::process::Command::new("trace-cmd")
+        .args(["report", "-i"])
+        .arg(&dat)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let marker = format!("LATLAB_STOP cpu=1 intended={at} ");
+    assert!(
+        report.contains(&marker),
+        "trace-cmd does not show {marker:?}"
+    );
+    assert!(report.contains("sched_switch:"), "no scheduler events");
+
+    let spikes = |f: &str| {
+        let out = support::command()
+            .args(["analyze", "--format", "json"])
+            .arg(run.join("spikes/001").join(f))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["spikes"].clone()
+    };
+    let from_dat = spikes("trace.dat");
+    assert!(
+        from_dat.as_array().is_some_and(|s| !s.is_empty()),
+        "{from_dat}"
+    );
+    assert_eq!(from_dat, spikes("trace.txt"));
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(tool))
+        .find(|p| p.is_file())
+}

@@ -1,6 +1,7 @@
-//! `latlab analyze TRACE`: the recorder's attribution, offline, on a saved tracefs text trace
-//! (a run's `spikes/NNN/trace.txt`, an instance's `trace` file, or `trace-cmd report` output).
-//! No root needed: it only reads the file.
+//! `latlab analyze TRACE`: the recorder's attribution, offline, on a saved trace: tracefs text
+//! (a run's `spikes/NNN/trace.txt`, an instance's `trace` file, or `trace-cmd report` output)
+//! or a trace-cmd file (a run's `spikes/NNN/trace.dat`, or `trace-cmd` version-6 files),
+//! recognised by its magic bytes. No root needed: it only reads the file.
 //!
 //! Samples: latlab markers when the trace holds any (exact intended and actual times); else
 //! every wake-up of an RT task, from its hrtimer's expiry to its switch-in (a trace has no
@@ -52,6 +53,10 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analy
     let bytes =
         trace_bytes(path).with_context(|| format!("cannot read trace file {}", path.display()))?;
     let virtualized = run_is_virtualized(path);
+    if bytes.starts_with(latlab_core::trace::tracedat::MAGIC) {
+        return analyze_dat(&bytes, threshold, virtualized)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+    }
     let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
     // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
     // borrowed as it is; anything else is analyzed from a lossy copy.
@@ -71,6 +76,35 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analy
             e.msg
         )
     })
+}
+
+/// A trace-cmd file: its pages decoded with its own layout (header and format files), every
+/// CPU merged in time order, and analyzed as the recorder does.
+fn analyze_dat(
+    bytes: &[u8],
+    threshold: Option<u64>,
+    virtualized: bool,
+) -> anyhow::Result<Analysis> {
+    use latlab_core::trace::raw::{decode_all, decoder_for};
+    use latlab_core::trace::tracedat;
+    let dat = tracedat::read(bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (dec, mut comms) = decoder_for(&dat).map_err(|e| {
+        anyhow::anyhow!("{e} (latlab analyze reads the layouts latlab records; trace-cmd report -i FILE gives text that it reads)")
+    })?;
+    let (events, lost, (bad_pages, unknown)) =
+        decode_all(&dec, &dat, &mut comms).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let markers = events.iter().any(|e| {
+        matches!(&e.kind, latlab_core::trace::EventKind::Marker { text } if latlab_core::trace::parse_marker(text).is_some())
+    });
+    let opts = analyze_options(markers, threshold, virtualized);
+    let mut a = latlab_core::trace::analyze_events(&events, &lost, &opts)
+        .map_err(|e| anyhow::anyhow!("{}", e.msg))?;
+    if bad_pages > 0 || unknown > 0 {
+        a.warnings.push(format!(
+            "binary trace: {bad_pages} inconsistent page(s) (their rest skipped), {unknown} event(s) of unknown ID"
+        ));
+    }
+    Ok(a)
 }
 
 /// A trace's bytes, mapped where possible: copying a trace of hundreds of MB into fresh heap

@@ -26,6 +26,7 @@
 //! [`RawDecoder::render_text`] writes the events in the kernel's `trace` layout (timestamps
 //! to the ns), which `latlab analyze` (the text parser) reads back to the same events.
 
+mod dat;
 mod format;
 mod header;
 mod render;
@@ -33,6 +34,7 @@ mod render;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+pub use dat::{decode_all, decoder_for, named_symbols};
 pub use format::{parse_format, EventFormat, Field, FieldKind};
 pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout};
 
