@@ -26,6 +26,20 @@ fn euid() -> u32 {
 
 /// Write `bytes` to `path` (see the module doc). New files get `mode` (less the umask).
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_safely(path, bytes, mode, true)
+}
+
+/// [`write_atomic`] without the fsync before the rename: for files that are best effort (a
+/// spike's trace and analysis, megabytes each, written while the measurement runs). An fsync
+/// submits the file's writeback from the calling thread, a stretch of kernel work that a
+/// measuring thread on that CPU cannot preempt on a kernel without full preemption; without
+/// it the kernel's flusher writes the pages back in its own time. A crash soon after may leave
+/// such a file empty, never another file overwritten.
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_safely(path, bytes, 0o666, false)
+}
+
+fn write_safely(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     let lmeta = match fs::symlink_metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -33,8 +47,8 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
     };
     let ft = lmeta.as_ref().map(|m| m.file_type());
     match ft {
-        None => replace(path, bytes, mode),
-        Some(t) if t.is_file() => replace(path, bytes, mode),
+        None => replace(path, bytes, mode, sync),
+        Some(t) if t.is_file() => replace(path, bytes, mode, sync),
         Some(t) if t.is_dir() => Err(io::Error::new(
             io::ErrorKind::IsADirectory,
             "is a directory; give a file name",
@@ -42,7 +56,7 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
         Some(t) if t.is_symlink() => match fs::metadata(path) {
             // To a regular file: replace the target, keep the link.
             Ok(m) if m.is_file() => match fs::canonicalize(path) {
-                Ok(target) => replace(&target, bytes, mode),
+                Ok(target) => replace(&target, bytes, mode, sync),
                 Err(_) => write_through(path, bytes),
             },
             Ok(m) if m.is_dir() => Err(io::Error::new(
@@ -77,9 +91,9 @@ fn write_through(path: &Path, bytes: &[u8]) -> io::Result<()> {
     f.flush()
 }
 
-/// A temp file in `path`'s directory with an unpredictable name, written, fsynced and renamed
-/// over `path`. On failure the temp file is removed.
-fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+/// A temp file in `path`'s directory with an unpredictable name, written, fsynced (`sync`) and
+/// renamed over `path`. On failure the temp file is removed.
+fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -103,7 +117,9 @@ fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         })?;
     // In short calls: checkpoints are written while the measurement runs (see shortio).
     crate::shortio::write_chunked(tmp.as_file_mut(), bytes, crate::shortio::WRITE_CHUNK)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -190,6 +206,27 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// The unsynced variant keeps every other guarantee: a regular file replaced with no temp
+    /// file left, a device written through, a dangling link refused.
+    #[test]
+    fn unsynced_writes_are_as_safe_as_synced_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("trace.txt");
+        write_atomic_unsynced(&p, b"one").unwrap();
+        write_atomic_unsynced(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(entries(d.path()), ["trace.txt"]);
+        write_atomic_unsynced(Path::new("/dev/null"), b"x").unwrap();
+        assert!(fs::symlink_metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+        let link = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("nowhere/x"), &link).unwrap();
+        assert!(write_atomic_unsynced(&link, b"x").is_err());
+        assert!(!d.path().join("nowhere").exists());
     }
 
     #[test]

@@ -644,11 +644,14 @@ impl TraceSession {
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
                 // Several MB: written safely (a temp file, never through a planted link), in
                 // short calls (latlab_sys::shortio).
-                let _ =
-                    latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), o.text.as_bytes());
+                let _ = latlab_sys::safefile::write_atomic_unsynced(
+                    &dir.join("trace.txt"),
+                    o.text.as_bytes(),
+                );
                 // The same pages as trace-cmd's file, for trace-cmd report and KernelShark.
                 if let Some(dat) = &o.dat {
-                    let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.dat"), dat);
+                    let _ =
+                        latlab_sys::safefile::write_atomic_unsynced(&dir.join("trace.dat"), dat);
                 }
                 o
             }
@@ -657,7 +660,10 @@ impl TraceSession {
                 cap.read_ns = t_read.elapsed().as_nanos() as u64;
                 cap.overrun = self.recorders[p.slot].overruns(cpu).unwrap_or(0);
                 let text = String::from_utf8_lossy(&text).into_owned();
-                let _ = latlab_sys::safefile::write_atomic(&dir.join("trace.txt"), text.as_bytes());
+                let _ = latlab_sys::safefile::write_atomic_unsynced(
+                    &dir.join("trace.txt"),
+                    text.as_bytes(),
+                );
                 self.recycle(p.slot);
                 // Not re-armed yet (no standby was free): the instance just cleared takes over.
                 self.poll();
@@ -712,7 +718,8 @@ impl TraceSession {
         for w in &outcome.warnings {
             txt.push_str(&format!("warning: {}\n", escape(w)));
         }
-        let _ = latlab_sys::safefile::write_atomic(&dir.join("analysis.txt"), txt.as_bytes());
+        let _ =
+            latlab_sys::safefile::write_atomic_unsynced(&dir.join("analysis.txt"), txt.as_bytes());
         Some(spike)
     }
 
