@@ -310,8 +310,8 @@ pub enum BenchCommand {
         /// Length of each run
         #[arg(long, default_value = "10s")]
         duration: Duration,
-        /// Pairs of runs (off, on)
-        #[arg(long, default_value_t = 3)]
+        /// Pairs of runs (off and on, which goes first alternating)
+        #[arg(long, default_value_t = 6)]
         pairs: u32,
         /// --trace-threshold of the traced runs
         #[arg(long, default_value = "150us")]

@@ -215,7 +215,7 @@ fn cyclictest_run(cpu: u32, main_cpu: Option<u32>, duration_s: u64) -> anyhow::R
 }
 
 /// Median (mean of the two middle values for an even count) and range of `v`.
-fn median_spread(v: &[f64]) -> Option<(f64, f64, f64)> {
+pub(crate) fn median_spread(v: &[f64]) -> Option<(f64, f64, f64)> {
     if v.is_empty() {
         return None;
     }

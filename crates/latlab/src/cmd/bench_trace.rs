@@ -95,9 +95,20 @@ pub fn trace_overhead(
     )?;
     let mut ratios: Vec<[f64; 3]> = Vec::new();
     for i in 1..=pairs {
-        let off = latlab_run(cpu, &dur, None)?;
-        let on = latlab_run(cpu, &dur, Some(&threshold))?;
-        for (name, f) in [("off", off), ("on", on)] {
+        // Which goes first alternates, so the VM's drift within a pair favours neither.
+        let (off, on) = if i % 2 == 1 {
+            let off = latlab_run(cpu, &dur, None)?;
+            (off, latlab_run(cpu, &dur, Some(&threshold))?)
+        } else {
+            let on = latlab_run(cpu, &dur, Some(&threshold))?;
+            (latlab_run(cpu, &dur, None)?, on)
+        };
+        let order = if i % 2 == 1 {
+            [("off", off), ("on", on)]
+        } else {
+            [("on", on), ("off", off)]
+        };
+        for (name, f) in order {
             outln!(
                 "{i:<5} {name:<9} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10}",
                 f.samples,
@@ -120,12 +131,12 @@ pub fn trace_overhead(
         ratios.push(rr);
     }
     let med = |k: usize| {
-        let mut v: Vec<f64> = ratios.iter().map(|r| r[k]).collect();
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
+        let v: Vec<f64> = ratios.iter().map(|r| r[k]).collect();
+        let (m, lo, hi) = super::bench::median_spread(&v).expect("at least one pair");
+        format!("{m:.3} ({lo:.3}–{hi:.3})")
     };
     outln!(
-        "median ratios on/off: p50 {:.3}, p99 {:.3}, p99.9 {:.3}",
+        "median ratios on/off (per-pair spread) over {pairs} pairs: p50 {}, p99 {}, p99.9 {}",
         med(0),
         med(1),
         med(2)
