@@ -6,9 +6,7 @@ use latlab_core::activity::ActivityRecord;
 use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
 use latlab_core::modes::{AudioRecord, ExecSummary, ModeParams};
-use latlab_core::record::{
-    CauseKind, LoadRecord, Machine, RunConfig, SampleSpike, Source, SpikeRecord,
-};
+use latlab_core::record::{LoadRecord, Machine, RunConfig, SampleSpike, Source, SpikeRecord};
 use latlab_core::scenario_record::ScenarioRecord;
 use latlab_core::stats::Stats;
 use latlab_core::trace_summary::TraceSummary;
@@ -115,18 +113,8 @@ pub struct ReportMode<'a> {
     pub audio: Option<AudioJson>,
 }
 
-/// One row of "what delays this machine".
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Delay {
-    pub kind: CauseKind,
-    pub name: String,
-    /// Spikes this cause appeared in.
-    pub spikes: u64,
-    pub total_ns: Nanos,
-    pub worst_ns: Nanos,
-    /// total_ns / the summed latency of all spikes.
-    pub share: f64,
-}
+/// One row of "what delays this machine": the summary rows themselves.
+pub type Delay = latlab_core::trace::SummaryRow;
 
 fn audio_json(a: &AudioRecord, measured: Nanos) -> AudioJson {
     AudioJson {
@@ -189,18 +177,7 @@ pub fn report(m: &RunModel) -> Report<'_> {
         }
     });
     let rows = latlab_core::trace::summarize(&r.spikes);
-    let delays = (!rows.is_empty()).then(|| {
-        rows.into_iter()
-            .map(|d| Delay {
-                kind: d.kind,
-                name: d.name,
-                spikes: d.spikes,
-                total_ns: d.total_ns,
-                worst_ns: d.worst_ns,
-                share: d.share,
-            })
-            .collect()
-    });
+    let delays = (!rows.is_empty()).then_some(rows);
     Report {
         schema_version: r.schema_version,
         label: &r.label,

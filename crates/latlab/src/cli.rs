@@ -319,13 +319,13 @@ pub enum BenchCommand {
     },
     /// `latlab analyze` throughput against `wc -l` on a large trace
     Analyze {
-        /// Trace to time (default: capture one with the recorder under hackbench)
+        /// Trace to time, text or trace.dat (default: capture one with the recorder under hackbench, timed in both formats)
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
         /// Size of the captured trace (binary multiples: 200M = 200 MiB)
         #[arg(long, default_value = "200M")]
         size: Size,
-        /// Keep the captured trace (its path is printed)
+        /// Keep the captured traces (their directory is printed)
         #[arg(long)]
         keep: bool,
     },

@@ -953,7 +953,7 @@ fn binary_outcome(
     let _ = dec.render_text(cpu, pages, &comms, &mut text);
     let mut o = outcome_of(analysis, cpu, intended_ns, cap);
     o.text = text;
-    o.dat = layout.and_then(|l| trace_dat(dec, l, clock, cpu, pages, &comms, &events));
+    o.dat = layout.and_then(|l| trace_dat(dec, l, clock, &[(cpu, pages)], &comms, &events));
     if st.bad_pages > 0 || st.unknown_events > 0 {
         o.warnings.push(format!(
             "binary trace: {} inconsistent page(s) (their rest skipped), {} event(s) of unknown ID",
@@ -983,14 +983,13 @@ fn binary_outcome(
     o
 }
 
-/// A spike's pages (of `cpu`) as a trace-cmd file (version 6): the instance's header and
+/// Pages of some CPUs (ascending) as a trace-cmd file (version 6): the instance's header and
 /// format files, the task names and the few kernel symbols its events name.
 fn trace_dat(
     dec: &RawDecoder,
     layout: &RawLayout,
     clock: &str,
-    cpu: u32,
-    pages: &[u8],
+    cpus: &[(u32, &[u8])],
     comms: &Comms,
     events: &[latlab_core::trace::Event],
 ) -> Option<Vec<u8>> {
@@ -1023,18 +1022,45 @@ fn trace_dat(
         kallsyms: (!syms.is_empty()).then(|| Cow::Owned(syms.into_bytes())),
         printk: None,
         cmdlines: Cow::Owned(comms.to_saved_cmdlines().into_bytes()),
-        // CPUs 0..=cpu: a CPU's number is its place in the file; the others are empty.
-        cpus: (0..=cpu)
+        // CPUs 0..=last: a CPU's number is its place in the file; the others are empty.
+        cpus: (0..=cpus.last()?.0)
             .map(|c| CpuData {
                 cpu: c,
-                pages: Cow::Borrowed(if c == cpu { pages } else { &[] }),
+                pages: Cow::Borrowed(cpus.iter().find(|x| x.0 == c).map_or(&[][..], |x| x.1)),
             })
             .collect(),
         cpu_stats: vec![],
     };
-    let mut out = Vec::with_capacity(pages.len() + (64 << 10));
+    let bytes: usize = cpus.iter().map(|c| c.1.len()).sum();
+    let mut out = Vec::with_capacity(bytes + (64 << 10));
     tracedat::write(&dat, &mut out).ok()?;
     Some(out)
+}
+
+/// A stopped instance's whole buffer (every CPU of `cpus`) as a trace-cmd file, read as binary
+/// pages (this consumes them: copy the text first if it is wanted too). For `bench analyze`.
+pub fn instance_trace_dat(rec: &Recorder, cpus: &[u32]) -> anyhow::Result<Vec<u8>> {
+    let dec = binary_decoder(&rec.raw).map_err(|e| anyhow::anyhow!("binary pages: {e}"))?;
+    let layout = rec.raw.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut pages = Vec::new();
+    for &c in cpus {
+        let f = rec.open_cpu_raw(c)?;
+        pages.push((
+            c,
+            tracefs::read_pages(f, dec.page_size(), usize::MAX, || {})?,
+        ));
+    }
+    let mut comms = Comms::default();
+    let mut events = Vec::new();
+    for (_, p) in &pages {
+        let _ = dec.learn_comms(p, &mut comms);
+    }
+    for (c, p) in &pages {
+        let _ = dec.decode_cpu(*c, p, &comms, &mut events);
+    }
+    let refs: Vec<(u32, &[u8])> = pages.iter().map(|(c, p)| (*c, p.as_slice())).collect();
+    trace_dat(&dec, layout, &rec.clock, &refs, &comms, &events)
+        .ok_or_else(|| anyhow::anyhow!("the pages could not be written as a trace.dat"))
 }
 
 /// The binary decoder for the session's instances (all alike), or why spikes are read as text.

@@ -117,8 +117,8 @@ pub fn sort_causes(c: &mut [Cause]) {
     });
 }
 
-/// One row of "what delays this machine".
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// One row of "what delays this machine" (also the report JSON's `delays[]`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct SummaryRow {
     pub kind: CauseKind,
     pub name: String,

@@ -154,10 +154,18 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
         None => {
             let dir = crate::rundir::private_temp_dir("latlab-bench-analyze-")?;
             let path = dir.path().join("trace.txt");
-            let r = capture(&path, size).and_then(|()| analyze_throughput(&path));
+            let dat = path.with_extension("dat");
+            let r = capture(&path, size).and_then(|()| {
+                analyze_throughput(&path)?;
+                // The same events from the binary pages (trace-cmd's file).
+                if dat.exists() {
+                    analyze_throughput(&dat)?;
+                }
+                Ok(())
+            });
             if keep && r.is_ok() {
-                let _ = dir.keep();
-                outln!("trace kept: {}", path.display())?;
+                let kept = dir.keep();
+                outln!("traces kept in {}", kept.display())?;
             }
             r?;
         }
@@ -240,6 +248,14 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         let mut dst = std::fs::File::create(out)
             .with_context(|| format!("cannot write {}", out.display()))?;
         std::io::copy(&mut src, &mut dst)?;
+        // The same events as binary pages (reading them consumes them: after the text), in
+        // trace-cmd's file beside it, so both formats are timed.
+        let cpus: Vec<u32> = (0..ncpu as u32).collect();
+        match crate::trace_session::instance_trace_dat(&rec, &cpus) {
+            Ok(dat) => std::fs::write(out.with_extension("dat"), dat)
+                .with_context(|| format!("cannot write {}", out.with_extension("dat").display()))?,
+            Err(e) => eprintln!("latlab: warning: no trace.dat to time: {e:#}"),
+        }
         Ok(())
     })();
     // The instance goes now (its fds closed), then the mount if it was ours.
@@ -340,9 +356,10 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
         a.spikes.len()
     )?;
     outln!(
-        "  analyze / wc -l  {:8.1} %  (goal ≥ 25 %)",
+        "  analyze / wc -l  {:8.1} %  (goal ≥ 25 %, for text)",
         100.0 * wc_s / an_s
     )?;
+    outln!("  events per second {:7.2} M", a.events as f64 / an_s / 1e6)?;
     Ok(())
 }
 
