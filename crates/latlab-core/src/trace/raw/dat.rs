@@ -93,14 +93,42 @@ pub fn decode_all<'a>(
         dec.learn_comms(&c.pages, comms)?;
     }
     let comms: &'a Comms = comms;
-    let mut per_cpu = Vec::with_capacity(dat.cpus.len());
+    // The CPUs with data, decoded on up to as many threads as this machine has CPUs (a file
+    // may list thousands of CPUs: never a thread each).
+    let with_data: Vec<_> = dat.cpus.iter().filter(|c| !c.pages.is_empty()).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, with_data.len().max(1));
+    let chunk = with_data.len().div_ceil(threads).max(1);
+    let decoded: Vec<Result<(u32, Vec<Event<'a>>, super::CpuStats), RawError>> =
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = with_data
+                .chunks(chunk)
+                .map(|group| {
+                    sc.spawn(move || {
+                        group
+                            .iter()
+                            .map(|c| {
+                                let mut ev = Vec::new();
+                                let st = dec.decode_cpu(c.cpu, &c.pages, comms, &mut ev)?;
+                                Ok((c.cpu, ev, st))
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a decoding thread panicked"))
+                .collect()
+        });
+    let mut per_cpu = Vec::with_capacity(decoded.len());
     let mut bad = (0, 0);
-    for c in &dat.cpus {
-        let mut ev = Vec::new();
-        let st = dec.decode_cpu(c.cpu, &c.pages, comms, &mut ev)?;
+    for d in decoded {
+        let (cpu, ev, st) = d?;
         bad.0 += st.bad_pages;
         bad.1 += st.unknown_events;
-        per_cpu.push((c.cpu, ev, st.lost));
+        per_cpu.push((cpu, ev, st.lost));
     }
     let total: usize = per_cpu.iter().map(|c| c.1.len()).sum();
     let mut out = Vec::with_capacity(total);
