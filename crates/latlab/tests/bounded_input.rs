@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,6 +21,19 @@ fn latlab() -> Command {
 }
 
 /// The one stderr line of a failed command: `latlab: error: …`, exit 1.
+/// `latlab import FILE [EXTRA...] --results RESULTS`, run to its end (the command times out
+/// rather than hang), its output.
+fn import(file: &Path, results: &Path, extra: &[&str]) -> std::process::Output {
+    latlab()
+        .arg("import")
+        .arg(file)
+        .args(extra)
+        .arg("--results")
+        .arg(results)
+        .output()
+        .unwrap()
+}
+
 fn one_error_line(out: &std::process::Output) -> String {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8(out.stderr.clone()).unwrap();
@@ -128,13 +142,7 @@ fn too_many_columns_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("wide.txt");
     std::fs::write(&f, sparse_far_histogram(1025)).unwrap();
-    let out = latlab()
-        .arg("import")
-        .arg(&f)
-        .arg("--results")
-        .arg(dir.path().join("r"))
-        .output()
-        .unwrap();
+    let out = import(&f, &dir.path().join("r"), &[]);
     let err = one_error_line(&out);
     assert!(
         err.contains("1025 threads (columns): at most 1024"),
@@ -170,13 +178,8 @@ fn fifo_without_writer_is_refused_at_once() {
     let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let out = latlab() // times out (fails) after 30 s instead of hanging
-        .arg("import")
-        .arg(&fifo)
-        .arg("--results")
-        .arg(dir.path().join("r"))
-        .output()
-        .unwrap();
+    // Times out (fails) after 30 s instead of hanging.
+    let out = import(&fifo, &dir.path().join("r"), &[]);
     let err = one_error_line(&out);
     assert!(
         err.contains("is a FIFO, not a regular file") && err.contains("latlab import - <"),
@@ -220,13 +223,7 @@ fn dash_reads_stdin_and_the_size_cap_holds() {
     let text = sparse_far_histogram(20); // 1043 bytes
     assert!(text.len() > 1024);
     std::fs::write(&f, &text).unwrap();
-    let out = latlab()
-        .arg("import")
-        .arg(&f)
-        .args(["--max-input-size", "1K", "--results"])
-        .arg(&results)
-        .output()
-        .unwrap();
+    let out = import(&f, &results, &["--max-input-size", "1K"]);
     let err = one_error_line(&out);
     assert!(
         err.contains("h.txt: 1043 bytes, larger than the --max-input-size limit of 1024 bytes"),
@@ -280,13 +277,7 @@ fn wrapping_numbers_are_refused() {
         r#"{"cmdline:": "cyclictest -h 100 -i 18446744073709552", "thread": {"0": {"histogram": {"5": 1}, "cycles": 1, "min": 5, "max": 5, "avg": 5}}}"#,
     )
     .unwrap();
-    let out = latlab()
-        .arg("import")
-        .arg(&f)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .unwrap();
+    let out = import(&f, &results, &[]);
     let err = one_error_line(&out);
     assert!(
         err.contains("-i interval (µs) 18446744073709552 is too large"),
@@ -308,13 +299,7 @@ fn duplicate_json_keys_are_refused() {
         format!("{{\"thread\": {{\n\"0\": {},\n\"0\": {}}}}}\n", t(1), t(2)),
     )
     .unwrap();
-    let out = latlab()
-        .arg("import")
-        .arg(&f)
-        .arg("--results")
-        .arg(dir.path().join("r"))
-        .output()
-        .unwrap();
+    let out = import(&f, &dir.path().join("r"), &[]);
     let err = one_error_line(&out);
     assert!(err.contains("duplicate key \"0\""), "{err}");
 }
