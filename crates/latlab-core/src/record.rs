@@ -133,6 +133,22 @@ pub struct CpuRecord {
     pub mode: Option<crate::modes::CpuMode>,
 }
 
+impl CpuRecord {
+    /// CPU `cpu` with this histogram and nothing else yet (statistics come from
+    /// [`RunRecord::refresh`]).
+    pub fn new(cpu: u32, histogram: HistogramRecord) -> CpuRecord {
+        CpuRecord {
+            cpu,
+            stats: Stats::default(),
+            histogram,
+            per_second_max_ns: vec![],
+            top_spikes: vec![],
+            thread: ThreadInfo::default(),
+            mode: None,
+        }
+    }
+}
+
 /// What delayed a traced spike (the contract's `causes`). Its names are [`CauseKind::as_str`],
 /// the one table of them (run.json reads and writes them through it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

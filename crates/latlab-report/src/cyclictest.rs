@@ -78,36 +78,9 @@ mod tests {
         for v in [1_500, 2_000, 9_999, 10_000, 50_000] {
             h.record(v);
         }
-        let mut r = RunRecord {
-            schema_version: SCHEMA_VERSION,
-            label: "t".into(),
-            source: Source::Latlab,
-            complete: true,
-            tool_version: None,
-            command_line: None,
-            started_at: None,
-            ended_at: None,
-            config: RunConfig::default(),
-            machine: Machine::default(),
-            inventory: None,
-            total: Default::default(),
-            cpus: vec![CpuRecord {
-                cpu: 0,
-                stats: Default::default(),
-                histogram: h.to_record(),
-                per_second_max_ns: vec![],
-                top_spikes: vec![],
-                thread: ThreadInfo::default(),
-                mode: None,
-            }],
-            spikes: vec![],
-            trace: None,
-            loads: vec![],
-            activity: None,
-            warnings: vec![],
-            notes: vec![],
-            scenario: None,
-        };
+        let cpus = vec![CpuRecord::new(0, h.to_record())];
+        let mut r = RunRecord::new("t", Source::Latlab, RunConfig::default(), cpus);
+        r.complete = true;
         r.refresh().unwrap();
         let out = String::from_utf8(super::render(&RunModel::new(r).unwrap())).unwrap();
         let rows: u64 = out

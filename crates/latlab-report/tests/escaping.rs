@@ -14,41 +14,18 @@ fn model(label: &str, policy: &str) -> latlab_core::model::RunModel {
     for v in [1_500, 20_000, 9_000_000] {
         h.record(v);
     }
-    let mut r = RunRecord {
-        schema_version: SCHEMA_VERSION,
-        label: label.into(),
-        source: Source::Latlab,
-        complete: true,
-        tool_version: None,
-        command_line: Some(format!("latlab run {label}")),
-        started_at: Some(label.into()),
-        ended_at: None,
-        config: RunConfig {
-            backend: label.into(),
-            policy: Some(policy.into()),
-            priority: Some(95),
-            ..RunConfig::default()
-        },
-        machine: Machine::default(),
-        inventory: None,
-        total: Default::default(),
-        cpus: vec![CpuRecord {
-            cpu: 0,
-            stats: Default::default(),
-            histogram: h.to_record(),
-            per_second_max_ns: vec![],
-            top_spikes: vec![],
-            thread: ThreadInfo::default(),
-            mode: None,
-        }],
-        spikes: vec![],
-        trace: None,
-        loads: vec![],
-        activity: None,
-        warnings: vec![label.into()],
-        notes: vec![],
-        scenario: None,
+    let config = RunConfig {
+        backend: label.into(),
+        policy: Some(policy.into()),
+        priority: Some(95),
+        ..RunConfig::default()
     };
+    let cpus = vec![CpuRecord::new(0, h.to_record())];
+    let mut r = RunRecord::new(label, Source::Latlab, config, cpus);
+    r.complete = true;
+    r.command_line = Some(format!("latlab run {label}"));
+    r.started_at = Some(label.into());
+    r.warnings = vec![label.into()];
     r.refresh().unwrap();
     latlab_core::model::RunModel::new(r).unwrap()
 }
