@@ -27,6 +27,15 @@ pub struct TraceSummary {
     pub traced: u32,
     /// Spikes while no instance was armed (or beyond `max_spikes`).
     pub not_traced: u64,
+    /// Of `not_traced`, the spikes after `max_spikes` were traced (the recorder stays off).
+    #[serde(default)]
+    pub over_max_spikes: u64,
+    /// Re-arms of a copied instance as it was (the binary copy consumed every event) and
+    /// after a clear (events left, or the text path): a clear waits for an RCU grace period.
+    #[serde(default)]
+    pub rearm_reused: u32,
+    #[serde(default)]
+    pub rearm_cleared: u32,
     /// Stopped instances recycled because their spike never reached the collector.
     #[serde(default)]
     pub orphaned: u32,

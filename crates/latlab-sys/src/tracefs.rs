@@ -531,6 +531,18 @@ pub fn overruns_at(dir: &Path, cpu: u32) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// `entries` (events still in the ring) and `overrun` (events it overwrote since the last
+/// clear) of the instance at `dir` on `cpu`, from one read of `per_cpu/cpuN/stats`.
+pub fn cpu_stats_at(dir: &Path, cpu: u32) -> Option<(u64, u64)> {
+    let s = fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("entries:")?, field("overrun:")?))
+}
+
 /// `per_cpu/cpuN/trace_pipe_raw` of the instance at `dir`, opened non-blocking (for a thread
 /// without the [`Recorder`] at hand; [`Recorder::open_cpu_raw`] is this).
 pub fn open_cpu_raw_at(dir: &Path, cpu: u32) -> io::Result<File> {
