@@ -4,7 +4,8 @@
 # Debian packages: rt-tests (cyclictest, hackbench, ptsematest, pmqtest: comparisons and loads),
 # stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
 # unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
-# oracle that reads the trace.dat files latlab writes; only ever run to read files).
+# oracle that reads the trace.dat files latlab writes; only ever run to read files), postgresql
+# (the results-database tests start their own server from /usr/lib/postgresql/*/bin).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -26,6 +27,10 @@ for n in "${needs[@]}"; do
         case " ${missing[*]-} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
     fi
 done
+# PostgreSQL's server binaries are not on PATH.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    missing+=(postgresql)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
     echo "deps: everything the tests need is installed"
     exit 0

@@ -475,6 +475,7 @@ mod tests {
         }
         let r = RunRecord {
             schema_version: SCHEMA_VERSION,
+            run_id: None,
             label: label.into(),
             source: Source::Latlab,
             complete: true,

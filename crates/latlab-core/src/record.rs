@@ -323,6 +323,11 @@ pub struct LoadRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     pub schema_version: u32,
+    /// The run's id: random (a UUID) made at run start; imports get one derived from their
+    /// content. Absent in records of older latlabs (the results database then derives one
+    /// from the file's bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub label: String,
     pub source: Source,
     /// False in checkpoints and in runs that died before writing their final record.
@@ -395,6 +400,7 @@ impl RunRecord {
     pub fn new(label: &str, source: Source, config: RunConfig, cpus: Vec<CpuRecord>) -> RunRecord {
         RunRecord {
             schema_version: SCHEMA_VERSION,
+            run_id: None,
             label: label.into(),
             source,
             complete: false,
@@ -570,6 +576,7 @@ mod tests {
         }
         let mut r = RunRecord {
             schema_version: SCHEMA_VERSION,
+            run_id: None,
             label: "t".into(),
             source: Source::Latlab,
             complete: true,

@@ -38,6 +38,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
     }
     RunModel::new(RunRecord {
         schema_version: SCHEMA_VERSION,
+        run_id: None,
         label: "delays".into(),
         source: Source::Latlab,
         complete: true,

@@ -53,6 +53,7 @@ fn record(s: &Spec) -> RunRecord {
     let measured = s.seconds as u64 * 1_000_000_000;
     let mut r = RunRecord {
         schema_version: SCHEMA_VERSION,
+        run_id: None,
         label: s.label.into(),
         source: Source::Latlab,
         complete: true,

@@ -46,6 +46,7 @@ fn record() -> RunRecord {
         .collect();
     let mut r = RunRecord {
         schema_version: SCHEMA_VERSION,
+        run_id: None,
         label: "golden <b>".into(),
         source: Source::Latlab,
         complete: true,

@@ -43,6 +43,89 @@ pub enum Command {
     Bench(BenchArgs),
     /// Responsiveness scenarios of Love's OLS 2003 paper: io-read, fairness
     Scenario(crate::cli_scenario::ScenarioArgs),
+    /// Runs in the results database with p99, p99.9, max and missed; long-term plots
+    History(HistoryArgs),
+    /// The results database: push run directories, pull a run back, list runs
+    Db(DbArgs),
+}
+
+/// Where runs are recorded (`run`, `import`, `scenario`).
+#[derive(Debug, Clone, Args)]
+pub struct RecordDb {
+    /// Results database: a SQLite file (PATH or sqlite:PATH) or postgres://user@host/db [default: ~/.local/share/latlab/runs.sqlite]
+    #[arg(long, value_name = "URL", env = "LATLAB_DB", hide_env_values = true)]
+    pub db: Option<String>,
+    /// Do not record the run in the results database
+    #[arg(long)]
+    pub no_db: bool,
+}
+
+/// Which results database to read (`report`, `compare`, `history`, `db`).
+#[derive(Debug, Clone, Args)]
+pub struct DbUrl {
+    /// Results database: a SQLite file (PATH or sqlite:PATH) or postgres://user@host/db [default: ~/.local/share/latlab/runs.sqlite]
+    #[arg(long, value_name = "URL", env = "LATLAB_DB", hide_env_values = true)]
+    pub db: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    Text,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs of this machine: its host name or a prefix of its machine id
+    #[arg(long, value_name = "M")]
+    pub machine: Option<String>,
+    /// Only runs of this kernel release (as `uname -r`)
+    #[arg(long, value_name = "K")]
+    pub kernel: Option<String>,
+    /// Only runs with this label
+    #[arg(long, value_name = "L")]
+    pub label: Option<String>,
+    /// Only runs started within this time: 30d, 12h, 90m
+    #[arg(long, value_name = "D")]
+    pub since: Option<Duration>,
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+    pub format: HistoryFormat,
+    /// Write to this file instead of stdout
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbUrl,
+}
+
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    #[command(subcommand)]
+    pub command: DbCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Add run directories to the database (a run already there is not added twice)
+    Push {
+        /// Run directories (or their run.json files)
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        #[command(flatten)]
+        db: DbUrl,
+    },
+    /// Write a stored run back as a run directory
+    Pull {
+        /// The run id (or a unique prefix of it, at least 4 characters)
+        id: String,
+        /// The run directory to create (must not exist)
+        #[arg(short = 'o', long, value_name = "DIR")]
+        output: PathBuf,
+        #[command(flatten)]
+        db: DbUrl,
+    },
+    /// The runs in the database (as `latlab history`)
+    List(HistoryArgs),
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +188,8 @@ pub struct RunArgs {
     pub ext: RunExtArgs,
     #[command(flatten)]
     pub mode: crate::cli_modes::ModeArgs,
+    #[command(flatten)]
+    pub record_db: RecordDb,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.
@@ -151,13 +236,15 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run directory or its run.json
+    /// A run directory or its run.json, or a run id from the results database
     pub run: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
     /// Write to this file instead of stdout
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbUrl,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -170,13 +257,15 @@ pub enum CompareFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Two or more run directories (or run.json files); the first is the baseline
+    /// Two or more run directories (or run.json files, or run ids from the results database); the first is the baseline
     #[arg(required = true, num_args = 2..)]
     pub runs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub format: CompareFormat,
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbUrl,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -202,6 +291,8 @@ pub struct ImportArgs {
     /// Refuse input larger than this (it is read whole): 1G, 200M, 4096
     #[arg(long, default_value = "1G", value_name = "SIZE")]
     pub max_input_size: Size,
+    #[command(flatten)]
+    pub record_db: RecordDb,
 }
 
 #[derive(Debug, Args)]

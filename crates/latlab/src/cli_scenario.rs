@@ -41,6 +41,8 @@ pub struct ScenarioCommon {
     /// CPUs the loads may run on, e.g. 0-3,6 (default: all)
     #[arg(long, value_name = "LIST")]
     pub load_cpus: Option<CpuList>,
+    #[command(flatten)]
+    pub record_db: crate::cli::RecordDb,
 }
 
 #[derive(Debug, Args)]

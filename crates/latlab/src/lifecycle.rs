@@ -117,6 +117,11 @@ pub struct Session {
     /// UTC start of the session, RFC 3339.
     pub started_at: String,
     pub warnings: Vec<String>,
+    /// The run's id (run.json `run_id`), made when the session begins.
+    pub run_id: String,
+    /// Where [`Session::finish`] records the run once its directory is written (None: the
+    /// command records nothing).
+    pub record_db: Option<crate::cli::RecordDb>,
     quiet: bool,
 }
 
@@ -161,6 +166,8 @@ impl Session {
             inventory,
             started_at: rundir::utc_now().0,
             warnings: Vec::new(),
+            run_id: latlab_store::new_run_id(),
+            record_db: None,
             quiet: b.quiet,
         })
     }
@@ -234,6 +241,7 @@ impl Session {
     ) -> RunRecord {
         let mut r = RunRecord::new(label, Source::Latlab, config, cpus);
         r.complete = complete;
+        r.run_id = Some(self.run_id.clone());
         r.tool_version = Some(env!("CARGO_PKG_VERSION").into());
         r.command_line = Some(command_line());
         r.started_at = Some(self.started_at.clone());
@@ -275,8 +283,14 @@ impl Session {
         }
         let dir = self.dir().to_path_buf();
         let quiet = self.quiet;
+        let record_db = self.record_db.take();
         rundir::write_run(&dir, &record, true)?;
         drop(self);
+        // The run directory is written and the machine restored: a database that fails now
+        // costs a warning, never the run.
+        if let Some(db) = record_db {
+            crate::cmd::db::record_dir(&db, &dir);
+        }
         let model = RunModel::new(record)?;
         let out = match format {
             RunFormat::Text => {

@@ -368,6 +368,7 @@ pub(crate) fn record(
     let layout = threads.first().map(|t| t.hist.layout());
     RunRecord {
         schema_version: SCHEMA_VERSION,
+        run_id: None,
         label: label.to_string(),
         source,
         complete: true,

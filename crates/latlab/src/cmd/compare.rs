@@ -12,7 +12,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let runs = args
         .runs
         .iter()
-        .map(|r| rundir::load_run(r))
+        .map(|r| super::db::load_run_arg(r, &args.db))
         .collect::<anyhow::Result<Vec<_>>>()?;
     for (m, p) in runs.iter().zip(&args.runs) {
         if m.total.samples == 0 {

@@ -123,10 +123,14 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     record
         .notes
         .push(format!("imported by latlab from {name} at {now}"));
+    // Its id: derived from the record's content (the same input, label and time give the
+    // same id).
+    record.run_id = Some(latlab_store::derived_run_id(&record.to_json()));
     let need = record.to_json().len() as u64 * 4
         + rundir::estimate_run_bytes(record.cpus.len(), 0, 10_000_000, 0);
     let dir = rundir::create_run_dir_for(&args.results, &record.label, need)?;
     rundir::write_run(&dir, &record, true)?;
+    super::db::record_dir(&args.record_db, &dir);
     let mut out = std::io::stdout().lock();
     if let Err(e) = writeln!(out, "{}", dir.display()).and_then(|()| out.flush()) {
         bail!(

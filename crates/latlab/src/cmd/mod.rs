@@ -13,6 +13,8 @@ pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
+pub mod db;
+pub mod history;
 pub mod import;
 pub mod loads;
 pub mod report;
@@ -31,5 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
+        Command::History(a) => history::history(a),
+        Command::Db(a) => db::db(a),
     }
 }

@@ -6,7 +6,7 @@ use crate::cli::{ReportArgs, ReportFormat};
 use crate::rundir;
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let model = rundir::load_run(&args.run)?;
+    let model = super::db::load_run_arg(&args.run, &args.db)?;
     let fmt = match args.format {
         ReportFormat::Text => latlab_report::Format::Text,
         ReportFormat::Markdown => latlab_report::Format::Markdown,

@@ -145,6 +145,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     for w in probe_warnings {
         s.warn(w);
     }
+    s.record_db = Some(a.record_db.clone());
     let dir = s.dir().to_path_buf();
 
     // Loads start first; measurement starts after the warm-up, so the histogram holds the

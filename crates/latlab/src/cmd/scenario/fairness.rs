@@ -249,6 +249,7 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     let mut rec = record(&s, &label, config, series, scenario)?;
     rec.loads = load_recs;
     rec.activity = activity;
+    s.record_db = Some(a.common.record_db.clone());
     s.finish(rec, a.common.format)?;
     Ok(ExitCode::SUCCESS)
 }

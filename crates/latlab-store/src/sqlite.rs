@@ -1,0 +1,159 @@
+//! The SQLite engine (rusqlite, SQLite built in): one file, many readers, writers queued by
+//! SQLite's lock (a 30 s busy timeout), WAL journal.
+//!
+//! The file is created 0600 with O_EXCL|O_NOFOLLOW when missing; an existing path that is not
+//! a regular file (a symlink, a FIFO, a directory) is refused, never opened.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{escape, msg, Result, Store, StoreError, Ty, Val};
+
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    pub fn open(path: &Path) -> Result<Sqlite> {
+        let shown = escape(&path.display().to_string());
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(msg(format!(
+                    "--db {shown}: not a regular file (a directory, symlink or device); give the path of a SQLite database file"
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A missing directory is made, private (an existing one is used as it is).
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    if !dir.exists() {
+                        latlab_sys::safefile::ensure_private_dir(dir).map_err(|e| {
+                            msg(format!("--db {shown}: cannot create its directory: {e}"))
+                        })?;
+                    }
+                }
+                match OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(path)
+                {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => {
+                        return Err(msg(format!(
+                            "--db {shown}: cannot create the database file: {e}; check that its directory exists and is writable"
+                        )))
+                    }
+                }
+            }
+            Err(e) => return Err(msg(format!("--db {shown}: {e}"))),
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(|e| {
+            msg(format!(
+                "--db {shown}: cannot open the SQLite database: {e}"
+            ))
+        })?;
+        let s = Sqlite {
+            conn,
+            path: path.to_path_buf(),
+        };
+        s.conn
+            .busy_timeout(Duration::from_secs(30))
+            .map_err(|e| s.err(e))?;
+        // The first read of the file: a file that is not a database fails here.
+        s.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| s.err(e))?;
+        s.conn
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| s.err(e))?;
+        Ok(s)
+    }
+
+    fn err(&self, e: rusqlite::Error) -> StoreError {
+        let shown = escape(&self.path.display().to_string());
+        let corrupt = matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+        );
+        if corrupt {
+            msg(format!(
+                "the results database {shown} is not a SQLite database or is corrupt ({e}); move it away (latlab starts a new one) or give another with --db"
+            ))
+        } else {
+            msg(format!("the results database {shown}: {e}"))
+        }
+    }
+}
+
+fn to_sql(v: &Val) -> SqlValue {
+    match v {
+        Val::I(Some(i)) => SqlValue::Integer(*i),
+        Val::F(Some(f)) => SqlValue::Real(*f),
+        Val::T(Some(s)) => SqlValue::Text(s.clone()),
+        _ => SqlValue::Null,
+    }
+}
+
+impl Store for Sqlite {
+    fn engine(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn shown(&self) -> String {
+        escape(&self.path.display().to_string())
+    }
+
+    fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64> {
+        let p: Vec<SqlValue> = params.iter().map(to_sql).collect();
+        let r = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut st| st.execute(rusqlite::params_from_iter(p)));
+        r.map(|n| n as u64).map_err(|e| self.err(e))
+    }
+
+    fn query(&mut self, sql: &str, params: &[Val], types: &[Ty]) -> Result<Vec<Vec<Val>>> {
+        let p: Vec<SqlValue> = params.iter().map(to_sql).collect();
+        let r = (|| {
+            let mut st = self.conn.prepare_cached(sql)?;
+            let rows = st.query_map(rusqlite::params_from_iter(p), |row| {
+                types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| {
+                        Ok(match ty {
+                            Ty::I => Val::I(row.get(i)?),
+                            Ty::F => Val::F(row.get(i)?),
+                            Ty::T => Val::T(row.get(i)?),
+                        })
+                    })
+                    .collect::<rusqlite::Result<Vec<Val>>>()
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })();
+        r.map_err(|e| self.err(e))
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<()> {
+        self.conn.execute_batch(sql).map_err(|e| self.err(e))
+    }
+
+    fn begin_write(&mut self) -> Result<()> {
+        self.batch("BEGIN IMMEDIATE")
+    }
+}

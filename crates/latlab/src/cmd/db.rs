@@ -1,0 +1,135 @@
+//! `latlab db push|pull|list`, and what every command shares with the results database
+//! (latlab-store): recording a run directory once it is written (`run`, `import`, `scenario`),
+//! and reading a run by id (`report`, `compare`).
+//!
+//! A database failure never loses a run: the run directory is written first, and a failure to
+//! record it is a warning that says how to push it later.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context};
+use latlab_core::escape::escape;
+use latlab_core::model::RunModel;
+use latlab_core::record::RunRecord;
+use latlab_store::Store;
+
+use crate::cli::{DbArgs, DbCommand, DbUrl, RecordDb};
+use crate::rundir;
+
+/// Open the database `url` (None: the default SQLite file).
+pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
+    latlab_store::open(url).map_err(|e| anyhow!("{e}"))
+}
+
+/// Record the run directory `dir` (its run.json as written) unless `--no-db`; a failure is a
+/// warning on stderr.
+pub fn record_dir(db: &RecordDb, dir: &Path) {
+    if db.no_db {
+        return;
+    }
+    let r = (|| -> anyhow::Result<()> {
+        let bytes = std::fs::read(dir.join("run.json"))
+            .with_context(|| format!("cannot read {}", dir.join("run.json").display()))?;
+        let mut s = open(db.db.as_deref())?;
+        s.push(&bytes).map_err(|e| anyhow!("{e}"))?;
+        Ok(())
+    })();
+    if let Err(e) = r {
+        let d = escape(&dir.display().to_string());
+        eprintln!(
+            "latlab: warning: the run was not stored in the results database: {e:#}; its directory is complete: store it later with `latlab db push {d}` (or --no-db to not record runs)"
+        );
+    }
+}
+
+/// Does `s` look like a run id (or a prefix of one)?
+fn looks_like_id(s: &str) -> bool {
+    s.len() >= 4 && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+/// A RUN argument: a run directory or run.json when that path exists, else a run id in the
+/// database.
+pub fn load_run_arg(run: &Path, db: &DbUrl) -> anyhow::Result<RunModel> {
+    if std::fs::symlink_metadata(run).is_ok() {
+        return rundir::load_run(run);
+    }
+    let Some(id) = run.to_str().filter(|s| looks_like_id(s)) else {
+        return rundir::load_run(run);
+    };
+    let mut s = open(db.db.as_deref()).with_context(|| {
+        format!("{id}: no such run directory; looking it up as a run id failed")
+    })?;
+    let (full, bytes) = s.get(id).map_err(|e| match e {
+        latlab_store::StoreError::NotFound(..) => anyhow!(
+            "{id}: no such run directory or file, and no run with that id in the results database {}; give a run directory, or an id `latlab history` lists",
+            s.shown()
+        ),
+        e => anyhow!("{e}"),
+    })?;
+    let r = RunRecord::from_json(&bytes).map_err(|e| anyhow!("run {full} in the database: {e}"))?;
+    RunModel::new(r).with_context(|| format!("run {full} in the database"))
+}
+
+pub fn db(a: DbArgs) -> anyhow::Result<ExitCode> {
+    match a.command {
+        DbCommand::Push { runs, db } => push(&runs, &db),
+        DbCommand::Pull { id, output, db } => pull(&id, &output, &db),
+        DbCommand::List(h) => super::history::history(h),
+    }
+}
+
+fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
+    // Every argument is checked (and read) before the database is touched.
+    let mut all = Vec::new();
+    for r in runs {
+        let p = rundir::run_json_path(r)?;
+        let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        RunRecord::from_json(&bytes)
+            .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
+        all.push((p, bytes));
+    }
+    let mut s = open(db.db.as_deref())?;
+    let (mut added, mut present) = (0, 0);
+    for (p, bytes) in &all {
+        let r = s
+            .push(bytes)
+            .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
+        if r.added {
+            added += 1;
+        } else {
+            present += 1;
+        }
+    }
+    outln!("{added} added, {present} already present ({})", s.shown())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pull(id: &str, out: &Path, db: &DbUrl) -> anyhow::Result<ExitCode> {
+    let mut s = open(db.db.as_deref())?;
+    let (full, bytes) = s.get(id).map_err(|e| anyhow!("{e}"))?;
+    let record =
+        RunRecord::from_json(&bytes).map_err(|e| anyhow!("run {full} in the database: {e}"))?;
+    let model = RunModel::new(record).with_context(|| format!("run {full} in the database"))?;
+    let shown = escape(&out.display().to_string());
+    std::fs::create_dir(out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            anyhow!("-o {shown}: already exists; give a new directory to write the run to")
+        } else {
+            anyhow!("-o {shown}: cannot create the run directory: {e}")
+        }
+    })?;
+    // run.json exactly as stored; the companion files rendered from it, as `run` writes them.
+    rundir::write_atomic(&out.join("run.json"), &bytes)
+        .with_context(|| format!("cannot write {}", out.join("run.json").display()))?;
+    for (name, fmt) in [
+        ("histogram.txt", latlab_report::Format::Cyclictest),
+        ("summary.txt", latlab_report::Format::Text),
+        ("report.html", latlab_report::Format::Html),
+    ] {
+        rundir::write_atomic(&out.join(name), &latlab_report::render(&model, fmt))
+            .with_context(|| format!("cannot write {}", out.join(name).display()))?;
+    }
+    outln!("{}", out.display())?;
+    Ok(ExitCode::SUCCESS)
+}

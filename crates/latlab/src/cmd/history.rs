@@ -1,0 +1,281 @@
+//! `latlab history [--machine M] [--kernel K] [--label L] [--since D] [--format text|json|html]`:
+//! the runs in the results database, oldest first, with p99 / p99.9 / max / missed. The HTML
+//! page draws OSADL-style long-term plots: the maximum and the p99.9 of each run over time,
+//! one colour per kernel, then one per machine.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use latlab_core::escape::escape;
+use latlab_core::units::Human;
+use latlab_report::svg::{esc, COLORS};
+use latlab_store::{Filter, RunRow};
+
+use crate::cli::{HistoryArgs, HistoryFormat};
+
+pub fn history(a: HistoryArgs) -> anyhow::Result<ExitCode> {
+    let since_unix = a
+        .since
+        .map(|d| jiff::Timestamp::now().as_second() - (d.0 / 1_000_000_000) as i64);
+    let f = Filter {
+        machine: a.machine.clone(),
+        kernel: a.kernel.clone(),
+        label: a.label.clone(),
+        since_unix,
+    };
+    let mut s = super::db::open(a.db.db.as_deref())?;
+    let rows = s.list(&f).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = match a.format {
+        HistoryFormat::Text => text(&rows),
+        HistoryFormat::Json => {
+            let v = serde_json::json!({ "database": s.shown(), "runs": rows });
+            let mut b = serde_json::to_vec_pretty(&v)?;
+            b.push(b'\n');
+            b
+        }
+        HistoryFormat::Html => html(&s.shown(), &rows),
+    };
+    crate::rundir::emit(&out, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ns(v: Option<i64>) -> String {
+    v.map(|v| Human(v.max(0) as u64).to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+fn started(r: &RunRow) -> String {
+    r.started_at.clone().unwrap_or_else(|| {
+        jiff::Timestamp::from_second(r.time_unix)
+            .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default()
+    })
+}
+
+fn machine(r: &RunRow) -> String {
+    r.hostname.clone().unwrap_or_else(|| r.machine_id.clone())
+}
+
+fn text(rows: &[RunRow]) -> Vec<u8> {
+    let head = [
+        "started", "run id", "machine", "kernel", "preempt", "label", "p99", "p99.9", "max",
+        "missed",
+    ];
+    let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        table.push(vec![
+            started(r),
+            r.run_id.chars().take(8).collect(),
+            escape(&machine(r)),
+            escape(r.kernel_release.as_deref().unwrap_or("-")),
+            escape(r.preemption.as_deref().unwrap_or("-")),
+            escape(&r.label),
+            ns(r.p99_ns),
+            ns(r.p999_ns),
+            ns(r.max_ns),
+            r.missed.to_string(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..head.len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for row in &table {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i >= 6 {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
+    }
+    let _ = writeln!(s, "{} runs", rows.len());
+    s.into_bytes()
+}
+
+const W: f64 = 760.0;
+const H: f64 = 360.0;
+const L: f64 = 70.0;
+const R: f64 = 190.0;
+const T: f64 = 20.0;
+const B: f64 = 50.0;
+
+/// Per-run values over time: one colour per group, points joined in time order, y log scale.
+fn plot(
+    title: &str,
+    rows: &[RunRow],
+    group: impl Fn(&RunRow) -> String,
+    val: impl Fn(&RunRow) -> Option<i64>,
+) -> String {
+    let mut groups: BTreeMap<String, Vec<(i64, f64)>> = BTreeMap::new();
+    for r in rows {
+        if let Some(v) = val(r).filter(|v| *v > 0) {
+            groups
+                .entry(group(r))
+                .or_default()
+                .push((r.time_unix, v as f64));
+        }
+    }
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12"><title>{t}</title><rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/><text x="{cx}" y="{by}" text-anchor="middle">run start (UTC)</text><text transform="translate(14,{cy}) rotate(-90)" text-anchor="middle">latency (log scale)</text>"##,
+        t = esc(title),
+        pw = W - L - R,
+        ph = H - T - B,
+        cx = L + (W - L - R) / 2.0,
+        by = H - 8.0,
+        cy = T + (H - T - B) / 2.0,
+    );
+    let pts: Vec<&(i64, f64)> = groups.values().flatten().collect();
+    if pts.is_empty() {
+        let _ = write!(
+            o,
+            r#"<text x="{}" y="{}" text-anchor="middle">no runs</text></svg>"#,
+            L + (W - L - R) / 2.0,
+            T + (H - T - B) / 2.0
+        );
+        return o;
+    }
+    let (t0, t1) = pts
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (lo, hi) = pts
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (dlo, dhi) = (
+        lo.log10().floor(),
+        hi.log10().ceil().max(lo.log10().floor() + 1.0),
+    );
+    let x = |t: i64| {
+        if t1 == t0 {
+            L + (W - L - R) / 2.0
+        } else {
+            L + (t - t0) as f64 / (t1 - t0) as f64 * (W - L - R)
+        }
+    };
+    let y = |v: f64| (H - B) - (v.log10() - dlo) / (dhi - dlo) * (H - T - B);
+    let mut d = dlo;
+    while d <= dhi {
+        let yy = y(10f64.powf(d));
+        let _ = write!(
+            o,
+            r##"<line x1="{L}" y1="{yy:.1}" x2="{xr}" y2="{yy:.1}" stroke="#ddd"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="11">{l}</text>"##,
+            xr = W - R,
+            tx = L - 4.0,
+            ty = yy + 4.0,
+            l = esc(&Human(10f64.powf(d) as u64).to_string()),
+        );
+        d += 1.0;
+    }
+    for (tt, anchor) in [(t0, "start"), (t1, "end")] {
+        let label = jiff::Timestamp::from_second(tt)
+            .map(|t| t.strftime("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_default();
+        let _ = write!(
+            o,
+            r#"<text x="{:.1}" y="{}" text-anchor="{anchor}" font-size="11">{}</text>"#,
+            x(tt),
+            H - B + 15.0,
+            esc(&label)
+        );
+    }
+    for (i, (name, ps)) in groups.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let line: Vec<String> = ps
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+            .collect();
+        let _ = write!(
+            o,
+            r#"<polyline fill="none" stroke="{c}" stroke-width="1" points="{}"/>"#,
+            line.join(" ")
+        );
+        for p in ps {
+            let _ = write!(
+                o,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                x(p.0),
+                y(p.1)
+            );
+        }
+        let ly = T + 14.0 + i as f64 * 16.0;
+        let name: String = name.chars().take(28).collect();
+        let _ = write!(
+            o,
+            r#"<rect x="{lx}" y="{ry:.1}" width="10" height="10" fill="{c}"/><text x="{tx}" y="{ly:.1}">{n}</text>"#,
+            lx = W - R + 10.0,
+            ry = ly - 9.0,
+            tx = W - R + 25.0,
+            n = esc(&name),
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
+    let kernel = |r: &RunRow| {
+        r.kernel_release
+            .clone()
+            .unwrap_or_else(|| "unknown kernel".into())
+    };
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>latlab history</h1><p class=\"meta\">{} runs from {}</p>",
+        rows.len(),
+        esc(db)
+    );
+    b.push_str("<h2>By kernel</h2>");
+    b.push_str(&plot(
+        "Maximum latency per run, by kernel",
+        rows,
+        kernel,
+        |r| r.max_ns,
+    ));
+    b.push_str(&plot("p99.9 per run, by kernel", rows, kernel, |r| {
+        r.p999_ns
+    }));
+    b.push_str("<h2>By machine</h2>");
+    b.push_str(&plot(
+        "Maximum latency per run, by machine",
+        rows,
+        machine,
+        |r| r.max_ns,
+    ));
+    b.push_str(&plot("p99.9 per run, by machine", rows, machine, |r| {
+        r.p999_ns
+    }));
+    b.push_str("<h2>Runs</h2><table><tr><th class=\"k\">started</th><th class=\"k\">run id</th><th class=\"k\">machine</th><th class=\"k\">kernel</th><th class=\"k\">label</th><th>p99</th><th>p99.9</th><th>max</th><th>missed</th></tr>");
+    for r in rows {
+        let _ = write!(
+            b,
+            "<tr><td class=\"k\">{}</td><td class=\"k\"><code>{}</code></td><td class=\"k\">{}</td><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&started(r)),
+            esc(&r.run_id),
+            esc(&machine(r)),
+            esc(&kernel(r)),
+            esc(&r.label),
+            esc(&ns(r.p99_ns)),
+            esc(&ns(r.p999_ns)),
+            esc(&ns(r.max_ns)),
+            r.missed
+        );
+    }
+    b.push_str("</table>");
+    latlab_report::html::page("latlab history", &b)
+}
