@@ -30,6 +30,10 @@ pub struct TraceSummary {
     /// Of `not_traced`, the spikes after `max_spikes` were traced (the recorder stays off).
     #[serde(default)]
     pub over_max_spikes: u64,
+    /// Of `traced`, the spikes whose marker found the recorder stopped by another CPU's spike
+    /// just before, read from that spike's capture up to the stop.
+    #[serde(default)]
+    pub covered: u32,
     /// Re-arms of a copied instance as it was (the binary copy consumed every event) and
     /// after a clear (events left, or the text path): a clear waits for an RCU grace period.
     #[serde(default)]

@@ -67,6 +67,19 @@ const STOP_WAIT: Duration = Duration::from_millis(200);
 /// preempted measuring thread on a busy VM.
 const ORPHAN_AFTER: Duration = Duration::from_millis(100);
 
+/// A spike that found the recorder stopped this long after another CPU's marker stopped it
+/// may be read from that capture (a VM stalled on every CPU at once).
+const COVER_WITHIN: Duration = Duration::from_millis(1);
+
+/// The last capture's pages of the CPUs other than its spike's.
+struct LastCapture {
+    /// The spike's clock read (its marker stopped the instance microseconds later).
+    stop_ns: u64,
+    spike: u32,
+    slot: usize,
+    pages: Vec<(u32, Vec<u8>)>,
+}
+
 /// One stopped instance waiting for its spike.
 struct Pending {
     slot: usize,
@@ -308,6 +321,9 @@ pub struct TraceSession {
     unmatched: u32,
     /// Spikes after `max_spikes` were traced.
     over_max_spikes: u64,
+    /// Spikes read from another spike's capture ([`TraceSession::cover`]).
+    covered: u32,
+    last: Option<LastCapture>,
     /// Spike (its clock read) → recorder running again, over every traced spike: (sum, max, n).
     rearm_ns: (u64, u64, u64),
     instance: PathBuf,
@@ -488,6 +504,8 @@ impl TraceSession {
             virtualized: tracefs::virtualized(),
             not_traced: 0,
             over_max_spikes: 0,
+            covered: 0,
+            last: None,
             orphaned: 0,
             overruns: BTreeMap::new(),
             unmatched: 0,
@@ -632,6 +650,10 @@ impl TraceSession {
             }
         };
         let Some(p) = p else {
+            let s = [cpu as u64, intended_ns, actual_ns, latency_ns];
+            if let Some(sp) = self.cover(s, marker_written, run_dir) {
+                return Some(sp);
+            }
             self.not_traced += 1;
             if self.arm.lock().traced >= self.max_spikes {
                 self.over_max_spikes += 1;
@@ -672,13 +694,16 @@ impl TraceSession {
                 self.count_overruns(&c.overruns);
                 cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
                 cap.read_ns = c.read_ns;
-                Some(
-                    c.pages
-                        .into_iter()
-                        .find(|x| x.0 == cpu)
-                        .map(|x| x.1)
-                        .unwrap_or_default(),
-                )
+                let (mine, others): (Vec<_>, Vec<_>) =
+                    c.pages.into_iter().partition(|x| x.0 == cpu);
+                // The other CPUs' pages, for a spike that found the recorder stopped by this one.
+                self.last = Some(LastCapture {
+                    stop_ns: actual_ns,
+                    spike: n,
+                    slot: p.slot,
+                    pages: others,
+                });
+                Some(mine.into_iter().next().map(|x| x.1).unwrap_or_default())
             }
             None => self.copy_raw_polling(p.slot, cpu).inspect(|_| {
                 cap.read_ns = t_read.elapsed().as_nanos() as u64;
@@ -701,6 +726,7 @@ impl TraceSession {
                     &pages,
                     &opts,
                     intended_ns,
+                    None,
                     &mut cap,
                 );
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -750,6 +776,22 @@ impl TraceSession {
                 self.rearm_ns.2 + 1,
             );
         }
+        let s = [cpu as u64, intended_ns, actual_ns, latency_ns];
+        Some(self.spike_record(n, s, &outcome, &rel, &dir))
+    }
+
+    /// The spike's record and its `analysis.txt`, from its analyzed capture. `s`: cpu,
+    /// intended, actual, latency.
+    fn spike_record(
+        &mut self,
+        n: u32,
+        s: [u64; 4],
+        outcome: &Outcome,
+        rel: &str,
+        dir: &Path,
+    ) -> SpikeRecord {
+        let [cpu, intended_ns, actual_ns, latency_ns] = s;
+        let cpu = cpu as u32;
         let mut spike = match &outcome.sample {
             Some(s) => s.to_spike(),
             None => {
@@ -786,7 +828,79 @@ impl TraceSession {
         }
         let _ =
             latlab_sys::safefile::write_atomic_unsynced(&dir.join("analysis.txt"), txt.as_bytes());
-        Some(spike)
+        spike
+    }
+
+    /// A spike whose marker found the recorder stopped by another CPU's spike microseconds
+    /// before (a stall of the whole VM makes every CPU late at once): the capture of that
+    /// spike holds this CPU's events too, up to the stop. When this spike's window began
+    /// before the stop, it is analyzed from there: a marker is placed after the last event
+    /// of its CPU, so what came after the stop is unexplained time, and the analysis says so.
+    fn cover(&mut self, s: [u64; 4], marker_written: bool, run_dir: &Path) -> Option<SpikeRecord> {
+        let [cpu, intended_ns, actual_ns, _] = s;
+        let last = self.last.as_ref()?;
+        if marker_written || intended_ns >= last.stop_ns || actual_ns < last.stop_ns {
+            return None;
+        }
+        if actual_ns - last.stop_ns > COVER_WITHIN.as_nanos() as u64 {
+            return None;
+        }
+        let (_, pages) = last.pages.iter().find(|x| u64::from(x.0) == cpu)?;
+        let dec = self.binary.as_ref().ok()?;
+        let (slot, of_spike, stop_ns) = (last.slot, last.spike, last.stop_ns);
+        let layout = self.recorders[slot].raw.as_ref().ok();
+        let clock = self.recorders[slot].clock.clone();
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: self.virtualized,
+            mode: Some(SampleMode::Markers),
+        };
+        let n = {
+            let mut a = self.arm.lock();
+            if a.traced >= self.max_spikes {
+                return None;
+            }
+            a.traced += 1;
+            a.traced
+        };
+        let mut cap = SpikeCapture {
+            spike: n,
+            cpu: cpu as u32,
+            ..Default::default()
+        };
+        let t_dec = Instant::now();
+        let mut o = binary_outcome(
+            dec,
+            (layout, &clock),
+            cpu as u32,
+            pages,
+            &opts,
+            intended_ns,
+            Some(s),
+            &mut cap,
+        );
+        cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+        if o.sample.is_none() {
+            // Its window is not in that capture: not traced after all.
+            self.arm.lock().traced -= 1;
+            return None;
+        }
+        o.warnings.push(format!(
+            "read from the capture of spike {of_spike} (its marker stopped the recorder {:.1} us \
+             before this spike's clock read): what came after is unexplained",
+            (actual_ns - stop_ns) as f64 / 1000.0
+        ));
+        self.covered += 1;
+        let rel = format!("spikes/{n:03}");
+        let dir = run_dir.join(&rel);
+        let _ = std::fs::create_dir_all(&dir);
+        let _ =
+            latlab_sys::safefile::write_atomic_unsynced(&dir.join("trace.txt"), o.text.as_bytes());
+        if let Some(dat) = &o.dat {
+            let _ = latlab_sys::safefile::write_atomic_unsynced(&dir.join("trace.dat"), dat);
+        }
+        self.captures.push(cap);
+        Some(self.spike_record(n, s, &o, &rel, &dir))
     }
 
     /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
@@ -859,6 +973,7 @@ impl TraceSession {
             traced,
             not_traced: self.not_traced,
             over_max_spikes: self.over_max_spikes,
+            covered: self.covered,
             rearm_reused,
             rearm_cleared,
             orphaned: self.orphaned,
@@ -972,6 +1087,7 @@ fn binary_outcome(
     pages: &[u8],
     opts: &AnalyzeOptions,
     intended_ns: u64,
+    end: Option<[u64; 4]>,
     cap: &mut SpikeCapture,
 ) -> Outcome {
     cap.read_as = "binary".into();
@@ -1023,7 +1139,25 @@ fn binary_outcome(
         .iter()
         .filter_map(|m| Some((m.before, cpu, m.events?)))
         .collect();
-    let analysis = analyze_events(&events, &lost, opts);
+    let analysis = match end {
+        Some(s) => {
+            let mut events = events.clone();
+            match end_marker(&events, s) {
+                Some(m) => events.push(m),
+                None => {
+                    return Outcome {
+                        text: String::new(),
+                        dat: None,
+                        sample: None,
+                        why: "the thread's timer is not in the capture".into(),
+                        warnings: vec![],
+                    }
+                }
+            }
+            analyze_events(&events, &lost, opts)
+        }
+        None => analyze_events(&events, &lost, opts),
+    };
     let mut text = String::with_capacity(pages.len() * 2);
     let _ = dec.render_text(cpu, pages, &comms, &mut text);
     let mut o = outcome_of(analysis, cpu, intended_ns, cap);
@@ -1056,6 +1190,41 @@ fn binary_outcome(
         ));
     }
     o
+}
+
+/// The marker a spike would have written (`s`: cpu, intended, actual, latency), placed after
+/// the last event of its CPU, from the thread that armed its timer for the intended time
+/// (None when that `hrtimer_start` is not among the events).
+fn end_marker<'a>(
+    events: &[latlab_core::trace::Event<'a>],
+    s: [u64; 4],
+) -> Option<latlab_core::trace::Event<'a>> {
+    use latlab_core::trace::{Event, EventKind, Flags};
+    let [cpu, intended, actual, latency] = s;
+    let armer = events.iter().rev().find(|e| {
+        u64::from(e.cpu) == cpu
+            && matches!(&e.kind, EventKind::HrtimerStart { function, expires, .. }
+                if function == "hrtimer_wakeup" && *expires == intended)
+    })?;
+    let last = events
+        .iter()
+        .filter(|e| u64::from(e.cpu) == cpu)
+        .map(|e| e.ts)
+        .max()?;
+    Some(Event {
+        line: events.iter().map(|e| e.line).max().unwrap_or(0) + 1,
+        cpu: cpu as u32,
+        ts: last,
+        task_comm: armer.task_comm.clone(),
+        pid: armer.pid,
+        flags: Flags::default(),
+        kind: EventKind::Marker {
+            text: format!(
+                "LATLAB_STOP cpu={cpu} intended={intended} actual={actual} latency={latency}"
+            )
+            .into(),
+        },
+    })
 }
 
 /// Pages of some CPUs (ascending) as a trace-cmd file (version 6): the instance's header and
@@ -1554,7 +1723,11 @@ mod tests {
         // holds the third spike and nothing of the first.
         let (e3, r3) = mark(&s, 0);
         wait("A copied again by the thread", &|| {
-            s.arm.lock().pending.front().is_some_and(|p| p.copy.is_some())
+            s.arm
+                .lock()
+                .pending
+                .front()
+                .is_some_and(|p| p.copy.is_some())
         });
         s.on_spike(0, e3, r3, r3 - e3, true, &run).expect("traced");
         let trace = std::fs::read_to_string(run.join("spikes/003/trace.txt")).unwrap();
@@ -1567,6 +1740,93 @@ mod tests {
         assert_eq!(v["captures"][1]["cpu"], 1);
         assert_eq!(v["captures"][1]["read_as"], "binary");
         assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
+    }
+
+    /// A VM stalled on both CPUs: CPU 0's marker stops the recorder, CPU 1's thread (woken
+    /// during the same stall) finds it stopped. Its window began before the stop, so it is read
+    /// from CPU 0's capture; a spike whose window began after the stop is not.
+    #[test]
+    fn a_spike_that_found_the_recorder_stopped_is_read_from_the_capture() {
+        let Some(_g) = latlab_sys::privileged::guard(
+            "a_spike_that_found_the_recorder_stopped_is_read_from_the_capture",
+        ) else {
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let l = ledger(&t.path().join("run"));
+        let mut w = vec![];
+        let opts = TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes: 10,
+            instances: 2,
+            required: true,
+        };
+        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
+            .unwrap()
+            .unwrap();
+        // A measuring thread on CPU 1: SCHED_FIFO (no timer slack: its hrtimer expires at the
+        // intended time exactly), one absolute sleep.
+        let (e2, r2) = std::thread::spawn(|| unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(1, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+                0
+            );
+            let p = libc::sched_param { sched_priority: 1 };
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+            let e = mono_ns() + 200_000;
+            let ts = libc::timespec {
+                tv_sec: (e / 1_000_000_000) as i64,
+                tv_nsec: (e % 1_000_000_000) as i64,
+            };
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            );
+            (e, mono_ns())
+        })
+        .join()
+        .unwrap();
+        let (e1, r1) = mark(&s, 0);
+        assert!(r1 > r2);
+        let t0 = Instant::now();
+        while !s
+            .arm
+            .lock()
+            .pending
+            .front()
+            .is_some_and(|p| p.copy.is_some())
+        {
+            assert!(t0.elapsed() < Duration::from_secs(2), "not copied");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let run = t.path().join("rundir");
+        s.on_spike(0, e1, r1, r1 - e1, true, &run).expect("traced");
+        // CPU 1's clock read 20 µs after the stop (its marker was not written).
+        let late = r1 + 20_000;
+        let sp = s
+            .on_spike(1, e2, late, late - e2, false, &run)
+            .expect("read from spike 1's capture");
+        assert_eq!((sp.cpu, sp.at_ns, sp.latency_ns), (1, e2, late - e2));
+        let a = std::fs::read_to_string(run.join("spikes/002/analysis.txt")).unwrap();
+        assert!(a.contains("read from the capture of spike 1"), "{a}");
+        assert!(run.join("spikes/002/trace.txt").is_file());
+        // A window that began after the stop is not in the capture.
+        assert!(s
+            .on_spike(1, r1 + 10_000, r1 + 400_000, 390_000, false, &run)
+            .is_none());
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(
+            (v["traced"].as_u64(), v["covered"].as_u64()),
+            (Some(2), Some(1)),
+            "{v}"
+        );
+        assert_eq!(v["not_traced"], 1);
         assert!(instances_left().is_empty());
     }
 
