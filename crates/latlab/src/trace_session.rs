@@ -725,8 +725,7 @@ impl TraceSession {
                     cpu,
                     &pages,
                     &opts,
-                    intended_ns,
-                    None,
+                    (intended_ns, None),
                     &mut cap,
                 );
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -875,8 +874,7 @@ impl TraceSession {
             cpu as u32,
             pages,
             &opts,
-            intended_ns,
-            Some(s),
+            (intended_ns, Some(s)),
             &mut cap,
         );
         cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -1086,8 +1084,7 @@ fn binary_outcome(
     cpu: u32,
     pages: &[u8],
     opts: &AnalyzeOptions,
-    intended_ns: u64,
-    end: Option<[u64; 4]>,
+    (intended_ns, end): (u64, Option<[u64; 4]>),
     cap: &mut SpikeCapture,
 ) -> Outcome {
     cap.read_as = "binary".into();
@@ -1795,12 +1792,12 @@ mod tests {
         let (e1, r1) = mark(&s, 0);
         assert!(r1 > r2);
         let t0 = Instant::now();
-        while !s
+        while s
             .arm
             .lock()
             .pending
             .front()
-            .is_some_and(|p| p.copy.is_some())
+            .is_none_or(|p| p.copy.is_none())
         {
             assert!(t0.elapsed() < Duration::from_secs(2), "not copied");
             std::thread::sleep(Duration::from_micros(200));
