@@ -507,6 +507,7 @@ mod tests {
             loads: vec![],
             activity: None,
             scenario: None,
+            profile: None,
             warnings: vec![],
             notes: vec![],
         };

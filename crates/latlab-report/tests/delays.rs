@@ -70,6 +70,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
         warnings: vec![],
         notes: vec![],
         scenario: None,
+        profile: None,
     })
     .unwrap()
 }

@@ -99,6 +99,7 @@ fn record() -> RunRecord {
         loads: vec![],
         activity: None,
         scenario: None,
+        profile: None,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };
