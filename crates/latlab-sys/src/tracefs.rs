@@ -376,8 +376,11 @@ impl Recorder {
             .iter()
             .map(|(e, r)| (e.to_string(), *r))
             .collect();
-        if !spec.vectors {
-        } else if let Ok(rd) = fs::read_dir(d.join("events/irq_vectors")) {
+        let vectors = match spec.vectors {
+            true => Some(fs::read_dir(d.join("events/irq_vectors"))),
+            false => None,
+        };
+        if let Some(Ok(rd)) = vectors {
             let mut v: Vec<String> = rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -386,7 +389,7 @@ impl Recorder {
                 .collect();
             v.sort();
             want.extend(v.into_iter().map(|e| (e, false)));
-        } else {
+        } else if vectors.is_some() {
             self.missing.push("irq_vectors/*".into());
         }
         // A measuring knob (docs/performance.md): only the events of these groups, to weigh
@@ -413,8 +416,7 @@ impl Recorder {
             }
         }
         let trig = d.join("events/ftrace/print/trigger");
-        self.trigger =
-            spec.stop_trigger && trig.exists() && fs::write(&trig, STOP_TRIGGER).is_ok();
+        self.trigger = spec.stop_trigger && trig.exists() && fs::write(&trig, STOP_TRIGGER).is_ok();
         if spec.stop_trigger && !self.trigger {
             self.warnings.push(
                 "no traceoff trigger on ftrace/print: the recorder stops ~30 µs later, from the collector"

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 
 use super::{Ev, PEvent};
-use crate::trace::raw::{parse_format, Comms, CpuStats, Field, FieldKind, RawDecoder, RawError, RawItem};
+use crate::trace::raw::{
+    parse_format, Comms, CpuStats, Field, FieldKind, RawDecoder, RawError, RawItem,
+};
 use crate::trace::EventKind;
 
 /// Task names kept at most (the names of later pids are not kept).
@@ -19,7 +21,7 @@ struct Loc {
 
 impl Loc {
     fn of(f: &Field) -> Option<Loc> {
-        (f.kind == FieldKind::Int && matches!(f.size, 1 | 2 | 4 | 8)).then(|| Loc {
+        (f.kind == FieldKind::Int && matches!(f.size, 1 | 2 | 4 | 8)).then_some(Loc {
             off: f.offset,
             size: f.size,
             signed: f.signed,
@@ -103,8 +105,21 @@ impl StreamDecoder {
     pub fn name(&self, pid: i64) -> String {
         match pid {
             0 => "<idle>".into(),
-            _ => self.names.get(&pid).cloned().unwrap_or_else(|| "<...>".into()),
+            _ => self
+                .names
+                .get(&pid)
+                .cloned()
+                .unwrap_or_else(|| "<...>".into()),
         }
+    }
+
+    /// The names seen, for a trace.dat's `saved_cmdlines`.
+    pub fn names(&self) -> Comms {
+        let mut c = Comms::default();
+        for (pid, n) in &self.names {
+            c.learn(*pid, n);
+        }
+        c
     }
 
     /// Append the scheduler events of `cpu`'s `pages` to `out` (a loss marks the next event).

@@ -58,7 +58,9 @@ pub enum Ev {
         next_prio: i64,
     },
     /// `sched_waking` (the start of the wake-up; the wait is measured from here when seen).
-    Waking { pid: i64 },
+    Waking {
+        pid: i64,
+    },
     /// `sched_wakeup` (`new` = `sched_wakeup_new`): queued on `target_cpu` (else this CPU).
     Wakeup {
         pid: i64,
@@ -66,7 +68,11 @@ pub enum Ev {
         target_cpu: Option<u32>,
         new: bool,
     },
-    Migrate { pid: i64, orig: u32, dest: u32 },
+    Migrate {
+        pid: i64,
+        orig: u32,
+        dest: u32,
+    },
 }
 
 /// An event of `cpu` at `ts` (ns); `lost_before`: the kernel lost events of this CPU just
@@ -566,7 +572,13 @@ impl Profiler {
                     rq_share: c
                         .share_ns
                         .iter()
-                        .map(|&s| if known == 0 { 0.0 } else { s as f64 / known as f64 })
+                        .map(|&s| {
+                            if known == 0 {
+                                0.0
+                            } else {
+                                s as f64 / known as f64
+                            }
+                        })
                         .collect(),
                     switches: c.switches,
                     migrations: c.migrations,
@@ -618,11 +630,7 @@ impl Profiler {
         let series = Series {
             start_ns: self.start_ns,
             pixel_ns: self.pixel_ns,
-            cpus: self
-                .cpus
-                .into_iter()
-                .map(|c| (c.cpu, c.pixels))
-                .collect(),
+            cpus: self.cpus.into_iter().map(|c| (c.cpu, c.pixels)).collect(),
             switches: self.switch_points,
             switches_dropped: self.switches_dropped,
         };
@@ -651,7 +659,9 @@ impl Series {
         for &(ts, cpu, pid) in &self.switches {
             b.extend_from_slice(&ts.to_le_bytes());
             b.extend_from_slice(&cpu.to_le_bytes());
-            b.extend_from_slice(&(pid.clamp(i32::MIN as i64, i32::MAX as i64) as i32).to_le_bytes());
+            b.extend_from_slice(
+                &(pid.clamp(i32::MIN as i64, i32::MAX as i64) as i32).to_le_bytes(),
+            );
         }
         b.extend_from_slice(&self.switches_dropped.to_le_bytes());
         b

@@ -40,12 +40,12 @@ fn close(a: f64, b: f64) -> bool {
 fn known_sequence_gives_exact_shares_and_waits() {
     let mut p = Profiler::new(&[0], 0, 200);
     for e in [
-        wake(0, 1, 10, 0),         // A queued on 0: 1
-        sw(10, 0, 0, false, 10),   // idle -> A (A waited 10)
-        wake(20, 1, 11, 0),        // B queued: 2
-        sw(30, 0, 10, true, 11),   // A preempted (R+) -> B (B waited 10)
-        sw(50, 0, 11, false, 10),  // B sleeps: 1; A back (preempted for 20)
-        sw(100, 0, 10, false, 0),  // A sleeps: 0
+        wake(0, 1, 10, 0),        // A queued on 0: 1
+        sw(10, 0, 0, false, 10),  // idle -> A (A waited 10)
+        wake(20, 1, 11, 0),       // B queued: 2
+        sw(30, 0, 10, true, 11),  // A preempted (R+) -> B (B waited 10)
+        sw(50, 0, 11, false, 10), // B sleeps: 1; A back (preempted for 20)
+        sw(100, 0, 10, false, 0), // A sleeps: 0
     ] {
         p.event(&e);
     }
@@ -146,11 +146,17 @@ fn long_profiles_get_coarser_pixels_never_more_than_the_cap() {
     p.event(&sw(30_000_000_000, 0, 0, false, 5));
     let (r, s) = p.finish(60_000_000_000, 10, |_| String::new(), 0, 0);
     assert!(s.cpus[0].1.len() <= MAX_PIXELS);
-    assert!(r.pixel_ns >= 60_000_000_000 / MAX_PIXELS as u64, "{}", r.pixel_ns);
+    assert!(
+        r.pixel_ns >= 60_000_000_000 / MAX_PIXELS as u64,
+        "{}",
+        r.pixel_ns
+    );
     assert_eq!(s.pixel_ns, r.pixel_ns);
     assert!(s.cpus[0].1.iter().all(|&v| v == 1));
     // A 10-minute hint picks a coarse pixel up front.
-    assert!(Profiler::new(&[0], 0, 600_000_000_000).pixel_ns() >= 600_000_000_000 / MAX_PIXELS as u64);
+    assert!(
+        Profiler::new(&[0], 0, 600_000_000_000).pixel_ns() >= 600_000_000_000 / MAX_PIXELS as u64
+    );
 }
 
 #[test]
@@ -179,7 +185,15 @@ fn quantile_buckets_bound_the_value() {
 }
 
 fn arb_event() -> impl Strategy<Value = (u64, u32, u8, i64, i64, bool, u32)> {
-    (0u64..5_000, 0u32..3, 0u8..4, 0i64..6, 0i64..6, any::<bool>(), 0u32..3)
+    (
+        0u64..5_000,
+        0u32..3,
+        0u8..4,
+        0i64..6,
+        0i64..6,
+        any::<bool>(),
+        0u32..3,
+    )
 }
 
 proptest! {

@@ -13,8 +13,10 @@ pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
+pub mod export;
 pub mod import;
 pub mod loads;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod scenario;
@@ -31,5 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
+        Command::Profile(a) => profile::profile(a),
+        Command::Export(a) => export::export(a),
     }
 }
