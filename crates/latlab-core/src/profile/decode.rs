@@ -169,6 +169,7 @@ impl StreamDecoder {
                         prev_pid: prev.pid,
                         prev_prio: prev.prio,
                         prev_runnable: matches!(prev_state.as_ref(), "R" | "R+"),
+                        prev_dead: matches!(prev_state.as_ref(), "X" | "Z"),
                         next_pid: next.pid,
                         next_prio: next.prio,
                     }

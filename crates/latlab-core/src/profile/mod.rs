@@ -54,6 +54,8 @@ pub enum Ev {
         prev_prio: i64,
         /// `prev_state` is `R` or `R+`: the task stays queued.
         prev_runnable: bool,
+        /// `prev_state` is `X` or `Z`: the task exited.
+        prev_dead: bool,
         next_pid: i64,
         next_prio: i64,
     },
@@ -171,6 +173,8 @@ struct Task {
 
 struct TaskStats {
     pid: i64,
+    /// The latest priority seen (the task may be gone at the end).
+    prio: i64,
     wake: WaitHist,
     preempt: WaitHist,
 }
@@ -342,6 +346,7 @@ impl Profiler {
             let idx = if stats.len() < MAX_TASKS {
                 stats.push(TaskStats {
                     pid,
+                    prio,
                     wake: WaitHist::new(),
                     preempt: WaitHist::new(),
                 });
@@ -461,6 +466,7 @@ impl Profiler {
                 prev_pid,
                 prev_prio,
                 prev_runnable,
+                prev_dead,
                 next_pid,
                 next_prio,
             } => {
@@ -477,6 +483,10 @@ impl Profiler {
                     } else {
                         t.since = None;
                         self.place(prev_pid, None, e.ts);
+                        if prev_dead {
+                            // Gone: a later task with this pid starts afresh (new stats row).
+                            self.tasks.remove(&prev_pid);
+                        }
                     }
                 }
                 if next_pid > 0 {
@@ -486,6 +496,9 @@ impl Profiler {
                     t.waking = None;
                     let since = t.since.take();
                     let stats = t.stats;
+                    if let Some(si) = stats {
+                        self.stats[si].prio = next_prio;
+                    }
                     if let (Some((s, kind)), Some(si)) = (since, stats) {
                         let d = e.ts.saturating_sub(s);
                         match kind {
@@ -517,6 +530,14 @@ impl Profiler {
             } => {
                 if pid <= 0 {
                     return;
+                }
+                if new {
+                    // A new task: whatever an earlier holder of the pid left is not its state.
+                    self.place(pid, None, e.ts);
+                    if let Some(t) = self.tasks.get_mut(&pid) {
+                        t.since = None;
+                        t.running = false;
+                    }
                 }
                 let t = self.task(pid, prio);
                 t.prio = prio;
@@ -595,7 +616,7 @@ impl Profiler {
             .map(|s| WaitRow {
                 comm: comm(s.pid),
                 pid: s.pid,
-                prio: self.tasks.get(&s.pid).map_or(0, |t| t.prio),
+                prio: s.prio,
                 wakeups: s.wake.n,
                 p50_ns: s.wake.quantile(0.5),
                 p99_ns: s.wake.quantile(0.99),

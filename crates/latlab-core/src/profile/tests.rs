@@ -11,6 +11,7 @@ fn sw(ts: u64, cpu: u32, prev: i64, prev_runnable: bool, next: i64) -> PEvent {
             prev_pid: prev,
             prev_prio: 120,
             prev_runnable,
+            prev_dead: false,
             next_pid: next,
             next_prio: 120,
         },
@@ -204,7 +205,7 @@ proptest! {
         let mut p = Profiler::new(&[0, 1, 2], 0, 5_000);
         for (i, &(ts, cpu, k, a, b, r, t)) in evs.iter().enumerate() {
             let ev = match k {
-                0 => Ev::Switch { prev_pid: a, prev_prio: 1, prev_runnable: r, next_pid: b, next_prio: 1 },
+                0 => Ev::Switch { prev_pid: a, prev_prio: 1, prev_runnable: r, prev_dead: t == 2, next_pid: b, next_prio: 1 },
                 1 => Ev::Wakeup { pid: a, prio: 1, target_cpu: Some(t), new: r },
                 2 => Ev::Waking { pid: a },
                 _ => Ev::Migrate { pid: a, orig: cpu, dest: t },
@@ -220,4 +221,37 @@ proptest! {
         prop_assert!(r.wait.len() <= 3);
         prop_assert!(s.cpus.iter().all(|(_, p)| p.len() <= MAX_PIXELS));
     }
+}
+
+/// A pid reused by a new task: the old holder's state (queued, a wake-up's start) is dropped.
+#[test]
+fn a_reused_pid_starts_afresh() {
+    let mut p = Profiler::new(&[0], 0, 10_000);
+    p.event(&wake(0, 0, 9, 0)); // old holder queued, waiting since 0
+    let mut dead = sw(10, 0, 0, false, 0);
+    dead.ev = Ev::Switch {
+        prev_pid: 9,
+        prev_prio: 120,
+        prev_runnable: false,
+        prev_dead: true,
+        next_pid: 0,
+        next_prio: 120,
+    };
+    p.event(&sw(5, 0, 0, false, 9));
+    p.event(&dead);
+    p.event(&wake(100, 0, 9, 0)); // stale belief? no: a plain wake-up after the exit
+    let mut new = wake(1_000, 0, 9, 0);
+    new.ev = Ev::Wakeup {
+        pid: 9,
+        prio: 120,
+        target_cpu: Some(0),
+        new: true,
+    };
+    p.event(&new); // a new task with pid 9 while the model had it queued since 100
+    p.event(&sw(1_010, 0, 0, false, 9));
+    let (r, _) = p.finish(10_000, 10, |_| String::new(), 0, 0);
+    // Waits: 5 (first holder), none for the new task (its first run follows wakeup_new).
+    let rows: Vec<_> = r.wait.iter().filter(|w| w.pid == 9).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].wakeups, rows[0].max_ns), (1, Some(5)));
 }
