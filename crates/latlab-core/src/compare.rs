@@ -508,6 +508,7 @@ mod tests {
             loads: vec![],
             activity: None,
             scenario: None,
+            profile: None,
             warnings: vec![],
             notes: vec![],
         };

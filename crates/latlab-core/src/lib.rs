@@ -24,6 +24,7 @@ pub mod import;
 pub mod inventory;
 pub mod model;
 pub mod modes;
+pub mod profile;
 pub mod record;
 pub mod scenario;
 pub mod scenario_record;

@@ -365,6 +365,9 @@ pub struct RunRecord {
     /// Results of `latlab scenario` (io-read, fairness) beyond the histograms; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario_record::ScenarioRecord>,
+    /// `latlab profile`: the run queues and the tasks' waits (docs/contract.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ProfileRecord>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -418,6 +421,7 @@ impl RunRecord {
             loads: vec![],
             activity: None,
             scenario: None,
+            profile: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -605,6 +609,7 @@ mod tests {
             loads: vec![],
             activity: None,
             scenario: None,
+            profile: None,
             warnings: vec![],
             notes: vec![],
         };

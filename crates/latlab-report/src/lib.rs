@@ -15,6 +15,7 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod modes;
+pub mod perfetto;
 pub mod scenario;
 pub mod svg;
 pub mod tables;

@@ -205,6 +205,47 @@ impl RawLayout {
     }
 }
 
+/// What an instance records: the flight recorder's ([`InstanceSpec::RECORDER`]: [`EVENTS`]
+/// and the `irq_vectors`, overwrite, the stop trigger) or `latlab profile`'s
+/// ([`InstanceSpec::PROFILE`]: [`PROFILE_EVENTS`], producer/consumer mode: a full buffer
+/// drops new events and says so in its pages, read as the profile streams it).
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceSpec {
+    pub events: &'static [(&'static str, bool)],
+    pub vectors: bool,
+    pub overwrite: bool,
+    pub stop_trigger: bool,
+}
+
+impl InstanceSpec {
+    pub const RECORDER: InstanceSpec = InstanceSpec {
+        events: EVENTS,
+        vectors: true,
+        overwrite: true,
+        stop_trigger: true,
+    };
+    pub const PROFILE: InstanceSpec = InstanceSpec {
+        events: PROFILE_EVENTS,
+        vectors: false,
+        overwrite: false,
+        stop_trigger: false,
+    };
+}
+
+/// `latlab profile`'s events: the run queue's (switches, wake-ups, migrations) and the IRQ and
+/// softirq entries and exits for the timelines.
+pub const PROFILE_EVENTS: &[(&str, bool)] = &[
+    ("sched/sched_switch", true),
+    ("sched/sched_waking", true),
+    ("sched/sched_wakeup", true),
+    ("sched/sched_wakeup_new", true),
+    ("sched/sched_migrate_task", true),
+    ("irq/irq_handler_entry", false),
+    ("irq/irq_handler_exit", false),
+    ("irq/softirq_entry", false),
+    ("irq/softirq_exit", false),
+];
+
 /// A configured, not yet started instance.
 #[derive(Debug)]
 pub struct Recorder {
@@ -232,10 +273,21 @@ impl Recorder {
         cfg: &RecorderConfig,
         ledger: &mut Ledger,
     ) -> Result<Recorder, TraceError> {
+        Self::create_with(root, cfg, &InstanceSpec::RECORDER, ledger)
+    }
+
+    /// [`Recorder::create`] of an instance recording what `spec` says.
+    pub fn create_with(
+        root: &Path,
+        cfg: &RecorderConfig,
+        spec: &InstanceSpec,
+        ledger: &mut Ledger,
+    ) -> Result<Recorder, TraceError> {
         let instances = root.join("instances");
         let dir = instances.join(&cfg.name);
         // Required events first: checked on the top-level `events/` before creating anything.
-        let missing_required: Vec<String> = EVENTS
+        let missing_required: Vec<String> = spec
+            .events
             .iter()
             .filter(|(e, req)| *req && !root.join("events").join(e).is_dir())
             .map(|(e, _)| e.to_string())
@@ -274,7 +326,7 @@ impl Recorder {
             warnings: vec![],
             raw: Err("not configured".into()),
         };
-        match r.configure(cfg) {
+        match r.configure(cfg, spec) {
             Ok(()) => Ok(r),
             Err(e) => {
                 r.teardown();
@@ -285,7 +337,7 @@ impl Recorder {
         }
     }
 
-    fn configure(&mut self, cfg: &RecorderConfig) -> Result<(), TraceError> {
+    fn configure(&mut self, cfg: &RecorderConfig, spec: &InstanceSpec) -> Result<(), TraceError> {
         let d = self.dir.clone();
         write(&d.join("tracing_on"), "0")?;
         // trace_clock clears the buffer: before the events.
@@ -314,11 +366,21 @@ impl Recorder {
             }
         }
         if d.join("options/overwrite").exists() {
-            write(&d.join("options/overwrite"), "1")?;
+            write(
+                &d.join("options/overwrite"),
+                if spec.overwrite { "1" } else { "0" },
+            )?;
         }
-        let mut want: Vec<(String, bool)> =
-            EVENTS.iter().map(|(e, r)| (e.to_string(), *r)).collect();
-        if let Ok(rd) = fs::read_dir(d.join("events/irq_vectors")) {
+        let mut want: Vec<(String, bool)> = spec
+            .events
+            .iter()
+            .map(|(e, r)| (e.to_string(), *r))
+            .collect();
+        let vectors = match spec.vectors {
+            true => Some(fs::read_dir(d.join("events/irq_vectors"))),
+            false => None,
+        };
+        if let Some(Ok(rd)) = vectors {
             let mut v: Vec<String> = rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -327,12 +389,12 @@ impl Recorder {
                 .collect();
             v.sort();
             want.extend(v.into_iter().map(|e| (e, false)));
-        } else {
+        } else if vectors.is_some() {
             self.missing.push("irq_vectors/*".into());
         }
         // A measuring knob (docs/performance.md): only the events of these groups, to weigh
         // what each costs on the wake-up path. The recorder's own attribution needs them all.
-        if let Some(keep) = std::env::var_os("LATLAB_TRACE_EVENTS") {
+        if let Some(keep) = std::env::var_os("LATLAB_TRACE_EVENTS").filter(|_| spec.stop_trigger) {
             let keep = keep.to_string_lossy().into_owned();
             want.retain(|(e, _)| {
                 let (sys, ev) = e.split_once('/').unwrap_or((e, ""));
@@ -354,8 +416,8 @@ impl Recorder {
             }
         }
         let trig = d.join("events/ftrace/print/trigger");
-        self.trigger = trig.exists() && fs::write(&trig, STOP_TRIGGER).is_ok();
-        if !self.trigger {
+        self.trigger = spec.stop_trigger && trig.exists() && fs::write(&trig, STOP_TRIGGER).is_ok();
+        if spec.stop_trigger && !self.trigger {
             self.warnings.push(
                 "no traceoff trigger on ftrace/print: the recorder stops ~30 µs later, from the collector"
                     .into(),
@@ -696,7 +758,7 @@ mod tests {
             warnings: vec![],
             raw: Err("not configured".into()),
         };
-        r.configure(&cfg).unwrap();
+        r.configure(&cfg, &InstanceSpec::RECORDER).unwrap();
         assert_eq!(fs::read_to_string(dir.join("tracing_on")).unwrap(), "0");
         assert_eq!(fs::read_to_string(dir.join("trace_clock")).unwrap(), "mono");
         assert_eq!(r.clock, "mono");
@@ -760,7 +822,7 @@ mod tests {
             warnings: vec![],
             raw: Err("not configured".into()),
         };
-        r.configure(&cfg).unwrap();
+        r.configure(&cfg, &InstanceSpec::RECORDER).unwrap();
         assert_eq!(r.clock, "local");
         assert!(!r.trigger);
         assert_eq!(r.warnings.len(), 2, "{:?}", r.warnings);

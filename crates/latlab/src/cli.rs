@@ -47,6 +47,10 @@ pub enum Command {
     History(HistoryArgs),
     /// The results database: push run directories, pull a run back, list runs
     Db(DbArgs),
+    /// `run` with a scheduler profile of the same seconds: run queues, waits (run.json `profile`)
+    Profile(ProfileArgs),
+    /// Write a run's traces (spike windows, profile) for other tools: Perfetto
+    Export(ExportArgs),
 }
 
 /// Where runs are recorded (`run`, `import`, `scenario`).
@@ -126,6 +130,39 @@ pub enum DbCommand {
     },
     /// The runs in the database (as `latlab history`)
     List(HistoryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Rows of `profile.wait[]` (tasks, largest p99 first)
+    #[arg(long, default_value_t = 50)]
+    pub profile_top: usize,
+    /// Raw events kept for `latlab export` (profile/trace.dat, the first seconds), all CPUs
+    #[arg(long, default_value = "32MiB", value_name = "SIZE")]
+    pub profile_window: Size,
+    /// Per-CPU buffer of the profile's tracefs instance
+    #[arg(long, default_value = "8MiB", value_name = "SIZE")]
+    pub profile_buffer: Size,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A run directory (with spikes/NNN/trace.dat or trace.txt, or profile/trace.dat)
+    pub run: PathBuf,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = ExportFormat::Perfetto)]
+    pub format: ExportFormat,
+    /// Where to write (refused if it exists and is not a regular file)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Perfetto's protobuf trace (ui.perfetto.dev)
+    Perfetto,
 }
 
 #[derive(Debug, Args)]

@@ -1226,7 +1226,7 @@ fn end_marker<'a>(
 
 /// Pages of some CPUs (ascending) as a trace-cmd file (version 6): the instance's header and
 /// format files, the task names and the few kernel symbols its events name.
-fn trace_dat(
+pub(crate) fn trace_dat(
     dec: &RawDecoder,
     layout: &RawLayout,
     clock: &str,

@@ -15,8 +15,10 @@ pub mod cleanup;
 pub mod compare;
 pub mod db;
 pub mod history;
+pub mod export;
 pub mod import;
 pub mod loads;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod scenario;
@@ -35,5 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scenario(a) => scenario::scenario(a),
         Command::History(a) => history::history(a),
         Command::Db(a) => db::db(a),
+        Command::Profile(a) => profile::profile(a),
+        Command::Export(a) => export::export(a),
     }
 }

@@ -585,6 +585,38 @@ impl RawDecoder {
         Ok(stats)
     }
 
+    /// [`RawDecoder::decode_cpu`] as a stream (nothing kept): `f` gets each record in order,
+    /// a loss mark or an event with its raw bytes (for the fields of events the decoder does
+    /// not type, such as `sched_migrate_task`'s CPUs). For `latlab profile`.
+    pub fn for_each<'a>(
+        &'a self,
+        cpu: u32,
+        pages: &'a [u8],
+        comms: &'a Comms,
+        mut f: impl FnMut(RawItem<'a>),
+    ) -> Result<CpuStats, RawError> {
+        let mut stats = CpuStats::default();
+        let mut n = 0usize;
+        self.walk(pages, &mut stats, |item, stats| match item {
+            Item::Lost(k) => f(RawItem::Lost(k)),
+            Item::Event { ts, data } => {
+                let Some(k) = self.known_of(data) else {
+                    stats.unknown_events += 1;
+                    return;
+                };
+                n += 1;
+                match self.event(k, cpu, ts, data, comms, n) {
+                    Some(e) => {
+                        stats.events += 1;
+                        f(RawItem::Event(e, data));
+                    }
+                    None => stats.unknown_events += 1,
+                }
+            }
+        })?;
+        Ok(stats)
+    }
+
     /// One event. None when a field lies outside the record.
     fn event<'a>(
         &'a self,
@@ -742,6 +774,14 @@ fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
     z ^ (z >> 31)
+}
+
+/// A record of [`RawDecoder::for_each`].
+pub enum RawItem<'a> {
+    /// Events were lost here (how many, when the page says).
+    Lost(Option<u64>),
+    /// An event and its raw record (the format's fields at their offsets).
+    Event(Event<'a>, &'a [u8]),
 }
 
 /// A record of the pages.

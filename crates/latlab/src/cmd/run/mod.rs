@@ -118,6 +118,15 @@ fn probe(
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    run_with(a, None)
+}
+
+/// `latlab run`, and with `profile` `latlab profile` (the profile recorded over the same
+/// seconds as the measurement: started after the recorder, stopped after the threads).
+pub fn run_with(
+    a: RunArgs,
+    profile: Option<crate::cmd::profile::ProfileOpts>,
+) -> anyhow::Result<ExitCode> {
     // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
     // an error now), before anything is changed.
     let mut p = plan::plan(&a)?;
@@ -170,6 +179,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             s.ledger.clone(),
             &mut s.warnings,
         )?,
+        None => None,
+    };
+    let mut profiler = match &profile {
+        Some(o) => Some(crate::cmd::profile::ProfileSession::start(
+            o,
+            s.ledger.clone(),
+            &mut s.warnings,
+        )?),
         None => None,
     };
     let trace: Option<TraceHook> = match (&tracer, p.trace_threshold_ns) {
@@ -317,6 +334,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut record = build_record(&s, &a, &p, &mp, &m, true);
     if let Some(tr) = tracer.take() {
         record.trace = Some(tr.finish());
+    }
+    if let Some(pr) = profiler.take() {
+        record.profile = pr.finish(&dir, &mut record.warnings);
     }
     if let Some(e) = load_error {
         return Err(s.abandon(record, e));

@@ -1,0 +1,746 @@
+//! `latlab profile`'s reconstruction: the run queue of every CPU over time, rebuilt from the
+//! standard scheduler events (no kernel patch), and how long each task waited in it.
+//!
+//! Pure: the caller feeds [`Profiler::event`] the events of every CPU **in time order** (the
+//! profile command merges the per-CPU streams up to a watermark), and takes a
+//! [`ProfileRecord`] (run.json's `profile`) and a [`Series`] (the side file for the heat maps)
+//! at the end. Memory is bounded whatever the duration: per CPU a fixed number of pixels
+//! (coarser pixels for a longer profile), per task two fixed-size histograms (at most
+//! [`MAX_TASKS`] tasks), at most [`MAX_SWITCH_POINTS`] switch points.
+//!
+//! The runnable set: a task is *on* CPU c's run queue (running or waiting) from its
+//! `sched_wakeup`/`sched_wakeup_new` (target CPU) or from being switched in on c, until a
+//! `sched_switch` switches it out of c with a sleeping `prev_state` (`S`, `D`, …; `R`/`R+` keep
+//! it queued: preempted or yielded); `sched_migrate_task` moves a queued task between CPUs.
+//! The count of a CPU is the number of tasks on it, the running one included (0 = idle).
+//!
+//! Seeding and uncertainty: before the first event the state of a task is not known. The
+//! caller may seed tasks found runnable (`R` in `/proc/PID/task/TID/stat`, on its CPU) just
+//! before tracing starts ([`Profiler::seed_runnable`]). A task neither seeded nor seen yet is
+//! not counted: a CPU's count is a lower bound until every task queued on it has had an event
+//! (a task queued at the start is seen at its switch-in at the latest, a running one at its
+//! switch-out). A seeded task that went to sleep between the scan and the start is counted
+//! until its next event. Waits are only measured from an event (never from a seed).
+//!
+//! Lost events: when the kernel's buffer of a CPU overflowed, the time from that CPU's last
+//! event before the loss to its first event after it is a *gap*: not in `rq_share` (which is
+//! a share of the known time) and 255 in the series; the state is kept as it was.
+
+use std::collections::HashMap;
+
+pub mod decode;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Tasks with their own wait statistics; later ones are counted in `tasks_untracked`.
+pub const MAX_TASKS: usize = 8192;
+/// Switch points kept for the heat map (later ones are counted, not kept).
+pub const MAX_SWITCH_POINTS: usize = 1 << 18;
+/// Pixels per CPU at most: the pixel doubles (two pixels merged into one) past it.
+pub const MAX_PIXELS: usize = 1 << 20;
+/// The finest pixel: 10 µs, as the ELC 2017 heat maps.
+pub const BASE_PIXEL_NS: u64 = 10_000;
+/// Rows of `wait[]` (largest p99 first).
+pub const DEFAULT_TOP: usize = 50;
+/// A series pixel with no known state (before the start of a CPU, in a gap).
+pub const PIXEL_UNKNOWN: u8 = 255;
+
+/// One scheduler event, as the reconstruction needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ev {
+    Switch {
+        prev_pid: i64,
+        prev_prio: i64,
+        /// `prev_state` is `R` or `R+`: the task stays queued.
+        prev_runnable: bool,
+        /// `prev_state` is `X` or `Z`: the task exited.
+        prev_dead: bool,
+        next_pid: i64,
+        next_prio: i64,
+    },
+    /// `sched_waking` (the start of the wake-up; the wait is measured from here when seen).
+    Waking {
+        pid: i64,
+    },
+    /// `sched_wakeup` (`new` = `sched_wakeup_new`): queued on `target_cpu` (else this CPU).
+    Wakeup {
+        pid: i64,
+        prio: i64,
+        target_cpu: Option<u32>,
+        new: bool,
+    },
+    Migrate {
+        pid: i64,
+        orig: u32,
+        dest: u32,
+    },
+}
+
+/// An event of `cpu` at `ts` (ns); `lost_before`: the kernel lost events of this CPU just
+/// before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PEvent {
+    pub ts: u64,
+    pub cpu: u32,
+    pub lost_before: bool,
+    pub ev: Ev,
+}
+
+/// Wait times of one kind: log-linear buckets (8 per power of two: a quantile is the upper
+/// edge of its bucket, at most 12.5 % above the true value, never above the max).
+#[derive(Debug, Clone)]
+struct WaitHist {
+    n: u64,
+    max: u64,
+    buckets: Box<[u32; HIST_BUCKETS]>,
+}
+
+const SUB: u32 = 8;
+const HIST_BUCKETS: usize = 64 * SUB as usize;
+
+fn bucket_of(v: u64) -> usize {
+    if v < SUB as u64 {
+        return v as usize;
+    }
+    let e = 63 - v.leading_zeros(); // v >= 8: e >= 3
+    let sub = ((v >> (e - 3)) & (SUB as u64 - 1)) as u32;
+    ((e - 2) * SUB + sub) as usize
+}
+
+/// The largest value of bucket `b`.
+fn bucket_top(b: usize) -> u64 {
+    if b < SUB as usize {
+        return b as u64;
+    }
+    let e = b as u32 / SUB + 2;
+    let sub = b as u64 % SUB as u64;
+    let lo = (1u64 << e) + (sub << (e - 3));
+    lo.saturating_add((1u64 << (e - 3)) - 1)
+}
+
+impl WaitHist {
+    fn new() -> WaitHist {
+        WaitHist {
+            n: 0,
+            max: 0,
+            buckets: Box::new([0; HIST_BUCKETS]),
+        }
+    }
+
+    fn add(&mut self, v: u64) {
+        self.n += 1;
+        self.max = self.max.max(v);
+        let b = &mut self.buckets[bucket_of(v)];
+        *b = b.saturating_add(1);
+    }
+
+    fn quantile(&self, q: f64) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
+        let mut seen = 0u64;
+        for (b, &c) in self.buckets.iter().enumerate() {
+            seen += c as u64;
+            if seen >= rank {
+                return Some(bucket_top(b).min(self.max));
+            }
+        }
+        Some(self.max)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitKind {
+    Wakeup,
+    Preempt,
+}
+
+#[derive(Debug, Clone)]
+struct Task {
+    /// The CPU whose run queue holds it (None: not queued, or not known).
+    cpu: Option<u32>,
+    running: bool,
+    prio: i64,
+    /// Queued since (and why), when known from an event.
+    since: Option<(u64, WaitKind)>,
+    /// `sched_waking` seen, its wake-up not yet.
+    waking: Option<u64>,
+    /// Index into `stats` (None: over MAX_TASKS).
+    stats: Option<usize>,
+}
+
+struct TaskStats {
+    pid: i64,
+    /// The latest priority seen (the task may be gone at the end).
+    prio: i64,
+    wake: WaitHist,
+    preempt: WaitHist,
+}
+
+#[derive(Debug, Clone)]
+struct CpuAcc {
+    cpu: u32,
+    count: u32,
+    /// The state is known from here on (None: nothing yet).
+    last: Option<u64>,
+    in_gap: bool,
+    share_ns: [u64; 6],
+    gap_ns: u64,
+    switches: u64,
+    migrations: u64,
+    lost: u64,
+    pixels: Vec<u8>,
+}
+
+/// The heat maps' data: per CPU, the largest run-queue length in each pixel of `pixel_ns`
+/// from `start_ns` ([`PIXEL_UNKNOWN`]: no known state), and the switch points (time, CPU, the
+/// task switched to).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Series {
+    pub start_ns: u64,
+    pub pixel_ns: u64,
+    pub cpus: Vec<(u32, Vec<u8>)>,
+    pub switches: Vec<(u64, u32, i64)>,
+    pub switches_dropped: u64,
+}
+
+/// run.json's `profile`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileRecord {
+    /// CLOCK_MONOTONIC (ns) at the start, and how long the events cover.
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    /// Events handled, and lost by the kernel (buffer full: the profile reader fell behind).
+    pub events: u64,
+    pub lost_events: u64,
+    /// Pages that said "events lost" without a count.
+    pub lost_unknown: u64,
+    /// Tasks found runnable in /proc at the start (the seed).
+    pub seeded_tasks: u64,
+    pub tasks_seen: u64,
+    /// Tasks beyond the tracked maximum (their waits are not in `wait[]`).
+    pub tasks_untracked: u64,
+    /// Pixel of the series in the side file (10 µs, coarser for long profiles).
+    pub pixel_ns: u64,
+    /// The side file in the run directory (docs/design.md, "Profile"), if written.
+    #[serde(default)]
+    pub series: Option<String>,
+    pub cpus: Vec<ProfileCpu>,
+    /// One row per task seen (at most `wait_top`), largest `p99_ns` first.
+    pub wait: Vec<WaitRow>,
+    pub wait_top: usize,
+    /// Task rows left out past `wait_top`.
+    pub wait_dropped: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileCpu {
+    pub cpu: u32,
+    /// Share of the known time with 0, 1, 2, 3, 4, ≥ 5 tasks on the run queue (index =
+    /// count); sums to 1 (all zero when nothing is known).
+    pub rq_share: Vec<f64>,
+    pub switches: u64,
+    /// Migrations to this CPU.
+    pub migrations: u64,
+    /// Time with a known state, and in gaps after lost events.
+    pub known_ns: u64,
+    pub gap_ns: u64,
+    pub lost_events: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WaitRow {
+    pub comm: String,
+    pub pid: i64,
+    pub prio: i64,
+    /// Wake-ups (`sched_wakeup`) followed by a switch-in: wake-up → switch-in waits.
+    pub wakeups: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    /// Switched out while runnable (preempted or yielded), then switched in again.
+    pub preemptions: u64,
+    pub preempt_p50_ns: Option<u64>,
+    pub preempt_p99_ns: Option<u64>,
+    pub preempt_max_ns: Option<u64>,
+}
+
+/// The online reconstruction.
+pub struct Profiler {
+    start_ns: u64,
+    end_ns: u64,
+    pixel_ns: u64,
+    cpus: Vec<CpuAcc>,
+    by_cpu: HashMap<u32, usize>,
+    tasks: HashMap<i64, Task>,
+    stats: Vec<TaskStats>,
+    untracked: u64,
+    switch_points: Vec<(u64, u32, i64)>,
+    switches_dropped: u64,
+    events: u64,
+    seeded: u64,
+}
+
+impl Profiler {
+    /// A profile of `cpus` from `start_ns`, expected to last `duration_hint_ns` (which picks
+    /// the pixel: 10 µs, or coarser so the expected duration fits [`MAX_PIXELS`]).
+    pub fn new(cpus: &[u32], start_ns: u64, duration_hint_ns: u64) -> Profiler {
+        let mut pixel_ns = BASE_PIXEL_NS;
+        while duration_hint_ns / pixel_ns >= MAX_PIXELS as u64 {
+            pixel_ns *= 2;
+        }
+        let cpus: Vec<CpuAcc> = cpus
+            .iter()
+            .map(|&cpu| CpuAcc {
+                cpu,
+                count: 0,
+                last: Some(start_ns),
+                in_gap: false,
+                share_ns: [0; 6],
+                gap_ns: 0,
+                switches: 0,
+                migrations: 0,
+                lost: 0,
+                pixels: Vec::new(),
+            })
+            .collect();
+        let by_cpu = cpus.iter().enumerate().map(|(i, c)| (c.cpu, i)).collect();
+        Profiler {
+            start_ns,
+            end_ns: start_ns,
+            pixel_ns,
+            cpus,
+            by_cpu,
+            tasks: HashMap::new(),
+            stats: Vec::new(),
+            untracked: 0,
+            switch_points: Vec::new(),
+            switches_dropped: 0,
+            events: 0,
+            seeded: 0,
+        }
+    }
+
+    pub fn pixel_ns(&self) -> u64 {
+        self.pixel_ns
+    }
+
+    /// `pid` was runnable on `cpu` when the profile started (from /proc).
+    pub fn seed_runnable(&mut self, pid: i64, cpu: u32, prio: i64) {
+        if pid <= 0 || !self.by_cpu.contains_key(&cpu) || self.tasks.contains_key(&pid) {
+            return;
+        }
+        let t = self.task(pid, prio);
+        t.cpu = Some(cpu);
+        self.seeded += 1;
+        let i = self.by_cpu[&cpu];
+        self.cpus[i].count += 1;
+    }
+
+    fn task(&mut self, pid: i64, prio: i64) -> &mut Task {
+        let stats = &mut self.stats;
+        let untracked = &mut self.untracked;
+        self.tasks.entry(pid).or_insert_with(|| {
+            let idx = if stats.len() < MAX_TASKS {
+                stats.push(TaskStats {
+                    pid,
+                    prio,
+                    wake: WaitHist::new(),
+                    preempt: WaitHist::new(),
+                });
+                Some(stats.len() - 1)
+            } else {
+                *untracked += 1;
+                None
+            };
+            Task {
+                cpu: None,
+                running: false,
+                prio,
+                since: None,
+                waking: None,
+                stats: idx,
+            }
+        })
+    }
+
+    /// Account CPU `i`'s time up to `ts` at its current count.
+    fn advance(&mut self, i: usize, ts: u64) {
+        let pixel_ns = self.pixel_ns;
+        let start = self.start_ns;
+        let c = &mut self.cpus[i];
+        let Some(last) = c.last else {
+            c.last = Some(ts);
+            return;
+        };
+        if ts <= last {
+            return;
+        }
+        if c.in_gap {
+            c.gap_ns += ts - last;
+            c.last = Some(ts);
+            return;
+        }
+        let n = c.count.min(5) as usize;
+        c.share_ns[n] += ts - last;
+        let v = c.count.min(254) as u8;
+        // Pixels overlapping [last, ts): the largest count seen in each.
+        let (a, b) = ((last - start) / pixel_ns, (ts - 1 - start) / pixel_ns);
+        if b as usize >= MAX_PIXELS {
+            self.coarsen_to(b);
+            return self.advance(i, ts);
+        }
+        let c = &mut self.cpus[i];
+        if c.pixels.len() <= b as usize {
+            c.pixels.resize(b as usize + 1, PIXEL_UNKNOWN);
+        }
+        for p in &mut c.pixels[a as usize..=b as usize] {
+            *p = if *p == PIXEL_UNKNOWN { v } else { (*p).max(v) };
+        }
+        c.last = Some(ts);
+    }
+
+    /// Double the pixel until pixel index `b` fits (two pixels become one: the larger).
+    fn coarsen_to(&mut self, mut b: u64) {
+        while b as usize >= MAX_PIXELS {
+            self.pixel_ns *= 2;
+            b /= 2;
+            for c in &mut self.cpus {
+                let merged: Vec<u8> = c
+                    .pixels
+                    .chunks(2)
+                    .map(|p| match p {
+                        [x, y] if *x == PIXEL_UNKNOWN => *y,
+                        [x, y] if *y == PIXEL_UNKNOWN => *x,
+                        [x, y] => (*x).max(*y),
+                        [x] => *x,
+                        _ => PIXEL_UNKNOWN,
+                    })
+                    .collect();
+                c.pixels = merged;
+            }
+        }
+    }
+
+    /// Move `pid` onto (Some) or off (None) a run queue at `ts`.
+    fn place(&mut self, pid: i64, to: Option<u32>, ts: u64) {
+        let from = self.tasks.get(&pid).and_then(|t| t.cpu);
+        if from == to {
+            return;
+        }
+        for c in [from, to].into_iter().flatten() {
+            if let Some(&i) = self.by_cpu.get(&c) {
+                self.advance(i, ts);
+            }
+        }
+        if let Some(i) = from.and_then(|c| self.by_cpu.get(&c).copied()) {
+            self.cpus[i].count = self.cpus[i].count.saturating_sub(1);
+        }
+        if let Some(i) = to.and_then(|c| self.by_cpu.get(&c).copied()) {
+            self.cpus[i].count += 1;
+        }
+        if let Some(t) = self.tasks.get_mut(&pid) {
+            t.cpu = to;
+        }
+    }
+
+    /// One event; events must come in time order (ties: any order within a CPU's own order).
+    pub fn event(&mut self, e: &PEvent) {
+        self.events += 1;
+        // An event of a CPU outside the profile still moves tasks (wake-ups, migrations).
+        if let Some(&ci) = self.by_cpu.get(&e.cpu) {
+            if e.lost_before {
+                let c = &mut self.cpus[ci];
+                c.lost += 1;
+                // The time since this CPU's last event is unknown.
+                c.in_gap = true;
+            }
+            self.advance(ci, e.ts);
+            self.cpus[ci].in_gap = false;
+        }
+        self.end_ns = self.end_ns.max(e.ts);
+        match e.ev {
+            Ev::Switch {
+                prev_pid,
+                prev_prio,
+                prev_runnable,
+                prev_dead,
+                next_pid,
+                next_prio,
+            } => {
+                if let Some(&ci) = self.by_cpu.get(&e.cpu) {
+                    self.cpus[ci].switches += 1;
+                }
+                if prev_pid > 0 {
+                    let t = self.task(prev_pid, prev_prio);
+                    t.prio = prev_prio;
+                    t.running = false;
+                    if prev_runnable {
+                        t.since = Some((e.ts, WaitKind::Preempt));
+                        self.place(prev_pid, Some(e.cpu), e.ts);
+                    } else {
+                        t.since = None;
+                        self.place(prev_pid, None, e.ts);
+                        if prev_dead {
+                            // Gone: a later task with this pid starts afresh (new stats row).
+                            self.tasks.remove(&prev_pid);
+                        }
+                    }
+                }
+                if next_pid > 0 {
+                    let t = self.task(next_pid, next_prio);
+                    t.prio = next_prio;
+                    t.running = true;
+                    t.waking = None;
+                    let since = t.since.take();
+                    let stats = t.stats;
+                    if let Some(si) = stats {
+                        self.stats[si].prio = next_prio;
+                    }
+                    if let (Some((s, kind)), Some(si)) = (since, stats) {
+                        let d = e.ts.saturating_sub(s);
+                        match kind {
+                            WaitKind::Wakeup => self.stats[si].wake.add(d),
+                            WaitKind::Preempt => self.stats[si].preempt.add(d),
+                        }
+                    }
+                    self.place(next_pid, Some(e.cpu), e.ts);
+                }
+                if self.switch_points.len() < MAX_SWITCH_POINTS {
+                    self.switch_points.push((e.ts, e.cpu, next_pid));
+                } else {
+                    self.switches_dropped += 1;
+                }
+            }
+            Ev::Waking { pid } => {
+                if pid > 0 {
+                    let t = self.task(pid, 0);
+                    if t.cpu.is_none() {
+                        t.waking = Some(e.ts);
+                    }
+                }
+            }
+            Ev::Wakeup {
+                pid,
+                prio,
+                target_cpu,
+                new,
+            } => {
+                if pid <= 0 {
+                    return;
+                }
+                if new {
+                    // A new task: whatever an earlier holder of the pid left is not its state.
+                    self.place(pid, None, e.ts);
+                    if let Some(t) = self.tasks.get_mut(&pid) {
+                        t.since = None;
+                        t.running = false;
+                    }
+                }
+                let t = self.task(pid, prio);
+                t.prio = prio;
+                let waking = t.waking.take();
+                if t.cpu.is_some() {
+                    // Already queued (woken before it slept, or seeded): no wait starts.
+                    return;
+                }
+                t.since = if new {
+                    None
+                } else {
+                    Some((waking.unwrap_or(e.ts), WaitKind::Wakeup))
+                };
+                self.place(pid, Some(target_cpu.unwrap_or(e.cpu)), e.ts);
+            }
+            Ev::Migrate { pid, orig, dest } => {
+                if let Some(&di) = self.by_cpu.get(&dest) {
+                    self.cpus[di].migrations += 1;
+                }
+                if pid <= 0 {
+                    return;
+                }
+                let t = self.task(pid, 0);
+                if t.cpu.is_some() || t.running {
+                    let _ = orig;
+                    self.place(pid, Some(dest), e.ts);
+                }
+            }
+        }
+    }
+
+    /// Close the profile at `end_ns` (every CPU accounted up to it): the record (top `top`
+    /// wait rows, named by `comm`) and the series.
+    pub fn finish(
+        mut self,
+        end_ns: u64,
+        top: usize,
+        comm: impl Fn(i64) -> String,
+        lost_events: u64,
+        lost_unknown: u64,
+    ) -> (ProfileRecord, Series) {
+        let end = end_ns.max(self.end_ns);
+        for i in 0..self.cpus.len() {
+            self.advance(i, end);
+        }
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| {
+                let known: u64 = c.share_ns.iter().sum();
+                ProfileCpu {
+                    cpu: c.cpu,
+                    rq_share: c
+                        .share_ns
+                        .iter()
+                        .map(|&s| {
+                            if known == 0 {
+                                0.0
+                            } else {
+                                s as f64 / known as f64
+                            }
+                        })
+                        .collect(),
+                    switches: c.switches,
+                    migrations: c.migrations,
+                    known_ns: known,
+                    gap_ns: c.gap_ns,
+                    lost_events: c.lost,
+                }
+            })
+            .collect();
+        let mut rows: Vec<WaitRow> = self
+            .stats
+            .iter()
+            .filter(|s| s.wake.n > 0 || s.preempt.n > 0)
+            .map(|s| WaitRow {
+                comm: comm(s.pid),
+                pid: s.pid,
+                prio: s.prio,
+                wakeups: s.wake.n,
+                p50_ns: s.wake.quantile(0.5),
+                p99_ns: s.wake.quantile(0.99),
+                max_ns: (s.wake.n > 0).then_some(s.wake.max),
+                preemptions: s.preempt.n,
+                preempt_p50_ns: s.preempt.quantile(0.5),
+                preempt_p99_ns: s.preempt.quantile(0.99),
+                preempt_max_ns: (s.preempt.n > 0).then_some(s.preempt.max),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            (b.p99_ns, b.preempt_p99_ns, a.pid).cmp(&(a.p99_ns, a.preempt_p99_ns, b.pid))
+        });
+        let dropped = rows.len().saturating_sub(top) as u64;
+        rows.truncate(top);
+        let record = ProfileRecord {
+            start_ns: self.start_ns,
+            duration_ns: end - self.start_ns,
+            events: self.events,
+            lost_events,
+            lost_unknown,
+            seeded_tasks: self.seeded,
+            tasks_seen: self.tasks.len() as u64,
+            tasks_untracked: self.untracked,
+            pixel_ns: self.pixel_ns,
+            series: None,
+            cpus,
+            wait: rows,
+            wait_top: top,
+            wait_dropped: dropped,
+        };
+        let series = Series {
+            start_ns: self.start_ns,
+            pixel_ns: self.pixel_ns,
+            cpus: self.cpus.into_iter().map(|c| (c.cpu, c.pixels)).collect(),
+            switches: self.switch_points,
+            switches_dropped: self.switches_dropped,
+        };
+        (record, series)
+    }
+}
+
+impl Series {
+    /// The side file `profile/series.bin` (docs/design.md, "Profile"): little-endian,
+    /// `LATLABRQ` magic, u32 version (1), u64 start_ns, u64 pixel_ns, u32 CPUs; per CPU u32
+    /// cpu, u32 pixel count, the pixels (u8 each); u64 switch points, each u64 ts, u32 cpu,
+    /// i32 pid; u64 switch points dropped.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(b"LATLABRQ");
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&self.start_ns.to_le_bytes());
+        b.extend_from_slice(&self.pixel_ns.to_le_bytes());
+        b.extend_from_slice(&(self.cpus.len() as u32).to_le_bytes());
+        for (cpu, px) in &self.cpus {
+            b.extend_from_slice(&cpu.to_le_bytes());
+            b.extend_from_slice(&(px.len() as u32).to_le_bytes());
+            b.extend_from_slice(px);
+        }
+        b.extend_from_slice(&(self.switches.len() as u64).to_le_bytes());
+        for &(ts, cpu, pid) in &self.switches {
+            b.extend_from_slice(&ts.to_le_bytes());
+            b.extend_from_slice(&cpu.to_le_bytes());
+            b.extend_from_slice(
+                &(pid.clamp(i32::MIN as i64, i32::MAX as i64) as i32).to_le_bytes(),
+            );
+        }
+        b.extend_from_slice(&self.switches_dropped.to_le_bytes());
+        b
+    }
+
+    /// Read [`Series::to_bytes`]'s format back; None when the bytes are not one (untrusted).
+    pub fn from_bytes(b: &[u8]) -> Option<Series> {
+        let mut r = Reader { b, at: 0 };
+        if r.take(8)? != b"LATLABRQ" || r.u32()? != 1 {
+            return None;
+        }
+        let (start_ns, pixel_ns, n) = (r.u64()?, r.u64()?, r.u32()?);
+        let mut cpus = Vec::new();
+        for _ in 0..n {
+            let cpu = r.u32()?;
+            let len = r.u32()? as usize;
+            if len > MAX_PIXELS {
+                return None;
+            }
+            cpus.push((cpu, r.take(len)?.to_vec()));
+        }
+        let k = r.u64()?;
+        if k > MAX_SWITCH_POINTS as u64 {
+            return None;
+        }
+        let mut switches = Vec::with_capacity(k as usize);
+        for _ in 0..k {
+            switches.push((r.u64()?, r.u32()?, r.u32()? as i32 as i64));
+        }
+        let switches_dropped = r.u64()?;
+        (r.at == b.len()).then_some(Series {
+            start_ns,
+            pixel_ns,
+            cpus,
+            switches,
+            switches_dropped,
+        })
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,404 @@
+//! Perfetto's protobuf trace (`latlab export --format perfetto`): the messages latlab writes,
+//! by hand with prost's derive, with the field numbers of Perfetto's `.proto` definitions
+//! (v51.1, as the `perfetto_protos` crate carries them; the tests decode the output with
+//! those). A `Trace` of `TracePacket`s: a `ProcessTree` naming the threads, one
+//! `FtraceEventBundle` per CPU and window (sched_switch, sched_waking, sched_wakeup,
+//! irq_handler_entry/exit, softirq_entry/exit, markers as `print`), and per spike a slice
+//! (intended wake-up → clock read) on a "latlab spikes" track (`TrackEvent`).
+//!
+//! Times are the trace clock's (`mono` in latlab's instances: CLOCK_MONOTONIC ns), written
+//! as they are; Perfetto shows them on its default clock, so offsets are exact and spikes and
+//! events line up (same clock).
+
+use std::collections::BTreeMap;
+
+use latlab_core::trace::{Event, EventKind};
+use prost::Message;
+
+#[derive(Clone, PartialEq, Message)]
+pub struct Trace {
+    #[prost(message, repeated, tag = "1")]
+    pub packet: Vec<TracePacket>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct TracePacket {
+    #[prost(uint64, optional, tag = "8")]
+    pub timestamp: Option<u64>,
+    #[prost(uint32, optional, tag = "10")]
+    pub trusted_packet_sequence_id: Option<u32>,
+    #[prost(uint32, optional, tag = "13")]
+    pub sequence_flags: Option<u32>,
+    #[prost(message, optional, tag = "1")]
+    pub ftrace_events: Option<FtraceEventBundle>,
+    #[prost(message, optional, tag = "2")]
+    pub process_tree: Option<ProcessTree>,
+    #[prost(message, optional, tag = "11")]
+    pub track_event: Option<TrackEvent>,
+    #[prost(message, optional, tag = "60")]
+    pub track_descriptor: Option<TrackDescriptor>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct ProcessTree {
+    #[prost(message, repeated, tag = "2")]
+    pub threads: Vec<ProcessTreeThread>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct ProcessTreeThread {
+    #[prost(int32, optional, tag = "1")]
+    pub tid: Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct FtraceEventBundle {
+    #[prost(uint32, optional, tag = "1")]
+    pub cpu: Option<u32>,
+    #[prost(message, repeated, tag = "2")]
+    pub event: Vec<FtraceEvent>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct FtraceEvent {
+    #[prost(uint64, optional, tag = "1")]
+    pub timestamp: Option<u64>,
+    #[prost(uint32, optional, tag = "2")]
+    pub pid: Option<u32>,
+    #[prost(message, optional, tag = "3")]
+    pub print: Option<PrintFtraceEvent>,
+    #[prost(message, optional, tag = "4")]
+    pub sched_switch: Option<SchedSwitchFtraceEvent>,
+    #[prost(message, optional, tag = "17")]
+    pub sched_wakeup: Option<SchedWakeFtraceEvent>,
+    #[prost(message, optional, tag = "20")]
+    pub sched_waking: Option<SchedWakeFtraceEvent>,
+    #[prost(message, optional, tag = "24")]
+    pub softirq_entry: Option<SoftirqFtraceEvent>,
+    #[prost(message, optional, tag = "25")]
+    pub softirq_exit: Option<SoftirqFtraceEvent>,
+    #[prost(message, optional, tag = "36")]
+    pub irq_handler_entry: Option<IrqHandlerEntryFtraceEvent>,
+    #[prost(message, optional, tag = "37")]
+    pub irq_handler_exit: Option<IrqHandlerExitFtraceEvent>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct PrintFtraceEvent {
+    #[prost(uint64, optional, tag = "1")]
+    pub ip: Option<u64>,
+    #[prost(string, optional, tag = "2")]
+    pub buf: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct SchedSwitchFtraceEvent {
+    #[prost(string, optional, tag = "1")]
+    pub prev_comm: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    pub prev_pid: Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub prev_prio: Option<i32>,
+    #[prost(int64, optional, tag = "4")]
+    pub prev_state: Option<i64>,
+    #[prost(string, optional, tag = "5")]
+    pub next_comm: Option<String>,
+    #[prost(int32, optional, tag = "6")]
+    pub next_pid: Option<i32>,
+    #[prost(int32, optional, tag = "7")]
+    pub next_prio: Option<i32>,
+}
+
+/// `SchedWakingFtraceEvent` and `SchedWakeupFtraceEvent` (the same fields).
+#[derive(Clone, PartialEq, Message)]
+pub struct SchedWakeFtraceEvent {
+    #[prost(string, optional, tag = "1")]
+    pub comm: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    pub pid: Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub prio: Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub success: Option<i32>,
+    #[prost(int32, optional, tag = "5")]
+    pub target_cpu: Option<i32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct SoftirqFtraceEvent {
+    #[prost(uint32, optional, tag = "1")]
+    pub vec: Option<u32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct IrqHandlerEntryFtraceEvent {
+    #[prost(int32, optional, tag = "1")]
+    pub irq: Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct IrqHandlerExitFtraceEvent {
+    #[prost(int32, optional, tag = "1")]
+    pub irq: Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub ret: Option<i32>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackDescriptor {
+    #[prost(uint64, optional, tag = "1")]
+    pub uuid: Option<u64>,
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct TrackEvent {
+    /// 1 = SLICE_BEGIN, 2 = SLICE_END, 3 = INSTANT.
+    #[prost(int32, optional, tag = "9")]
+    pub r#type: Option<i32>,
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
+    #[prost(string, repeated, tag = "22")]
+    pub categories: Vec<String>,
+    #[prost(string, optional, tag = "23")]
+    pub name: Option<String>,
+}
+
+/// The spikes' track.
+pub const SPIKE_TRACK: u64 = 0x1a71ab;
+const SEQ: u32 = 1;
+
+/// A spike: the slice from its intended wake-up to its clock read.
+#[derive(Debug, Clone)]
+pub struct SpikeMark {
+    pub name: String,
+    pub cpu: u32,
+    pub intended_ns: u64,
+    pub actual_ns: u64,
+}
+
+/// The kernel's state bits of a `prev_state` text (`R`, `R+`, `S`, `D|K`, …), as the
+/// sched_switch event stores it (6.x: `+` is TASK_REPORT_MAX, 0x100).
+pub fn state_bits(s: &str) -> i64 {
+    let mut v = 0i64;
+    for part in s.split('|') {
+        let (p, plus) = match part.strip_suffix('+') {
+            Some(p) => (p, true),
+            None => (part, false),
+        };
+        v |= match p {
+            "S" => 0x1,
+            "D" => 0x2,
+            "T" => 0x4,
+            "t" => 0x8,
+            "X" => 0x10,
+            "Z" => 0x20,
+            "P" => 0x40,
+            "I" => 0x80,
+            _ => 0,
+        };
+        if plus {
+            v |= 0x100;
+        }
+    }
+    v
+}
+
+fn i32_of(v: i64) -> i32 {
+    v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+}
+
+/// One ftrace event as Perfetto's, or None for a kind Perfetto's bundle does not get here.
+pub fn ftrace_event(e: &Event) -> Option<FtraceEvent> {
+    let mut f = FtraceEvent {
+        timestamp: Some(e.ts),
+        pid: Some(u32::try_from(e.pid).unwrap_or(0)),
+        ..Default::default()
+    };
+    let wake = |t: &latlab_core::trace::TaskRef, cpu: &Option<u32>| SchedWakeFtraceEvent {
+        comm: Some(t.comm.to_string()),
+        pid: Some(i32_of(t.pid)),
+        prio: Some(i32_of(t.prio)),
+        success: Some(1),
+        target_cpu: cpu.map(|c| c as i32),
+    };
+    match &e.kind {
+        EventKind::SchedSwitch {
+            prev,
+            prev_state,
+            next,
+        } => {
+            f.sched_switch = Some(SchedSwitchFtraceEvent {
+                prev_comm: Some(prev.comm.to_string()),
+                prev_pid: Some(i32_of(prev.pid)),
+                prev_prio: Some(i32_of(prev.prio)),
+                prev_state: Some(state_bits(prev_state)),
+                next_comm: Some(next.comm.to_string()),
+                next_pid: Some(i32_of(next.pid)),
+                next_prio: Some(i32_of(next.prio)),
+            })
+        }
+        EventKind::SchedWaking { task, target_cpu } => {
+            f.sched_waking = Some(wake(task, target_cpu))
+        }
+        EventKind::SchedWakeup { task, target_cpu } => {
+            f.sched_wakeup = Some(wake(task, target_cpu))
+        }
+        EventKind::IrqEntry { irq, name } => {
+            f.irq_handler_entry = Some(IrqHandlerEntryFtraceEvent {
+                irq: Some(i32_of(*irq)),
+                name: Some(name.to_string()),
+            })
+        }
+        EventKind::IrqExit { irq } => {
+            f.irq_handler_exit = Some(IrqHandlerExitFtraceEvent {
+                irq: Some(i32_of(*irq)),
+                ret: Some(1),
+            })
+        }
+        EventKind::SoftirqEntry { vec, .. } => {
+            f.softirq_entry = Some(SoftirqFtraceEvent {
+                vec: u32::try_from(*vec).ok(),
+            })
+        }
+        EventKind::SoftirqExit { vec, .. } => {
+            f.softirq_exit = Some(SoftirqFtraceEvent {
+                vec: u32::try_from(*vec).ok(),
+            })
+        }
+        EventKind::Marker { text } => {
+            f.print = Some(PrintFtraceEvent {
+                ip: Some(0),
+                buf: Some(format!("{text}\n")),
+            })
+        }
+        _ => return None,
+    }
+    Some(f)
+}
+
+/// Builds one trace from several windows (spike traces, a profile's window).
+#[derive(Default)]
+pub struct Builder {
+    names: BTreeMap<i64, String>,
+    bundles: Vec<TracePacket>,
+    spikes: Vec<SpikeMark>,
+    /// Events written, and left out (kinds Perfetto's bundle does not get from latlab).
+    pub written: u64,
+    pub skipped: u64,
+}
+
+impl Builder {
+    /// A window's events (any CPU order): one bundle per CPU, in time order.
+    pub fn window(&mut self, events: &[Event]) {
+        let mut by_cpu: BTreeMap<u32, Vec<FtraceEvent>> = BTreeMap::new();
+        let mut sorted: Vec<&Event> = events.iter().collect();
+        // In time order: a thread's name is the last it had (a comm changes at exec).
+        sorted.sort_by_key(|e| e.ts);
+        for e in sorted {
+            match &e.kind {
+                EventKind::SchedSwitch { prev, next, .. } => {
+                    self.name(prev.pid, &prev.comm);
+                    self.name(next.pid, &next.comm);
+                }
+                EventKind::SchedWaking { task, .. } | EventKind::SchedWakeup { task, .. } => {
+                    self.name(task.pid, &task.comm)
+                }
+                _ => {}
+            }
+            match ftrace_event(e) {
+                Some(f) => {
+                    self.written += 1;
+                    by_cpu.entry(e.cpu).or_default().push(f);
+                }
+                None => self.skipped += 1,
+            }
+        }
+        for (cpu, event) in by_cpu {
+            self.bundles.push(TracePacket {
+                trusted_packet_sequence_id: Some(SEQ + 1),
+                ftrace_events: Some(FtraceEventBundle {
+                    cpu: Some(cpu),
+                    event,
+                }),
+                ..Default::default()
+            });
+        }
+    }
+
+    fn name(&mut self, pid: i64, comm: &str) {
+        if pid > 0 && self.names.get(&pid).is_none_or(|n| n != comm) {
+            self.names.insert(pid, comm.to_string());
+        }
+    }
+
+    pub fn spike(&mut self, s: SpikeMark) {
+        self.spikes.push(s);
+    }
+
+    /// The trace's bytes.
+    pub fn finish(self) -> Vec<u8> {
+        let mut packet = Vec::new();
+        packet.push(TracePacket {
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(1), // SEQ_INCREMENTAL_STATE_CLEARED
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(SPIKE_TRACK),
+                name: Some("latlab spikes".into()),
+            }),
+            ..Default::default()
+        });
+        packet.push(TracePacket {
+            trusted_packet_sequence_id: Some(SEQ),
+            process_tree: Some(ProcessTree {
+                threads: self
+                    .names
+                    .iter()
+                    .map(|(&pid, n)| ProcessTreeThread {
+                        tid: Some(i32_of(pid)),
+                        name: Some(n.clone()),
+                    })
+                    .collect(),
+            }),
+            ..Default::default()
+        });
+        packet.extend(self.bundles);
+        let mut spikes = self.spikes;
+        spikes.sort_by_key(|s| s.intended_ns);
+        for s in spikes {
+            for (ts, ty) in [(s.intended_ns, 1), (s.actual_ns.max(s.intended_ns), 2)] {
+                packet.push(TracePacket {
+                    timestamp: Some(ts),
+                    trusted_packet_sequence_id: Some(SEQ),
+                    track_event: Some(TrackEvent {
+                        r#type: Some(ty),
+                        track_uuid: Some(SPIKE_TRACK),
+                        categories: vec!["latlab".into()],
+                        name: (ty == 1).then(|| s.name.clone()),
+                    }),
+                    ..Default::default()
+                });
+            }
+        }
+        Trace { packet }.encode_to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_letters_to_bits() {
+        assert_eq!(state_bits("R"), 0);
+        assert_eq!(state_bits("R+"), 0x100);
+        assert_eq!(state_bits("S"), 1);
+        assert_eq!(state_bits("D|K"), 2);
+        assert_eq!(state_bits("X"), 0x10);
+    }
+}

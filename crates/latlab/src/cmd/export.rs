@@ -1,0 +1,121 @@
+//! `latlab export RUN --format perfetto -o FILE`: a run's traces as Perfetto's protobuf trace
+//! (`latlab_report::perfetto`): every traced spike's window (`spikes/NNN/trace.dat`, else its
+//! `trace.txt`) with the spike as a slice, and a profile's raw window (`profile/trace.dat`).
+
+use std::path::{Component, Path};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use latlab_core::trace::raw::{decode_all, decoder_for};
+use latlab_core::trace::{tracedat, Event, Record};
+use latlab_core::units::Human;
+use latlab_report::perfetto::{Builder, SpikeMark};
+
+use crate::cli::{ExportArgs, ExportFormat};
+
+pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
+    let ExportFormat::Perfetto = a.format;
+    let rec = crate::rundir::load_record(&a.run)?;
+    let dir = if a.run.is_dir() {
+        a.run.clone()
+    } else {
+        a.run.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    let mut b = Builder::default();
+    let mut windows = 0usize;
+    let mut problems = Vec::new();
+    for (i, s) in rec.spikes.iter().enumerate() {
+        let Some(rel) = s.trace_file.as_deref() else {
+            continue;
+        };
+        let rel = Path::new(rel);
+        // run.json is input: only a path inside the run directory is read.
+        if !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+            problems.push(format!(
+                "spike {}: trace path outside the run directory",
+                i + 1
+            ));
+            continue;
+        }
+        let p = dir.join(rel);
+        let dat = p.with_file_name("trace.dat");
+        let r = if dat.is_file() {
+            window_dat(&dat, &mut b)
+        } else {
+            window_text(&p, &mut b)
+        };
+        match r {
+            Ok(()) => {
+                windows += 1;
+                b.spike(SpikeMark {
+                    name: format!(
+                        "spike {}: CPU {} latency {}",
+                        i + 1,
+                        s.cpu,
+                        Human(s.latency_ns)
+                    ),
+                    cpu: s.cpu,
+                    intended_ns: s.at_ns,
+                    actual_ns: s.at_ns.saturating_add(s.latency_ns),
+                });
+            }
+            Err(e) => problems.push(format!("spike {}: {e:#}", i + 1)),
+        }
+    }
+    let prof = dir.join("profile/trace.dat");
+    if prof.is_file() {
+        match window_dat(&prof, &mut b) {
+            Ok(()) => windows += 1,
+            Err(e) => problems.push(format!("profile: {e:#}")),
+        }
+    }
+    if windows == 0 {
+        let why = problems
+            .first()
+            .map_or(String::new(), |p| format!(" ({p})"));
+        anyhow::bail!(
+            "{}: no traces to export{why}: record spikes with `latlab run --trace-threshold T` or a profile with `latlab profile`",
+            latlab_core::escape::escape(&a.run.display().to_string())
+        );
+    }
+    let (written, skipped) = (b.written, b.skipped);
+    let bytes = b.finish();
+    latlab_sys::safefile::write_atomic(&a.output, &bytes)
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    for p in &problems {
+        eprintln!("latlab: warning: {}", latlab_core::escape::escape(p));
+    }
+    outln!(
+        "{}: {windows} window(s), {written} events ({skipped} of other kinds left out), {} bytes",
+        a.output.display(),
+        bytes.len()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn window_dat(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
+    let bytes = std::fs::read(p).with_context(|| format!("{}", p.display()))?;
+    let dat = tracedat::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+    let (dec, mut comms) =
+        decoder_for(&dat).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+    let (events, _lost, _) =
+        decode_all(&dec, &dat, &mut comms).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+    b.window(&events);
+    Ok(())
+}
+
+fn window_text(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
+    let text = std::fs::read(p).with_context(|| format!("{}", p.display()))?;
+    let text = String::from_utf8_lossy(&text);
+    let recs =
+        latlab_core::trace::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e:?}", p.display()))?;
+    let events: Vec<Event> = recs
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Event(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    b.window(&events);
+    Ok(())
+}

@@ -1,0 +1,387 @@
+//! `latlab profile`: `latlab run` (the same lifecycle, the same measuring threads and run
+//! directory) with a scheduler profile recorded over the same seconds.
+//!
+//! The profile has its own tracefs instance (`latlab-<pid>-prof`, in the ledger, removed on
+//! every path) with the events of [`InstanceSpec::PROFILE`] in producer/consumer mode. One
+//! reader thread (SCHED_OTHER, on no particular CPU) reads every CPU's
+//! `per_cpu/cpuN/trace_pipe_raw` every [`POLL`] until it is empty, decodes the pages
+//! ([`StreamDecoder`]) and feeds the events to the reconstruction ([`Profiler`]) in time
+//! order up to a watermark ([`LAG`] behind the poll: a CPU read empty at time t has handed over
+//! its events before t), so memory stays bounded: nothing but the aggregates and a bounded raw
+//! window is kept. The first `--profile-window` bytes of pages (all CPUs; kept until one CPU's
+//! share is full, so every CPU covers the same seconds) go to `profile/trace.dat` for
+//! `latlab export`; the heat maps' series to `profile/series.bin`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use latlab_core::profile::decode::StreamDecoder;
+use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
+use latlab_core::trace::raw::{Comms, RawDecoder};
+use latlab_sys::ledger::Ledger;
+use latlab_sys::tracefs::{self, InstanceSpec, RawLayout, Recorder, RecorderConfig};
+
+use crate::cli::ProfileArgs;
+
+/// How often the reader empties the buffers.
+const POLL: Duration = Duration::from_millis(10);
+/// Events younger than this at a poll wait for the next one (other CPUs' may still come).
+const LAG: u64 = 2_000_000;
+
+pub fn profile(a: ProfileArgs) -> anyhow::Result<ExitCode> {
+    let opts = ProfileOpts {
+        top: a.profile_top,
+        window_bytes: a.profile_window.0,
+        buffer_kb: a.profile_buffer.0.div_ceil(1024).max(64),
+        duration_ns: a.run.duration.0,
+    };
+    crate::cmd::run::run_with(a.run, Some(opts))
+}
+
+pub struct ProfileOpts {
+    pub top: usize,
+    pub window_bytes: u64,
+    pub buffer_kb: u64,
+    pub duration_ns: u64,
+}
+
+/// What the reader thread hands back.
+struct Output {
+    record: ProfileRecord,
+    series: Vec<u8>,
+    window: Vec<(u32, Vec<u8>)>,
+    names: Comms,
+    read_errors: Vec<String>,
+}
+
+pub struct ProfileSession {
+    rec: Option<Recorder>,
+    ledger: Arc<Mutex<Ledger>>,
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Output>>,
+    layout: RawLayout,
+    clock: String,
+    cpus: Vec<u32>,
+}
+
+impl ProfileSession {
+    /// Create the instance, seed the run queues from /proc, start tracing and the reader.
+    pub fn start(
+        o: &ProfileOpts,
+        ledger: Arc<Mutex<Ledger>>,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<ProfileSession> {
+        let root = std::env::var_os("LATLAB_TRACEFS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(tracefs::DEFAULT_ROOT));
+        let mut l = ledger.lock().unwrap_or_else(|p| p.into_inner());
+        let tfs = tracefs::ensure_mounted(&root, &mut l)
+            .context("latlab profile needs tracefs (run as root)")?;
+        let rec = Recorder::create_with(
+            &tfs.root,
+            &RecorderConfig {
+                name: format!("latlab-{}-prof", std::process::id()),
+                buffer_kb: o.buffer_kb,
+            },
+            &InstanceSpec::PROFILE,
+            &mut l,
+        )
+        .context("cannot create the profile's tracefs instance")?;
+        drop(l);
+        if !rec.missing.is_empty() {
+            warnings.push(format!(
+                "profile without these events (not in this kernel): {}",
+                rec.missing.join(", ")
+            ));
+        }
+        if rec.clock != "mono" {
+            warnings.push(format!(
+                "profile: trace clock {} (not mono): times are not on CLOCK_MONOTONIC",
+                rec.clock
+            ));
+        }
+        let layout = rec
+            .raw
+            .clone()
+            .map_err(|e| anyhow::anyhow!("the profile reads binary pages only: {e}"))?;
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let mut dec = StreamDecoder::new(&layout.header_page, &layout.header_event, &formats)
+            .map_err(|e| anyhow::anyhow!("the profile cannot decode this kernel's events: {e}"))?;
+        let cpus = crate::args::online_cpus()?;
+        let mut files = Vec::new();
+        for &c in &cpus {
+            files.push((c, rec.open_cpu_raw(c)?));
+        }
+        let start_ns = mono_ns();
+        let mut prof = Profiler::new(&cpus, start_ns, o.duration_ns);
+        for (pid, cpu, prio) in runnable_tasks() {
+            prof.seed_runnable(pid, cpu, prio);
+        }
+        rec.start()
+            .context("cannot start the profile's tracefs instance")?;
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let page = dec.page_size();
+        let (top, window_cap) = (o.top, o.window_bytes / cpus.len().max(1) as u64);
+        let thread = std::thread::Builder::new()
+            .name("latlab-profile".into())
+            .spawn(move || reader(files, &mut dec, prof, page, q, top, window_cap))
+            .context("cannot start the profile reader")?;
+        Ok(ProfileSession {
+            rec: Some(rec),
+            ledger,
+            quit,
+            thread: Some(thread),
+            layout,
+            clock: String::new(),
+            cpus,
+        })
+        .map(|mut s| {
+            s.clock = s.rec.as_ref().map(|r| r.clock.clone()).unwrap_or_default();
+            s
+        })
+    }
+
+    /// Stop tracing, read what is left, remove the instance, write the side files into `dir`
+    /// (`profile/series.bin`, `profile/trace.dat`): the record's `profile`.
+    pub fn finish(mut self, dir: &Path, warnings: &mut Vec<String>) -> Option<ProfileRecord> {
+        if let Some(r) = &self.rec {
+            let _ = r.stop();
+        }
+        self.quit.store(true, Ordering::Release);
+        let out = self.thread.take().and_then(|t| t.join().ok());
+        let mut dropped = 0u64;
+        if let Some(r) = &self.rec {
+            for &c in &self.cpus {
+                dropped += dropped_events(r.dir(), c);
+            }
+        }
+        self.remove();
+        let mut out = out?;
+        warnings.append(&mut out.read_errors);
+        out.record.lost_events = out.record.lost_events.max(dropped);
+        if out.record.lost_events > 0 || out.record.lost_unknown > 0 {
+            warnings.push(format!(
+                "profile: the kernel dropped {} events (the reader fell behind; raise --profile-buffer): the gaps are left out of rq_share",
+                out.record.lost_events
+            ));
+        }
+        let pdir = dir.join("profile");
+        if let Err(e) = latlab_sys::safefile::ensure_private_dir(&pdir) {
+            warnings.push(format!("profile: cannot write {}: {e}", pdir.display()));
+            return Some(out.record);
+        }
+        match latlab_sys::safefile::write_atomic_unsynced(&pdir.join("series.bin"), &out.series) {
+            Ok(()) => out.record.series = Some("profile/series.bin".into()),
+            Err(e) => warnings.push(format!("profile: series.bin: {e}")),
+        }
+        if out.window.iter().any(|(_, p)| !p.is_empty()) {
+            let formats: Vec<&str> = self.layout.formats.iter().map(String::as_str).collect();
+            let dat = RawDecoder::new(
+                &self.layout.header_page,
+                &self.layout.header_event,
+                &formats,
+            )
+            .ok()
+            .and_then(|dec| {
+                let cpus: Vec<(u32, &[u8])> =
+                    out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
+                crate::trace_session::trace_dat(
+                    &dec,
+                    &self.layout,
+                    &self.clock,
+                    &cpus,
+                    &out.names,
+                    &[],
+                )
+            });
+            match dat {
+                Some(d) => {
+                    if let Err(e) =
+                        latlab_sys::safefile::write_atomic_unsynced(&pdir.join("trace.dat"), &d)
+                    {
+                        warnings.push(format!("profile: trace.dat: {e}"));
+                    }
+                }
+                None => warnings.push("profile: could not write trace.dat".into()),
+            }
+        }
+        Some(out.record)
+    }
+
+    fn remove(&mut self) {
+        if let Some(r) = self.rec.take() {
+            let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = r.remove(&mut l);
+        }
+    }
+}
+
+impl Drop for ProfileSession {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.remove();
+    }
+}
+
+/// The reader thread: poll, decode, merge to the watermark, reconstruct.
+fn reader(
+    mut files: Vec<(u32, std::fs::File)>,
+    dec: &mut StreamDecoder,
+    mut prof: Profiler,
+    page: usize,
+    quit: Arc<AtomicBool>,
+    top: usize,
+    window_cap: u64,
+) -> Output {
+    let mut pending: Vec<PEvent> = Vec::new();
+    let mut lost_flag: HashMap<u32, bool> = HashMap::new();
+    let mut window: Vec<(u32, Vec<u8>)> = files.iter().map(|(c, _)| (*c, Vec::new())).collect();
+    let mut window_open = window_cap > 0;
+    let (mut lost, mut lost_unknown) = (0u64, 0u64);
+    let mut errors = Vec::new();
+    loop {
+        let last = quit.load(Ordering::Acquire);
+        let wm = if last {
+            u64::MAX
+        } else {
+            mono_ns().saturating_sub(LAG)
+        };
+        for (i, (cpu, f)) in files.iter_mut().enumerate() {
+            let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
+                Ok(p) => p,
+                Err(e) => {
+                    if errors.len() < 4 {
+                        errors.push(format!("profile: CPU {cpu}: read: {e}"));
+                    }
+                    continue;
+                }
+            };
+            if pages.is_empty() {
+                continue;
+            }
+            let lf = lost_flag.entry(*cpu).or_default();
+            match dec.decode(*cpu, &pages, lf, &mut pending) {
+                Ok(st) => {
+                    lost += st.lost_events;
+                    lost_unknown += st.lost_unknown;
+                }
+                Err(e) => {
+                    if errors.len() < 4 {
+                        errors.push(format!("profile: CPU {cpu}: {e}"));
+                    }
+                }
+            }
+            if window_open {
+                let w = &mut window[i].1;
+                if (w.len() + pages.len()) as u64 <= window_cap {
+                    w.extend_from_slice(&pages);
+                } else {
+                    window_open = false;
+                }
+            }
+        }
+        pending.sort_by_key(|e| e.ts);
+        let n = pending.partition_point(|e| e.ts < wm);
+        for e in pending.drain(..n) {
+            prof.event(&e);
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    let names = dec.names();
+    let (record, series) = prof.finish(mono_ns(), top, |pid| dec.name(pid), lost, lost_unknown);
+    Output {
+        record,
+        series: series.to_bytes(),
+        window,
+        names,
+        read_errors: errors,
+    }
+}
+
+/// `dropped events:` of a CPU's stats (events the producer/consumer buffer refused).
+fn dropped_events(dir: &Path, cpu: u32) -> u64 {
+    std::fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats")))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("dropped events:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Tasks runnable now (`R` in `/proc/PID/task/TID/stat`): (tid, CPU, kernel prio). The seed of
+/// the run queues (what is uncertain: see latlab_core::profile).
+fn runnable_tasks() -> Vec<(i64, u32, i64)> {
+    let mut v = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+                continue;
+            };
+            if let Some(x) = parse_stat(&stat) {
+                v.push(x);
+            }
+        }
+    }
+    v
+}
+
+/// (tid, processor, prio) of a `stat` line in state R. The comm may hold anything: the fields
+/// start after the last `)`.
+fn parse_stat(s: &str) -> Option<(i64, u32, i64)> {
+    let (head, rest) = s.rsplit_once(')')?;
+    let pid: i64 = head.split_once(' ')?.0.trim().parse().ok()?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // f[0] = field 3 (state); field N is f[N - 3].
+    if f.first()? != &"R" {
+        return None;
+    }
+    let priority: i64 = f.get(18 - 3)?.parse().ok()?;
+    let cpu: u32 = f.get(39 - 3)?.parse().ok()?;
+    Some((pid, cpu, priority + 100))
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stat_lines_with_odd_comms() {
+        let s = "42 (a) b) R 1 42 42 0 -1 4194560 0 0 0 0 5 1 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        assert_eq!(super::parse_stat(s), Some((42, 3, 120)));
+        let s = s.replace(" R ", " S ");
+        assert_eq!(super::parse_stat(&s), None);
+        assert_eq!(super::parse_stat("garbage"), None);
+    }
+}

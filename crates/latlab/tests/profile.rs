@@ -1,0 +1,201 @@
+//! `latlab profile` against ground truth: real tasks the test spawns on a known CPU, the
+//! reconstruction read back from run.json and the series side file. Privileged (tracefs,
+//! SCHED_FIFO): fails, not skips, under LATLAB_REQUIRE_PRIVILEGED=1.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use latlab_core::profile::{Series, PIXEL_UNKNOWN};
+use latlab_sys::rt;
+
+/// Pin the calling thread to `cpu` with `policy` (`prio` for FIFO), named `name`; its tid.
+fn setup(cpu: usize, fifo: Option<i32>, name: &str) -> i64 {
+    // SAFETY: plain syscalls on the calling thread with valid arguments.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+            0
+        );
+        if let Some(prio) = fifo {
+            let p = libc::sched_param {
+                sched_priority: prio,
+            };
+            assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
+        }
+        let c = std::ffi::CString::new(name).unwrap();
+        libc::prctl(libc::PR_SET_NAME, c.as_ptr());
+        libc::syscall(libc::SYS_gettid)
+    }
+}
+
+/// The profile's instance of the latlab process `pid`, once it records.
+fn wait_recording(pid: u32, child: &mut std::process::Child) -> PathBuf {
+    let on = PathBuf::from(format!(
+        "/sys/kernel/tracing/instances/latlab-{pid}-prof/tracing_on"
+    ));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if std::fs::read_to_string(&on).is_ok_and(|s| s.trim() == "1") {
+            return on;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("latlab profile ended before recording: {st}");
+        }
+        assert!(Instant::now() < deadline, "the profile never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A SCHED_OTHER busy loop pinned to a CPU all along, and a FIFO task on the same CPU that
+/// wakes every PERIOD and spins BURST: in that stretch the CPU has ≥ 1 runnable task all the
+/// time and ≥ 2 for about BURST/PERIOD of it (other load on the machine only adds tasks); the
+/// FIFO task's wake-ups are exactly the ones it slept for, with short waits (it preempts).
+#[test]
+fn ground_truth_busy_loop_and_fifo_bursts() {
+    let Some(_g) = support::privileged::guard("profile_ground_truth") else {
+        return;
+    };
+    const PERIOD: u64 = 20_000_000;
+    const BURST: u64 = 5_000_000;
+    const N: u64 = 100;
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = ncpu - 1;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    let mut child = support::command()
+        .args(["profile", "--duration", "8s", "--cpus", "0", "-q"])
+        .args(["--profile-top", "100000", "--results"])
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let on = wait_recording(child.id(), &mut child);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let busy = std::thread::spawn(move || {
+        let tid = setup(cpu, None, "prof-busy");
+        while !s2.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        tid
+    });
+    let fifo = std::thread::spawn(move || {
+        let tid = setup(cpu, Some(50), "prof-fifo");
+        let t0 = rt::now_ns() + 50_000_000;
+        let mut e = t0;
+        for _ in 0..N {
+            rt::sleep_until(e);
+            let start = rt::now_ns();
+            while rt::now_ns() < start + BURST {
+                std::hint::spin_loop();
+            }
+            e += PERIOD;
+        }
+        (tid, t0, rt::now_ns())
+    });
+    let (ftid, t0, t1) = fifo.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let btid = busy.join().unwrap();
+    let still = std::fs::read_to_string(&on).is_ok_and(|s| s.trim() == "1");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        still,
+        "the profile ended before the workload: raise --duration"
+    );
+
+    let dir = support::only_run_dir(&results);
+    let run = support::read_json(&dir.join("run.json"));
+    let p = &run["profile"];
+    let c = p["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == cpu as u64)
+        .expect("the CPU's row");
+    let sum: f64 = c["rq_share"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{c}");
+    assert!(c["switches"].as_u64().unwrap() >= 2 * N, "{c}");
+
+    // The FIFO task: exactly its N wake-ups (its first switch-in follows its creation, not a
+    // wake-up), at its priority (FIFO 50 = kernel prio 49), not kept waiting.
+    let rows = p["wait"].as_array().unwrap();
+    let f = rows
+        .iter()
+        .find(|r| r["pid"] == ftid)
+        .unwrap_or_else(|| panic!("no row for the FIFO task: {p}"));
+    assert_eq!(f["comm"], "prof-fifo");
+    assert_eq!(f["prio"], 49);
+    assert_eq!(f["wakeups"], N, "{f}");
+    assert!(f["max_ns"].as_u64().unwrap() < 20_000_000, "{f}");
+    // The busy loop was preempted by every burst, and switched back in after it.
+    let b = rows
+        .iter()
+        .find(|r| r["pid"] == btid)
+        .expect("a row for the busy loop");
+    assert!(b["preemptions"].as_u64().unwrap() >= N, "{b}");
+    assert!(
+        b["preempt_max_ns"].as_u64().unwrap() >= BURST * 9 / 10,
+        "{b}"
+    );
+
+    // The series over the workload: ≥ 1 runnable all the time, ≥ 2 about BURST/PERIOD of it.
+    let rel = p["series"].as_str().unwrap();
+    let s = Series::from_bytes(&std::fs::read(dir.join(rel)).unwrap()).unwrap();
+    let px = &s.cpus.iter().find(|(c, _)| *c == cpu as u32).unwrap().1;
+    let (a, z) = (
+        ((t0 - s.start_ns) / s.pixel_ns) as usize,
+        ((t1 - s.start_ns) / s.pixel_ns) as usize,
+    );
+    let window = &px[a..z.min(px.len())];
+    assert!(window.len() as u64 >= (t1 - t0) / s.pixel_ns - 1);
+    let known: Vec<u8> = window
+        .iter()
+        .copied()
+        .filter(|&v| v != PIXEL_UNKNOWN)
+        .collect();
+    assert!(known.len() * 100 >= window.len() * 95, "too much unknown");
+    let share = |k: u8| known.iter().filter(|&&v| v >= k).count() as f64 / known.len() as f64;
+    assert!(
+        share(1) > 0.99,
+        "busy loop not always runnable: {}",
+        share(1)
+    );
+    let want = BURST as f64 / PERIOD as f64;
+    assert!(
+        share(2) >= want * 0.8,
+        "≥2 runnable {} of the time, want about {want}",
+        share(2)
+    );
+    eprintln!(
+        "ground truth: ≥2 runnable {:.3} of the time (bursts {want}); lost {}",
+        share(2),
+        p["lost_events"]
+    );
+    check_no_instance(child_pid_dir(&on));
+}
+
+fn child_pid_dir(on: &Path) -> PathBuf {
+    on.parent().unwrap().to_path_buf()
+}
+
+fn check_no_instance(dir: PathBuf) {
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
