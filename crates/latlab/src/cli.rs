@@ -105,6 +105,8 @@ pub struct RunArgs {
     pub ext: RunExtArgs,
     #[command(flatten)]
     pub mode: crate::cli_modes::ModeArgs,
+    #[command(flatten)]
+    pub actions: crate::actions::ActionArgs,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.

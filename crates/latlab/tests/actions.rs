@@ -1,0 +1,195 @@
+//! rtla's actions on `latlab run` (sim backend, at wall-clock pace): `--on-threshold` fires
+//! when a sample exceeds `--max-latency` (the sim's spikes go far above 50 µs), `--on-end`
+//! once the run is written; a hanging shell is killed; malformed actions are usage errors.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod support;
+use support::{latlab, only_run_dir, read_json};
+
+/// A sim run at wall-clock pace on CPUs 0-1 with `--max-latency 50us`.
+fn sim(results: &Path, duration: &str, extra: &[&str]) -> std::process::Output {
+    latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--sim-realtime",
+            "--cpus",
+            "0-1",
+            "--max-latency",
+            "50us",
+            "-q",
+            "--format",
+            "json",
+            "--duration",
+            duration,
+            "--results",
+        ])
+        .arg(results)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn env_file(p: &Path) -> std::collections::HashMap<String, String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn shell_action_sees_the_sample_and_the_run_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let envf = t.path().join("env.txt");
+    let cmd = format!(
+        "shell,command=env | grep ^LATLAB_ > {} ; echo done >> {}",
+        envf.display(),
+        envf.display()
+    );
+    let out = sim(&t.path().join("r"), "1s", &["--on-threshold", &cmd]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let env = env_file(&envf);
+    let dir = only_run_dir(&t.path().join("r"));
+    assert_eq!(
+        Path::new(&env["LATLAB_RUN_DIR"]),
+        std::path::absolute(&dir).unwrap()
+    );
+    let cpu: u32 = env["LATLAB_CPU"].parse().unwrap();
+    assert!(cpu <= 1, "{env:?}");
+    let lat: u64 = env["LATLAB_LATENCY_NS"].parse().unwrap();
+    let run = read_json(&dir.join("run.json"));
+    let max = run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == cpu)
+        .unwrap()["histogram"]["max_ns"]
+        .as_u64()
+        .unwrap();
+    assert!(lat > 50_000 && lat <= max, "{lat} vs max {max}");
+}
+
+#[test]
+fn signal_action_reaches_a_process() {
+    let t = tempfile::tempdir().unwrap();
+    let got = t.path().join("got");
+    // A child that records SIGUSR1 and exits; without the signal it would run 30 s.
+    let mut child = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "trap 'echo usr1 > {}; exit 0' USR1; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 7",
+            got.display()
+        ))
+        .spawn()
+        .unwrap();
+    let action = format!("signal,num=10,pid={}", child.id());
+    let out = sim(&t.path().join("r"), "1s", &["--on-threshold", &action]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "the child did not get SIGUSR1");
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), "usr1\n");
+}
+
+#[test]
+fn stop_action_ends_the_run_early_with_exit_2() {
+    let t = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let out = sim(&t.path().join("r"), "20s", &["--on-threshold", "stop"]);
+    let elapsed = t0.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert_eq!(run["complete"], true);
+    let measured = run["config"]["measured_ns"].as_u64().unwrap();
+    assert!(measured < 10_000_000_000, "{measured}");
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("--on-threshold stop: the run was ended after"),
+        "{w}"
+    );
+}
+
+#[test]
+fn hanging_shell_is_killed_and_the_run_goes_on() {
+    let t = tempfile::tempdir().unwrap();
+    let pidf = t.path().join("pid");
+    let cmd = format!("shell,command=echo $$ > {}; exec sleep 300", pidf.display());
+    let t0 = Instant::now();
+    let out = sim(
+        &t.path().join("r"),
+        "3s",
+        &["--action-timeout", "1s", "--on-threshold", &cmd],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert_eq!(run["complete"], true);
+    // The run went on to its end.
+    assert_eq!(run["config"]["measured_ns"].as_u64(), Some(3_000_000_000));
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("still running after --action-timeout 1s; killed"),
+        "{w}"
+    );
+    let pid = std::fs::read_to_string(&pidf).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the hanging command {pid} is still there"
+    );
+}
+
+#[test]
+fn on_end_runs_once_after_the_record_is_written() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("end");
+    let cmd = format!(
+        "shell,command=test -f \"$LATLAB_RUN_DIR/run.json\" && echo \"$LATLAB_LATENCY_NS\" >> {}",
+        f.display()
+    );
+    let out = sim(&t.path().join("r"), "1s", &["--on-end", &cmd]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let lines: Vec<u64> = std::fs::read_to_string(&f)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    // Once, with the run's maximum.
+    assert_eq!(lines, vec![run["total"]["max_ns"].as_u64().unwrap()]);
+}
+
+#[test]
+fn malformed_actions_exit_1_naming_the_part() {
+    let t = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (vec!["--on-threshold", "signal,num=x,pid=1"], "num=x"),
+        (vec!["--on-threshold", "signal,num=10"], "pid="),
+        (vec!["--on-threshold", "shell,cmd=ls"], "command="),
+        (vec!["--on-threshold", "explode"], "'explode'"),
+        (vec!["--on-threshold", "trace"], "--trace-threshold"),
+        (vec!["--on-end", "stop"], "--on-end stop"),
+    ] {
+        let out = sim(&t.path().join("r"), "1s", &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("latlab: error: "), "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // Without --max-latency nothing could fire.
+    let out = latlab()
+        .args(["run", "--backend", "sim", "--on-threshold", "stop"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give --max-latency"));
+    assert!(
+        !t.path().join("r").exists(),
+        "nothing is written on bad input"
+    );
+}
