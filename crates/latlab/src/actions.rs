@@ -202,6 +202,11 @@ impl Runner {
         }
     }
 
+    /// The list has a `trace` action.
+    pub fn traces(&self) -> bool {
+        self.actions.contains(&Action::Trace)
+    }
+
     pub fn busy(&self) -> bool {
         self.current.is_some()
     }

@@ -43,6 +43,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Responsiveness scenarios of Love's OLS 2003 paper: io-read, fairness
     Scenario(crate::cli_scenario::ScenarioArgs),
+    /// cyclictest's command line (-t -a -p -i -D -h -q -v --json= ...) on latlab's engine
+    Cyclictest(crate::cmd::cyclictest::CyclictestArgs),
 }
 
 #[derive(Debug, Args)]

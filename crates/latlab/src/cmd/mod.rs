@@ -13,6 +13,7 @@ pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
+pub mod cyclictest;
 pub mod import;
 pub mod loads;
 pub mod report;
@@ -31,5 +32,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
+        Command::Cyclictest(a) => cyclictest::cyclictest(a),
     }
 }

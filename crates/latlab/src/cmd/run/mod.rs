@@ -144,7 +144,6 @@ pub struct NoHooks;
 impl Hooks for NoHooks {}
 
 /// How a run ended, for a front end's own output.
-#[allow(dead_code)] // read by `latlab cyclictest` (next commit)
 pub struct Outcome {
     pub code: ExitCode,
     pub model: latlab_core::model::RunModel,
@@ -287,16 +286,20 @@ pub fn run_with(a: RunArgs, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
         for t in &threads {
             t.drain_spikes(&mut events);
         }
-        trace_spikes(
-            tracer.as_mut(),
-            p.trace_threshold_ns,
-            &mut events,
-            &dir,
-            &mut spikes,
-        );
+        // Actions fire before the recorder takes the spikes (copying a window takes a while,
+        // and `stop` must not wait for it), except when a `trace` action must find its window
+        // saved before the actions after it run.
+        let trace_first = on_threshold.traces();
+        if trace_first {
+            trace_spikes(
+                tracer.as_mut(),
+                p.trace_threshold_ns,
+                &mut events,
+                &dir,
+                &mut spikes,
+            );
+        }
         hooks.on_events(&events);
-        // Actions after the recorder has taken the spike (a `trace` action's window is saved
-        // before a later `shell` action runs).
         if let (Some(max), None) = (p.max_latency_ns, stopped_by) {
             if let Some(e) = events.iter().find(|e| e.latency_ns > max) {
                 let f = crate::actions::Firing {
@@ -304,7 +307,20 @@ pub fn run_with(a: RunArgs, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
                     latency_ns: e.latency_ns,
                 };
                 on_threshold.fire(f, &mut s.warnings);
+                if let Some(f) = on_threshold.stop {
+                    stopped_by = Some(f);
+                    engine.stop.store(true, Ordering::Release);
+                }
             }
+        }
+        if !trace_first {
+            trace_spikes(
+                tracer.as_mut(),
+                p.trace_threshold_ns,
+                &mut events,
+                &dir,
+                &mut spikes,
+            );
         }
         events.clear();
         on_threshold.poll(&mut s.warnings);
