@@ -193,3 +193,62 @@ fn malformed_actions_exit_1_naming_the_part() {
         "nothing is written on bad input"
     );
 }
+
+/// A real run with a ground-truth injector: a FIFO 99 thread on the measured CPU spins 3 ms
+/// every 300 ms, so latlab's FIFO 80 sleeper there wakes ≥ 1.5 ms late. The actions run in
+/// order: `trace` (the recorder's window is saved before the next action), `shell` (which
+/// sees it and the sample), `stop` (the run ends early, exit 2).
+#[test]
+fn real_run_actions_fire_on_an_injected_delay() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(_g) = support::privileged::guard("real_run_actions_fire_on_an_injected_delay") else {
+        return;
+    };
+    let cpus = latlab_sys::rt::online_cpus().unwrap();
+    let cpu = *cpus.last().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let injector = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            latlab_sys::rt::pin_to_cpu(cpu).unwrap();
+            latlab_sys::rt::set_policy(latlab_sys::rt::Policy::Fifo, 99).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(300));
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(3) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    };
+    let t = tempfile::tempdir().unwrap();
+    let envf = t.path().join("env.txt");
+    let shell = format!(
+        "shell,command=env | grep ^LATLAB_ > {f}; ls \"$LATLAB_RUN_DIR/spikes\" | wc -l | sed 's/^/SPIKES=/' >> {f}",
+        f = envf.display()
+    );
+    let t0 = Instant::now();
+    let out = latlab()
+        .args(["run", "--cpus", &cpu.to_string(), "-p", "80", "-q"])
+        .args(["--duration", "20s", "--max-latency", "1500us"])
+        .args(["--trace-threshold", "1500us", "--trace-required"])
+        .args(["--on-threshold", "trace", "--on-threshold", &shell])
+        .args(["--on-threshold", "stop", "--results"])
+        .arg(t.path().join("r"))
+        .output()
+        .unwrap();
+    let elapsed = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    injector.join().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    let env = env_file(&envf);
+    assert_eq!(env["LATLAB_CPU"], cpu.to_string());
+    let lat: u64 = env["LATLAB_LATENCY_NS"].parse().unwrap();
+    assert!((1_500_000..20_000_000).contains(&lat), "{lat}");
+    assert!(env["SPIKES"].trim().parse::<u32>().unwrap() >= 1, "{env:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert!(run["spikes"].as_array().is_some_and(|s| !s.is_empty()));
+    assert!(run["config"]["measured_ns"].as_u64().unwrap() < 15_000_000_000);
+}
