@@ -109,6 +109,8 @@ pub struct RunArgs {
     pub mode: crate::cli_modes::ModeArgs,
     #[command(flatten)]
     pub actions: crate::actions::ActionArgs,
+    #[command(flatten)]
+    pub ct: crate::cmd::cyclictest::RunFlags,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.

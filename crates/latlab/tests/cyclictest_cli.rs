@@ -356,7 +356,6 @@ fn bad_flags_exit_1_naming_them() {
             "-D1 -t 999",
             "-t 999: latlab measures with one thread per CPU",
         ),
-        ("-D1 --priospread -t", "--priospread: not supported"),
         ("-D1 --policy=idle", "--policy idle: not supported"),
         ("-D1 -i 5", "--interval 5us: below the 10us minimum"),
     ] {
@@ -369,4 +368,59 @@ fn bad_flags_exit_1_naming_them() {
         assert!(o.stdout.is_empty());
     }
     assert!(!t.path().join("r").exists());
+}
+
+/// `--priospread`: thread i runs at PRIO − i, on the machine (read back from the kernel while
+/// the run goes on), on the `T:` lines and in run.json.
+#[test]
+fn priospread_gives_each_thread_one_priority_less() {
+    let Some(_g) = privileged::guard("priospread_gives_each_thread_one_priority_less") else {
+        return;
+    };
+    let n = latlab_sys::rt::online_cpus().unwrap().len();
+    if n < 2 {
+        support::cannot_run("priospread", "needs 2 CPUs");
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let child = support::command()
+        .args(["cyclictest", "--results"])
+        .arg(t.path())
+        .args(["-t", "-p80", "--priospread", "-D3", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The measuring threads' priorities, as the kernel has them, once set.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen: Vec<(String, i32)> = Vec::new();
+    while std::time::Instant::now() < deadline {
+        seen.clear();
+        let tasks = format!("/proc/{}/task", child.id());
+        for e in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("latlab-cpu") {
+                let tid: i32 = e.file_name().to_string_lossy().parse().unwrap();
+                let mut p = libc::sched_param { sched_priority: 0 };
+                // SAFETY: a valid pointer; a thread that ended gives an error, skipped.
+                if unsafe { libc::sched_getparam(tid, &mut p) } == 0 {
+                    seen.push((comm.trim().to_string(), p.sched_priority));
+                }
+            }
+        }
+        seen.sort();
+        if seen.len() == n && seen.iter().all(|s| s.1 > 0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut prios: Vec<i32> = seen.iter().map(|s| s.1).collect();
+    prios.sort_unstable_by(|a, b| b.cmp(a));
+    let want: Vec<i32> = (0..n as i32).map(|i| 80 - i).collect();
+    assert_eq!(prios, want, "{seen:?}");
+    let so = stdout(&out);
+    assert!(so.contains(" P:80 ") && so.contains(" P:79 "), "{so}");
+    let run = read_json(&only_run_dir(t.path()).join("run.json"));
+    assert_eq!(run["cpus"][1]["thread"]["priority"], 79);
 }

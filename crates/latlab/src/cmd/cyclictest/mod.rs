@@ -21,6 +21,14 @@ mod parse;
 
 pub use parse::Opts;
 
+/// What `latlab cyclictest` gives `latlab run` beyond its documented flags (hidden).
+#[derive(Debug, clap::Args)]
+pub struct RunFlags {
+    /// Thread i at --priority − i (cyclictest's --priospread)
+    #[arg(long, hide = true)]
+    pub priospread: bool,
+}
+
 /// `latlab cyclictest`'s arguments: cyclictest's, taken raw (cyclictest's `-h` is its
 /// histogram, not help; `--help` prints this command's help).
 #[derive(Debug, clap::Args)]

@@ -168,7 +168,7 @@ pub fn finish(
                 s,
                 "T:{i:2} ({:5}) P:{:2} I:{} C:{cycles:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
                 out.tids.get(i).copied().unwrap_or(0),
-                o.priority,
+                o.thread_priority(i),
                 o.thread_interval_us(i),
                 min.map_or(NO_MIN, v),
                 v(act),

@@ -393,9 +393,6 @@ fn build(
     if o.policy == "other" {
         o.priority = 0;
     }
-    if o.priospread {
-        bail!("--priospread: not supported by latlab cyclictest (its threads all run at one priority, as cyclictest's do without it)");
-    }
     if o.duration.is_none() && o.loops.is_none() {
         bail!("no -D or -l: cyclictest would run until Ctrl-C, latlab runs for a set time; add -D 60 (seconds; or 10m, 2h, 1d) or -l LOOPS");
     }
@@ -406,6 +403,15 @@ fn build(
 }
 
 impl Opts {
+    /// Priority of thread `i` (`--priospread`: one less per thread).
+    pub fn thread_priority(&self, i: usize) -> u32 {
+        if self.priospread && self.priority > 0 {
+            self.priority.saturating_sub(i as u32).max(1)
+        } else {
+            self.priority
+        }
+    }
+
     /// Interval of thread `i`, µs.
     pub fn thread_interval_us(&self, i: usize) -> u64 {
         self.interval_us + i as u64 * self.distance_us
@@ -455,6 +461,9 @@ impl Opts {
         }
         if self.secaligned {
             v.push("--aligned".into());
+        }
+        if self.priospread {
+            v.push("--priospread".into());
         }
         for (flag, val) in [
             ("--results", &self.results),

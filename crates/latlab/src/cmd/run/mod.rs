@@ -231,6 +231,7 @@ pub fn run_with(a: RunArgs, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
             duration_ns: p.duration_ns,
             policy: p.policy,
             priority: p.priority,
+            priority_step: p.priority_step,
             aligned: a.aligned,
             layout: p.layout,
             spike_threshold_ns: p
