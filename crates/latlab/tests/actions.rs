@@ -252,3 +252,40 @@ fn real_run_actions_fire_on_an_injected_delay() {
     assert!(run["spikes"].as_array().is_some_and(|s| !s.is_empty()));
     assert!(run["config"]["measured_ns"].as_u64().unwrap() < 15_000_000_000);
 }
+
+/// `stop` in a sim run at full speed: the record's measured time is the simulated time the
+/// threads went through, not the duration asked for.
+#[test]
+fn stop_in_a_fast_sim_records_the_simulated_time() {
+    let t = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--cpus",
+            "0",
+            "-q",
+            "--format",
+            "json",
+        ])
+        .args([
+            "--duration",
+            "1d",
+            "--max-latency",
+            "50us",
+            "--on-threshold",
+            "stop",
+        ])
+        .arg("--results")
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let run = read_json(&only_run_dir(t.path()).join("run.json"));
+    let measured = run["config"]["measured_ns"].as_u64().unwrap();
+    let periods = run["cpus"][0]["histogram"]["count"].as_u64().unwrap()
+        + run["cpus"][0]["missed_periods"].as_u64().unwrap();
+    assert!(measured < 86_400_000_000_000, "{measured}");
+    assert_eq!(measured, periods * 1_000_000);
+}

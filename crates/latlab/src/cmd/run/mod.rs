@@ -368,12 +368,29 @@ pub fn run_with(a: RunArgs, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
         }
         collector_sleep(tracer.as_mut());
     }
-    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
-        p.duration_ns
-    } else {
-        (started.elapsed().as_nanos() as u64).min(p.duration_ns)
-    };
+    let wall_ns = started.elapsed().as_nanos() as u64;
     let results = engine.join();
+    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
+        if interrupted || stopped_by.is_some() || load_error.is_some() {
+            // Simulated time, not wall time: the periods each thread went through.
+            threads
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let periods = t.hist.totals().count + t.missed.load(Ordering::Relaxed);
+                    latlab_core::units::thread_interval(p.interval_ns, p.distance_ns, i)
+                        .unwrap_or(p.interval_ns)
+                        .saturating_mul(periods)
+                })
+                .max()
+                .unwrap_or(0)
+                .min(p.duration_ns)
+        } else {
+            p.duration_ns
+        }
+    } else {
+        wall_ns.min(p.duration_ns)
+    };
     if let Some(tr) = tracer.as_mut() {
         // The last marker may have stopped the armed instance after the last poll.
         tr.poll();
