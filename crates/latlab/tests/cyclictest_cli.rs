@@ -126,6 +126,18 @@ fn histogram_dump_matches_cyclictest_and_imports_back() {
     };
     same_layout("-t -p80 -D1 -q -h 40", "-t -p80 -D1 -q -h 40");
     same_layout("-t -p80 -D1 -q -H 40", "-t -p80 -D1 -q -H40");
+    // --histfile: the same dump in the file, nothing of it on stdout.
+    let t = tempfile::tempdir().unwrap();
+    let (rf, of) = (t.path().join("real.txt"), t.path().join("ours.txt"));
+    let r = real(&format!("-t -p80 -D1 -q -H 30 --histfile={}", rf.display()));
+    let o = ours(
+        &t.path().join("r"),
+        &format!("-t -p80 -D1 -q -H 30 --histfile={}", of.display()),
+    );
+    assert!(r.status.success() && o.status.success(), "{o:?}");
+    assert_eq!(shapes(&stdout(&o)), shapes(&stdout(&r)));
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(shapes(&read(&of)), shapes(&read(&rf)), "{}", read(&of));
     // Round trip: the importer reads the dump back, sample for sample.
     let t = tempfile::tempdir().unwrap();
     let o = ours(&t.path().join("r"), "-t -p80 -D1 -q -H 300");
