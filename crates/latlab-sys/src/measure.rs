@@ -25,6 +25,9 @@ pub struct Config {
     pub duration_ns: u64,
     pub policy: Policy,
     pub priority: u32,
+    /// Thread i runs at `priority − i × priority_step` (at least 1): cyclictest's
+    /// `--priospread` is 1.
+    pub priority_step: u32,
     pub aligned: bool,
     pub layout: Layout,
     /// Samples at or above this go to the spike ring (the collector's view of spikes).
@@ -245,7 +248,11 @@ impl Engine {
                 }
             }
             let (line_t, mode, backend) = (line.clone(), mode.clone(), cfg.backend);
-            let (policy, prio) = (cfg.policy, cfg.priority);
+            let prio = cfg
+                .priority
+                .saturating_sub((i as u32).saturating_mul(cfg.priority_step))
+                .max(1);
+            let policy = cfg.policy;
             let (spike_threshold, trace) = (cfg.spike_threshold_ns, cfg.trace.clone());
             let h = std::thread::Builder::new()
                 .name(format!("latlab-cpu{cpu}"))
@@ -424,6 +431,7 @@ mod tests {
             duration_ns: 50_000_000_000,
             policy: Policy::Other,
             priority: 0,
+            priority_step: 0,
             aligned: false,
             layout: Layout::default(),
             spike_threshold_ns: 1_000_000,
@@ -483,6 +491,7 @@ mod tests {
             duration_ns: 300_000_000,
             policy: Policy::Fifo,
             priority: 80,
+            priority_step: 0,
             aligned: false,
             layout: Layout::default(),
             spike_threshold_ns: u64::MAX,

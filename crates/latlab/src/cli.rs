@@ -51,6 +51,8 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Write a run's traces (spike windows, profile) for other tools: Perfetto
     Export(ExportArgs),
+    /// cyclictest's command line (-t -a -p -i -D -h -q -v --json= ...) on latlab's engine
+    Cyclictest(crate::cmd::cyclictest::CyclictestArgs),
 }
 
 /// Where runs are recorded (`run`, `import`, `scenario`).
@@ -227,6 +229,10 @@ pub struct RunArgs {
     pub mode: crate::cli_modes::ModeArgs,
     #[command(flatten)]
     pub record_db: RecordDb,
+    #[command(flatten)]
+    pub actions: crate::actions::ActionArgs,
+    #[command(flatten)]
+    pub ct: crate::cmd::cyclictest::RunFlags,
 }
 
 /// Flags added by later parts (loads, trace); each documented in README.md.

@@ -275,7 +275,17 @@ impl Session {
 
     /// Stop the loads (their records join the record), write the final record, restore the
     /// machine, and print the summary in `format`; the model for the caller's verdict.
-    pub fn finish(mut self, mut record: RunRecord, format: RunFormat) -> anyhow::Result<RunModel> {
+    pub fn finish(self, record: RunRecord, format: RunFormat) -> anyhow::Result<RunModel> {
+        self.finish_with(record, Some(format))
+    }
+
+    /// [`Session::finish`], printing no summary when `format` is None (a front end prints
+    /// its own).
+    pub fn finish_with(
+        mut self,
+        mut record: RunRecord,
+        format: Option<RunFormat>,
+    ) -> anyhow::Result<RunModel> {
         if self.loads.is_some() {
             let (loads, activity) = self.stop_loads();
             record.loads = loads;
@@ -293,12 +303,13 @@ impl Session {
         }
         let model = RunModel::new(record)?;
         let out = match format {
-            RunFormat::Text => {
+            None => return Ok(model),
+            Some(RunFormat::Text) => {
                 let mut s = latlab_report::render(&model, latlab_report::Format::Text);
                 s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
                 s
             }
-            RunFormat::Json => {
+            Some(RunFormat::Json) => {
                 if !quiet {
                     eprintln!("results: {}", dir.display());
                 }

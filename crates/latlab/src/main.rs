@@ -9,6 +9,7 @@ use clap::Parser;
 #[macro_use]
 mod stdout;
 
+mod actions;
 mod args;
 mod cli;
 mod cli_modes;

@@ -13,9 +13,10 @@ pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;
+pub mod cyclictest;
 pub mod db;
-pub mod history;
 pub mod export;
+pub mod history;
 pub mod import;
 pub mod loads;
 pub mod profile;
@@ -39,5 +40,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Db(a) => db::db(a),
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
+        Command::Cyclictest(a) => cyclictest::cyclictest(a),
     }
 }

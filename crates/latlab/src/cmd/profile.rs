@@ -40,7 +40,7 @@ pub fn profile(a: ProfileArgs) -> anyhow::Result<ExitCode> {
         buffer_kb: a.profile_buffer.0.div_ceil(1024).max(64),
         duration_ns: a.run.duration.0,
     };
-    crate::cmd::run::run_with(a.run, Some(opts))
+    crate::cmd::run::run_with(a.run, Some(opts), &mut crate::cmd::run::NoHooks).map(|o| o.code)
 }
 
 pub struct ProfileOpts {

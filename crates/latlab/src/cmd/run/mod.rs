@@ -78,6 +78,7 @@ impl Live {
 fn probe(
     a: &RunArgs,
     p: &Plan,
+    dma_us: i32,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Option<rt::DmaLatency>> {
     if a.backend != Backend::Real {
@@ -106,31 +107,70 @@ fn probe(
             "mlockall failed ({e}): page faults may add latency"
         ));
     }
-    Ok(match rt::DmaLatency::hold(0) {
+    Ok(match rt::DmaLatency::hold(dma_us) {
         Ok(d) => Some(d),
         Err(e) => {
             warnings.push(format!(
-                "cannot hold /dev/cpu_dma_latency at 0 ({e}): deep C-states may add exit latency"
+                "cannot hold /dev/cpu_dma_latency at {dma_us} ({e}): deep C-states may add exit latency"
             ));
             None
         }
     })
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    run_with(a, None)
+/// What another front end (`latlab cyclictest`) adds to a run: its own view of the samples
+/// and its own output. Called on the collector thread only.
+pub trait Hooks {
+    /// Samples at or above this reach [`Hooks::on_events`] (0: every sample).
+    fn event_threshold_ns(&self) -> u64 {
+        u64::MAX
+    }
+    /// The value `/dev/cpu_dma_latency` is held at (µs).
+    fn dma_latency_us(&self) -> i32 {
+        0
+    }
+    /// Measuring has started at `t0_ns` (CLOCK_MONOTONIC); `dma` is the value held, if any.
+    fn on_start(&mut self, _t0_ns: u64, _dma: Option<i32>) {}
+    /// Samples drained from the threads (in CPU order, each CPU's in time order).
+    fn on_events(&mut self, _events: &[SpikeEvent]) {}
+    /// The run prints latlab's summary on stdout (otherwise the hooks print their own).
+    fn summary(&self) -> bool {
+        true
+    }
 }
 
-/// `latlab run`, and with `profile` `latlab profile` (the profile recorded over the same
-/// seconds as the measurement: started after the recorder, stopped after the threads).
+/// No hooks: `latlab run` itself.
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+/// How a run ended, for a front end's own output.
+pub struct Outcome {
+    pub code: ExitCode,
+    pub model: latlab_core::model::RunModel,
+    /// Per thread (in CPU order): its tid and its last sample.
+    pub tids: Vec<i64>,
+    pub last_ns: Vec<u64>,
+    /// The sample that fired `--on-threshold stop`.
+    pub stopped_by: Option<crate::actions::Firing>,
+}
+
+pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    run_with(a, None, &mut NoHooks).map(|o| o.code)
+}
+
+/// `latlab run`; with `profile`, `latlab profile` (the profile recorded over the same seconds
+/// as the measurement: started after the recorder, stopped after the threads); `hooks`: what
+/// `latlab cyclictest` prints along the way.
 pub fn run_with(
     a: RunArgs,
     profile: Option<crate::cmd::profile::ProfileOpts>,
-) -> anyhow::Result<ExitCode> {
+    hooks: &mut dyn Hooks,
+) -> anyhow::Result<Outcome> {
     // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
     // an error now), before anything is changed.
     let mut p = plan::plan(&a)?;
     let mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
+    crate::actions::check(&a.actions, p.max_latency_ns, p.trace_threshold_ns)?;
     let loads = if a.loads.is_empty() {
         None
     } else {
@@ -138,7 +178,8 @@ pub fn run_with(
         Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
     };
     let mut probe_warnings = Vec::new();
-    let _dma = probe(&a, &p, &mut probe_warnings)?;
+    let dma_us = hooks.dma_latency_us();
+    let _dma = probe(&a, &p, dma_us, &mut probe_warnings)?;
 
     let need = rundir::estimate_run_bytes(
         p.cpus.len(),
@@ -206,12 +247,14 @@ pub fn run_with(
             duration_ns: p.duration_ns,
             policy: p.policy,
             priority: p.priority,
+            priority_step: p.priority_step,
             aligned: a.aligned,
             layout: p.layout,
             spike_threshold_ns: p
                 .trace_threshold_ns
                 .unwrap_or(u64::MAX)
-                .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1)),
+                .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1))
+                .min(hooks.event_threshold_ns()),
             trace,
             backend: match a.backend {
                 Backend::Real => measure::Backend::Real,
@@ -226,7 +269,15 @@ pub fn run_with(
     // The record's start is the measurement's, after the warm-up.
     s.started_at = rundir::utc_now().0;
     let started = Instant::now();
+    hooks.on_start(engine.t0_ns, _dma.as_ref().map(|_| dma_us));
     let threads = engine.threads.clone();
+    let mut on_threshold = crate::actions::Runner::new(
+        &a.actions.on_threshold,
+        "--on-threshold",
+        a.actions.action_timeout.0,
+        &dir,
+    );
+    let mut stopped_by: Option<crate::actions::Firing> = None;
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
     let mut live = Live {
         enabled: !a.quiet && std::io::stdout().is_terminal(),
@@ -252,7 +303,48 @@ pub fn run_with(
         for t in &threads {
             t.drain_spikes(&mut events);
         }
-        trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
+        // Actions fire before the recorder takes the spikes (copying a window takes a while,
+        // and `stop` must not wait for it), except when a `trace` action must find its window
+        // saved before the actions after it run.
+        let trace_first = on_threshold.traces();
+        if trace_first {
+            trace_spikes(
+                tracer.as_mut(),
+                p.trace_threshold_ns,
+                &mut events,
+                &dir,
+                &mut spikes,
+            );
+        }
+        hooks.on_events(&events);
+        if let (Some(max), None) = (p.max_latency_ns, stopped_by) {
+            if let Some(e) = events.iter().find(|e| e.latency_ns > max) {
+                let f = crate::actions::Firing {
+                    cpu: e.cpu,
+                    latency_ns: e.latency_ns,
+                };
+                on_threshold.fire(f, &mut s.warnings);
+                if let Some(f) = on_threshold.stop {
+                    stopped_by = Some(f);
+                    engine.stop.store(true, Ordering::Release);
+                }
+            }
+        }
+        if !trace_first {
+            trace_spikes(
+                tracer.as_mut(),
+                p.trace_threshold_ns,
+                &mut events,
+                &dir,
+                &mut spikes,
+            );
+        }
+        events.clear();
+        on_threshold.poll(&mut s.warnings);
+        if let (Some(f), None) = (on_threshold.stop, stopped_by) {
+            stopped_by = Some(f);
+            engine.stop.store(true, Ordering::Release);
+        }
         if let Some(tr) = tracer.as_mut() {
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
             tr.reap(drained_at);
@@ -292,12 +384,29 @@ pub fn run_with(
         }
         collector_sleep(tracer.as_mut());
     }
-    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
-        p.duration_ns
-    } else {
-        (started.elapsed().as_nanos() as u64).min(p.duration_ns)
-    };
+    let wall_ns = started.elapsed().as_nanos() as u64;
     let results = engine.join();
+    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
+        if interrupted || stopped_by.is_some() || load_error.is_some() {
+            // Simulated time, not wall time: the periods each thread went through.
+            threads
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let periods = t.hist.totals().count + t.missed.load(Ordering::Relaxed);
+                    latlab_core::units::thread_interval(p.interval_ns, p.distance_ns, i)
+                        .unwrap_or(p.interval_ns)
+                        .saturating_mul(periods)
+                })
+                .max()
+                .unwrap_or(0)
+                .min(p.duration_ns)
+        } else {
+            p.duration_ns
+        }
+    } else {
+        wall_ns.min(p.duration_ns)
+    };
     if let Some(tr) = tracer.as_mut() {
         // The last marker may have stopped the armed instance after the last poll.
         tr.poll();
@@ -305,7 +414,37 @@ pub fn run_with(
     for t in &threads {
         t.drain_spikes(&mut events);
     }
-    trace_spikes(tracer.as_mut(), &mut events, &dir, &mut spikes);
+    trace_spikes(
+        tracer.as_mut(),
+        p.trace_threshold_ns,
+        &mut events,
+        &dir,
+        &mut spikes,
+    );
+    hooks.on_events(&events);
+    // A crossing in the last tick fires too (a `stop` then has nothing left to end).
+    if let (Some(max), None) = (p.max_latency_ns, stopped_by) {
+        if let Some(e) = events.iter().find(|e| e.latency_ns > max) {
+            let f = crate::actions::Firing {
+                cpu: e.cpu,
+                latency_ns: e.latency_ns,
+            };
+            on_threshold.fire(f, &mut s.warnings);
+        }
+    }
+    events.clear();
+    // The firing in progress ends before the record is written (its warnings go in it).
+    on_threshold.wait(&mut s.warnings);
+    s.warnings.extend(on_threshold.summary());
+    if let Some(e) = &stopped_by {
+        s.warnings.push(format!(
+            "--on-threshold stop: the run was ended after {} of {}, by a sample of {} on CPU {}",
+            format_duration(measured_ns / 1_000_000 * 1_000_000),
+            format_duration(p.duration_ns),
+            Human(e.latency_ns),
+            e.cpu
+        ));
+    }
     for (t, secs) in threads.iter().zip(seconds.iter_mut()) {
         t.drain_seconds(secs);
         let dropped = t.dropped_spikes();
@@ -316,7 +455,7 @@ pub fn run_with(
             ));
         }
     }
-    if interrupted {
+    if interrupted && stopped_by.is_none() {
         s.warnings.push(format!(
             "the run was interrupted after {} of {}",
             format_duration(measured_ns / 1_000_000_000 * 1_000_000_000),
@@ -341,7 +480,37 @@ pub fn run_with(
     if let Some(e) = load_error {
         return Err(s.abandon(record, e));
     }
-    let model = s.finish(record, a.format)?;
+    let tids: Vec<i64> = threads
+        .iter()
+        .map(|t| results.iter().find(|r| r.cpu == t.cpu).map_or(0, |r| r.tid))
+        .collect();
+    let last_ns: Vec<u64> = threads
+        .iter()
+        .map(|t| t.last_ns.load(Ordering::Relaxed))
+        .collect();
+    let model = s.finish_with(record, hooks.summary().then_some(a.format))?;
+    if !a.actions.on_end.is_empty() {
+        // After the record is written: the actions may read the run directory.
+        let (cpu, latency_ns) = model
+            .cpus
+            .iter()
+            .filter_map(|c| Some((c.cpu, c.hist.max()?)))
+            .max_by_key(|&(_, m)| m)
+            .unwrap_or((0, 0));
+        let mut end = crate::actions::Runner::new(
+            &a.actions.on_end,
+            "--on-end",
+            a.actions.action_timeout.0,
+            &dir,
+        );
+        let mut warnings = Vec::new();
+        end.fire(crate::actions::Firing { cpu, latency_ns }, &mut warnings);
+        end.wait(&mut warnings);
+        for w in warnings {
+            eprintln!("latlab: warning: {w}");
+        }
+    }
+    let mut code = ExitCode::SUCCESS;
     if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
         if max > limit {
             eprintln!(
@@ -349,10 +518,16 @@ pub fn run_with(
                 Human(max),
                 Human(limit)
             );
-            return Ok(ExitCode::from(2));
+            code = ExitCode::from(2);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Outcome {
+        code,
+        model,
+        tids,
+        last_ns,
+        stopped_by,
+    })
 }
 
 /// Wait one collector tick; with a recorder, in short slices: each slice re-arms the recorder
@@ -377,10 +552,12 @@ fn collector_sleep(tracer: Option<&mut crate::trace_session::TraceSession>) {
     }
 }
 
-/// Hand the drained spikes to the recorder (if tracing); keep the ones it traced.
+/// Hand the drained spikes at or above the trace threshold to the recorder (if tracing);
+/// keep the ones it traced. The events stay (a front end's hooks and the actions see them).
 fn trace_spikes(
     tracer: Option<&mut crate::trace_session::TraceSession>,
-    events: &mut Vec<SpikeEvent>,
+    threshold_ns: Option<u64>,
+    events: &mut [SpikeEvent],
     dir: &std::path::Path,
     spikes: &mut Vec<SpikeRecord>,
 ) {
@@ -388,7 +565,8 @@ fn trace_spikes(
         // In the order the markers were written (the rings are drained CPU by CPU): each
         // marked spike claims the oldest stopped recorder instance.
         events.sort_by_key(|e| e.actual_ns);
-        for e in events.iter() {
+        let threshold = threshold_ns.unwrap_or(u64::MAX);
+        for e in events.iter().filter(|e| e.latency_ns >= threshold) {
             spikes.extend(tr.on_spike(
                 e.cpu,
                 e.intended_ns,
@@ -399,5 +577,4 @@ fn trace_spikes(
             ));
         }
     }
-    events.clear();
 }

@@ -24,6 +24,8 @@ pub struct Plan {
     pub cpus: Vec<u32>,
     pub policy: Policy,
     pub priority: u32,
+    /// Thread i's priority is `priority − i × priority_step` (cyclictest's `--priospread`).
+    pub priority_step: u32,
     pub trace_threshold_ns: Option<Nanos>,
     pub max_latency_ns: Option<Nanos>,
     /// The flight recorder's options, with `--trace-threshold`.
@@ -134,6 +136,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             latlab_core::record::MAX_BUCKETS
         );
     }
+    let priority_step = u32::from(a.ct.priospread && policy.is_rt());
+    if priority_step > 0 && (a.priority as usize) <= last {
+        bail!(
+            "--priospread: {} threads from priority {} would go below 1; use a higher --priority",
+            cpus.len(),
+            a.priority
+        );
+    }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
     let max_latency_ns = a.max_latency.map(|t| t.0);
     let buffer = a.ext.trace_buffer.0;
@@ -161,6 +171,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         cpus,
         policy,
         priority: if policy.is_rt() { a.priority } else { 0 },
+        priority_step,
         trace_threshold_ns,
         max_latency_ns,
         trace,

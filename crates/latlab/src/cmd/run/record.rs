@@ -89,7 +89,7 @@ pub(super) fn build_record(
                 thread: ThreadInfo {
                     tid: res.map(|r| r.tid),
                     policy: Some(p.policy.as_str().into()),
-                    priority: Some(p.priority),
+                    priority: Some(p.priority.saturating_sub(i as u32 * p.priority_step)),
                     interval_ns: latlab_core::units::thread_interval(
                         p.interval_ns,
                         p.distance_ns,

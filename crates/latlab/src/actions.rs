@@ -1,0 +1,405 @@
+//! rtla's actions: `--on-threshold ACTION` (repeatable), fired when a sample exceeds
+//! `--max-latency`, and `--on-end ACTION`, fired once the run has ended.
+//!
+//! ```text
+//! trace                               the recorder's window of the spike is saved (needs --trace-threshold)
+//! signal,num=N,pid=PID|parent         kill(2) a process
+//! shell,command=CMD                   sh -c CMD, with LATLAB_CPU, LATLAB_LATENCY_NS, LATLAB_RUN_DIR
+//! stop                                end the run now (exit 2)
+//! continue                            keep measuring (the default)
+//! ```
+//!
+//! Actions run from the collector thread, never on a measuring thread, one at a time and in
+//! the order given. A shell command runs in its own process group with stdout sent to stderr
+//! (stdout is latlab's); the collector does not wait for it but polls it each tick, so the
+//! measurement's bookkeeping goes on; one that outlives `--action-timeout` is killed (the whole
+//! group) and reported as a warning in run.json. Threshold crossings while a firing's actions
+//! still run are counted, not queued.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+/// One action, parsed from its command-line string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Trace,
+    Signal { num: i32, pid: Target },
+    Shell { command: String },
+    Stop,
+    Continue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Pid(i32),
+    Parent,
+}
+
+/// The action flags of `latlab run`.
+#[derive(Debug, Args)]
+pub struct ActionArgs {
+    /// Action when a sample exceeds --max-latency (repeatable, run in order): trace,
+    /// signal,num=N,pid=PID|parent, shell,command=CMD, stop, continue (the default)
+    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+    pub on_threshold: Vec<Action>,
+    /// Action when the run has ended (repeatable): signal,num=N,pid=PID|parent or shell,command=CMD
+    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+    pub on_end: Vec<Action>,
+    /// A shell action still running after this long is killed (and reported)
+    #[arg(long, default_value = "10s", value_name = "D")]
+    pub action_timeout: crate::args::Duration,
+}
+
+/// Parse `name[,key=value...]`. `command=` takes the rest of the string (commas included).
+pub fn parse_action(s: &str) -> Result<Action, String> {
+    let (name, rest) = match s.split_once(',') {
+        Some((n, r)) => (n.trim(), Some(r)),
+        None => (s.trim(), None),
+    };
+    let no_args = |a: Action| match rest {
+        Some(r) => Err(format!(
+            "'{s}': {name} takes no arguments, but ',{r}' follows; give it alone"
+        )),
+        None => Ok(a),
+    };
+    match name {
+        "trace" => no_args(Action::Trace),
+        "stop" => no_args(Action::Stop),
+        "continue" => no_args(Action::Continue),
+        "shell" => {
+            let r = rest.unwrap_or("");
+            let Some(cmd) = r.strip_prefix("command=") else {
+                return Err(format!(
+                    "'{s}': shell needs command=CMD (e.g. shell,command=echo spike)"
+                ));
+            };
+            if cmd.trim().is_empty() {
+                return Err(format!("'{s}': command= is empty; give a shell command"));
+            }
+            Ok(Action::Shell {
+                command: cmd.to_string(),
+            })
+        }
+        "signal" => {
+            let (mut num, mut pid) = (None, None);
+            for part in rest.unwrap_or("").split(',').filter(|p| !p.is_empty()) {
+                let Some((k, v)) = part.split_once('=') else {
+                    return Err(format!("'{s}': '{part}' is not key=value (num=N or pid=PID|parent)"));
+                };
+                match k.trim() {
+                    "num" => {
+                        let n: i32 = v.trim().parse().ok().filter(|n| (1..=64).contains(n)).ok_or_else(
+                            || format!("'{s}': num={v} is not a signal number (1-64, e.g. num=10 for SIGUSR1)"),
+                        )?;
+                        num = Some(n);
+                    }
+                    "pid" => {
+                        let v = v.trim();
+                        pid = Some(if v == "parent" {
+                            Target::Parent
+                        } else {
+                            Target::Pid(v.parse().ok().filter(|p| *p > 0).ok_or_else(|| {
+                                format!("'{s}': pid={v} is not a process id (a number above 0, or parent)")
+                            })?)
+                        });
+                    }
+                    other => {
+                        return Err(format!(
+                            "'{s}': unknown key '{other}' (signal takes num=N and pid=PID|parent)"
+                        ))
+                    }
+                }
+            }
+            match (num, pid) {
+                (Some(num), Some(pid)) => Ok(Action::Signal { num, pid }),
+                (None, _) => Err(format!("'{s}': signal needs num=N (e.g. signal,num=10,pid=parent)")),
+                (_, None) => Err(format!("'{s}': signal needs pid=PID or pid=parent")),
+            }
+        }
+        "" => Err(format!("'{s}': empty action; give trace, signal,..., shell,command=..., stop or continue")),
+        other => Err(format!(
+            "'{s}': unknown action '{other}'; use trace, signal,num=N,pid=PID|parent, shell,command=CMD, stop or continue"
+        )),
+    }
+}
+
+/// Check the actions against the rest of the run's flags (before anything is changed).
+pub fn check(
+    a: &ActionArgs,
+    max_latency_ns: Option<u64>,
+    trace_threshold_ns: Option<u64>,
+) -> anyhow::Result<()> {
+    if !a.on_threshold.is_empty() {
+        let Some(max) = max_latency_ns else {
+            anyhow::bail!("--on-threshold: fires when a sample exceeds --max-latency; give --max-latency (e.g. --max-latency 200us)");
+        };
+        if a.on_threshold.contains(&Action::Trace) {
+            match trace_threshold_ns {
+                None => anyhow::bail!("--on-threshold trace: saves the flight recorder's window, which needs --trace-threshold (at or below --max-latency)"),
+                Some(t) if t > max => anyhow::bail!(
+                    "--on-threshold trace: --trace-threshold is above --max-latency, so the spike that fires the action would not be traced; use a --trace-threshold at or below --max-latency"
+                ),
+                _ => {}
+            }
+        }
+    }
+    for act in &a.on_end {
+        if matches!(act, Action::Trace | Action::Stop | Action::Continue) {
+            anyhow::bail!(
+                "--on-end {}: not an action at the end of a run (the run has ended); use signal,... or shell,command=...",
+                match act {
+                    Action::Trace => "trace",
+                    Action::Stop => "stop",
+                    _ => "continue",
+                }
+            );
+        }
+    }
+    if a.action_timeout.0 == 0 {
+        anyhow::bail!("--action-timeout: must be more than 0 (e.g. 10s)");
+    }
+    Ok(())
+}
+
+/// What fired an action: the sample's CPU and latency.
+#[derive(Debug, Clone, Copy)]
+pub struct Firing {
+    pub cpu: u32,
+    pub latency_ns: u64,
+}
+
+/// Runs the actions of one list, one at a time, from the collector.
+pub struct Runner {
+    actions: Vec<Action>,
+    /// `--on-threshold` or `--on-end`, for messages.
+    flag: &'static str,
+    timeout: Duration,
+    run_dir: PathBuf,
+    /// The firing in progress and the index of its next action.
+    current: Option<(Firing, usize)>,
+    child: Option<(Child, Instant, String)>,
+    pub fired: u64,
+    pub skipped: u64,
+    /// A `stop` action ran, for this firing.
+    pub stop: Option<Firing>,
+}
+
+impl Runner {
+    pub fn new(actions: &[Action], flag: &'static str, timeout_ns: u64, run_dir: &Path) -> Runner {
+        Runner {
+            actions: actions.to_vec(),
+            flag,
+            timeout: Duration::from_nanos(timeout_ns),
+            run_dir: std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf()),
+            current: None,
+            child: None,
+            fired: 0,
+            skipped: 0,
+            stop: None,
+        }
+    }
+
+    /// The list has a `trace` action.
+    pub fn traces(&self) -> bool {
+        self.actions.contains(&Action::Trace)
+    }
+
+    pub fn busy(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// A sample exceeded the limit: start the actions, or count it when they still run.
+    pub fn fire(&mut self, f: Firing, warnings: &mut Vec<String>) {
+        if self.actions.is_empty() {
+            return;
+        }
+        if self.busy() {
+            self.skipped += 1;
+            return;
+        }
+        self.fired += 1;
+        self.current = Some((f, 0));
+        self.poll(warnings);
+    }
+
+    /// Advance: reap or time out a running shell, then run the next actions until one must
+    /// be waited for. Never blocks.
+    pub fn poll(&mut self, warnings: &mut Vec<String>) {
+        if let Some((child, started, cmd)) = self.child.as_mut() {
+            match child.try_wait() {
+                Ok(Some(st)) => {
+                    if !st.success() {
+                        warnings.push(format!(
+                            "{} shell,command={cmd}: exited with {st}",
+                            self.flag
+                        ));
+                    }
+                    self.child = None;
+                }
+                Ok(None) if started.elapsed() >= self.timeout => {
+                    kill_group(child);
+                    warnings.push(format!(
+                        "{} shell,command={cmd}: still running after --action-timeout {}; killed",
+                        self.flag,
+                        latlab_core::units::format_duration(self.timeout.as_nanos() as u64)
+                    ));
+                    self.child = None;
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    warnings.push(format!(
+                        "{} shell,command={cmd}: cannot wait for it: {e}",
+                        self.flag
+                    ));
+                    kill_group(child);
+                    self.child = None;
+                }
+            }
+        }
+        while let Some((f, i)) = self.current {
+            let Some(act) = self.actions.get(i).cloned() else {
+                self.current = None;
+                break;
+            };
+            self.current = Some((f, i + 1));
+            match act {
+                Action::Continue => {}
+                // The recorder saves the window of every spike at or above --trace-threshold
+                // (checked at or below --max-latency): the spike that fired is already being
+                // saved by the collector, before the actions run.
+                Action::Trace => {}
+                Action::Stop => self.stop = Some(f),
+                Action::Signal { num, pid } => {
+                    let pid = match pid {
+                        Target::Pid(p) => p,
+                        // SAFETY: getppid has no preconditions.
+                        Target::Parent => unsafe { libc::getppid() },
+                    };
+                    // SAFETY: plain syscall.
+                    if unsafe { libc::kill(pid, num) } != 0 {
+                        warnings.push(format!(
+                            "{} signal,num={num},pid={pid}: {}",
+                            self.flag,
+                            std::io::Error::last_os_error()
+                        ));
+                    }
+                }
+                Action::Shell { command } => {
+                    use std::os::unix::process::CommandExt;
+                    // stdout is latlab's (a summary, JSON): the command's goes to stderr.
+                    let out = match std::io::stderr().as_fd_stdio() {
+                        Some(s) => s,
+                        None => Stdio::null(),
+                    };
+                    let spawned = Command::new("/bin/sh")
+                        .arg("-c")
+                        .arg(&command)
+                        .env("LATLAB_CPU", f.cpu.to_string())
+                        .env("LATLAB_LATENCY_NS", f.latency_ns.to_string())
+                        .env("LATLAB_RUN_DIR", &self.run_dir)
+                        .stdin(Stdio::null())
+                        .stdout(out)
+                        .process_group(0)
+                        .spawn();
+                    match spawned {
+                        Ok(c) => {
+                            self.child = Some((c, Instant::now(), command));
+                            return;
+                        }
+                        Err(e) => warnings.push(format!(
+                            "{} shell,command={command}: cannot start /bin/sh: {e}",
+                            self.flag
+                        )),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Wait (polling) until the firing in progress is done, at most the timeout per shell.
+    pub fn wait(&mut self, warnings: &mut Vec<String>) {
+        while self.busy() {
+            self.poll(warnings);
+            if self.busy() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// The summary of this list's firings, for the record (None when nothing was skipped).
+    pub fn summary(&self) -> Option<String> {
+        (self.skipped > 0).then(|| {
+            format!(
+                "{}: the actions ran {} times; {} further samples over --max-latency came while they were running and fired nothing",
+                self.flag, self.fired, self.skipped
+            )
+        })
+    }
+}
+
+impl Drop for Runner {
+    /// An early end (an error, a panic) leaves no shell behind.
+    fn drop(&mut self) {
+        if let Some((child, _, _)) = self.child.as_mut() {
+            kill_group(child);
+        }
+    }
+}
+
+fn kill_group(child: &mut Child) {
+    // SAFETY: plain syscall; the child leads its own process group (process_group(0)).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+trait AsFdStdio {
+    fn as_fd_stdio(&self) -> Option<Stdio>;
+}
+
+impl AsFdStdio for std::io::Stderr {
+    fn as_fd_stdio(&self) -> Option<Stdio> {
+        use std::os::fd::AsFd;
+        self.as_fd().try_clone_to_owned().ok().map(Stdio::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_parse_and_errors_name_the_part() {
+        assert_eq!(parse_action("stop"), Ok(Action::Stop));
+        assert_eq!(
+            parse_action("signal,num=10,pid=parent"),
+            Ok(Action::Signal {
+                num: 10,
+                pid: Target::Parent
+            })
+        );
+        assert_eq!(
+            parse_action("shell,command=echo a,b"),
+            Ok(Action::Shell {
+                command: "echo a,b".into()
+            })
+        );
+        assert!(parse_action("signal,num=x,pid=1")
+            .unwrap_err()
+            .contains("num=x"));
+        assert!(parse_action("signal,num=10").unwrap_err().contains("pid="));
+        assert!(parse_action("signal,num=10,pid=-3")
+            .unwrap_err()
+            .contains("pid=-3"));
+        assert!(parse_action("signal,num=10,pid=1,x=2")
+            .unwrap_err()
+            .contains("'x'"));
+        assert!(parse_action("shell,cmd=ls")
+            .unwrap_err()
+            .contains("command="));
+        assert!(parse_action("stop,now").unwrap_err().contains(",now"));
+        assert!(parse_action("reboot").unwrap_err().contains("'reboot'"));
+    }
+}

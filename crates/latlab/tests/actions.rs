@@ -1,0 +1,291 @@
+//! rtla's actions on `latlab run` (sim backend, at wall-clock pace): `--on-threshold` fires
+//! when a sample exceeds `--max-latency` (the sim's spikes go far above 50 µs), `--on-end`
+//! once the run is written; a hanging shell is killed; malformed actions are usage errors.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod support;
+use support::{latlab, only_run_dir, read_json};
+
+/// A sim run at wall-clock pace on CPUs 0-1 with `--max-latency 50us`.
+fn sim(results: &Path, duration: &str, extra: &[&str]) -> std::process::Output {
+    latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--sim-realtime",
+            "--cpus",
+            "0-1",
+            "--max-latency",
+            "50us",
+            "-q",
+            "--format",
+            "json",
+            "--duration",
+            duration,
+            "--results",
+        ])
+        .arg(results)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn env_file(p: &Path) -> std::collections::HashMap<String, String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn shell_action_sees_the_sample_and_the_run_dir() {
+    let t = tempfile::tempdir().unwrap();
+    let envf = t.path().join("env.txt");
+    let cmd = format!(
+        "shell,command=env | grep ^LATLAB_ > {} ; echo done >> {}",
+        envf.display(),
+        envf.display()
+    );
+    let out = sim(&t.path().join("r"), "1s", &["--on-threshold", &cmd]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let env = env_file(&envf);
+    let dir = only_run_dir(&t.path().join("r"));
+    assert_eq!(
+        Path::new(&env["LATLAB_RUN_DIR"]),
+        std::path::absolute(&dir).unwrap()
+    );
+    let cpu: u32 = env["LATLAB_CPU"].parse().unwrap();
+    assert!(cpu <= 1, "{env:?}");
+    let lat: u64 = env["LATLAB_LATENCY_NS"].parse().unwrap();
+    let run = read_json(&dir.join("run.json"));
+    let max = run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == cpu)
+        .unwrap()["histogram"]["max_ns"]
+        .as_u64()
+        .unwrap();
+    assert!(lat > 50_000 && lat <= max, "{lat} vs max {max}");
+}
+
+#[test]
+fn signal_action_reaches_a_process() {
+    let t = tempfile::tempdir().unwrap();
+    let got = t.path().join("got");
+    // A child that records SIGUSR1 and exits; without the signal it would run 30 s.
+    let mut child = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "trap 'echo usr1 > {}; exit 0' USR1; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 7",
+            got.display()
+        ))
+        .spawn()
+        .unwrap();
+    let action = format!("signal,num=10,pid={}", child.id());
+    let out = sim(&t.path().join("r"), "1s", &["--on-threshold", &action]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "the child did not get SIGUSR1");
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), "usr1\n");
+}
+
+#[test]
+fn stop_action_ends_the_run_early_with_exit_2() {
+    let t = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let out = sim(&t.path().join("r"), "20s", &["--on-threshold", "stop"]);
+    let elapsed = t0.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert_eq!(run["complete"], true);
+    let measured = run["config"]["measured_ns"].as_u64().unwrap();
+    assert!(measured < 10_000_000_000, "{measured}");
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("--on-threshold stop: the run was ended after"),
+        "{w}"
+    );
+}
+
+#[test]
+fn hanging_shell_is_killed_and_the_run_goes_on() {
+    let t = tempfile::tempdir().unwrap();
+    let pidf = t.path().join("pid");
+    let cmd = format!("shell,command=echo $$ > {}; exec sleep 300", pidf.display());
+    let t0 = Instant::now();
+    let out = sim(
+        &t.path().join("r"),
+        "3s",
+        &["--action-timeout", "1s", "--on-threshold", &cmd],
+    );
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert_eq!(run["complete"], true);
+    // The run went on to its end.
+    assert_eq!(run["config"]["measured_ns"].as_u64(), Some(3_000_000_000));
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("still running after --action-timeout 1s; killed"),
+        "{w}"
+    );
+    let pid = std::fs::read_to_string(&pidf).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the hanging command {pid} is still there"
+    );
+}
+
+#[test]
+fn on_end_runs_once_after_the_record_is_written() {
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("end");
+    let cmd = format!(
+        "shell,command=test -f \"$LATLAB_RUN_DIR/run.json\" && echo \"$LATLAB_LATENCY_NS\" >> {}",
+        f.display()
+    );
+    let out = sim(&t.path().join("r"), "1s", &["--on-end", &cmd]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let lines: Vec<u64> = std::fs::read_to_string(&f)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    // Once, with the run's maximum.
+    assert_eq!(lines, vec![run["total"]["max_ns"].as_u64().unwrap()]);
+}
+
+#[test]
+fn malformed_actions_exit_1_naming_the_part() {
+    let t = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (vec!["--on-threshold", "signal,num=x,pid=1"], "num=x"),
+        (vec!["--on-threshold", "signal,num=10"], "pid="),
+        (vec!["--on-threshold", "shell,cmd=ls"], "command="),
+        (vec!["--on-threshold", "explode"], "'explode'"),
+        (vec!["--on-threshold", "trace"], "--trace-threshold"),
+        (vec!["--on-end", "stop"], "--on-end stop"),
+    ] {
+        let out = sim(&t.path().join("r"), "1s", &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("latlab: error: "), "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // Without --max-latency nothing could fire.
+    let out = latlab()
+        .args(["run", "--backend", "sim", "--on-threshold", "stop"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give --max-latency"));
+    assert!(
+        !t.path().join("r").exists(),
+        "nothing is written on bad input"
+    );
+}
+
+/// A real run with a ground-truth injector: a FIFO 99 thread on the measured CPU spins 3 ms
+/// every 300 ms, so latlab's FIFO 80 sleeper there wakes ≥ 1.5 ms late. The actions run in
+/// order: `trace` (the recorder's window is saved before the next action), `shell` (which
+/// sees it and the sample), `stop` (the run ends early, exit 2).
+#[test]
+fn real_run_actions_fire_on_an_injected_delay() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(_g) = support::privileged::guard("real_run_actions_fire_on_an_injected_delay") else {
+        return;
+    };
+    let cpus = latlab_sys::rt::online_cpus().unwrap();
+    let cpu = *cpus.last().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let injector = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            latlab_sys::rt::pin_to_cpu(cpu).unwrap();
+            latlab_sys::rt::set_policy(latlab_sys::rt::Policy::Fifo, 99).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(300));
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(3) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    };
+    let t = tempfile::tempdir().unwrap();
+    let envf = t.path().join("env.txt");
+    let shell = format!(
+        "shell,command=env | grep ^LATLAB_ > {f}; ls \"$LATLAB_RUN_DIR/spikes\" | wc -l | sed 's/^/SPIKES=/' >> {f}",
+        f = envf.display()
+    );
+    let t0 = Instant::now();
+    let out = latlab()
+        .args(["run", "--cpus", &cpu.to_string(), "-p", "80", "-q"])
+        .args(["--duration", "20s", "--max-latency", "1500us"])
+        .args(["--trace-threshold", "1500us", "--trace-required"])
+        .args(["--on-threshold", "trace", "--on-threshold", &shell])
+        .args(["--on-threshold", "stop", "--results"])
+        .arg(t.path().join("r"))
+        .output()
+        .unwrap();
+    let elapsed = t0.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    injector.join().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+    let env = env_file(&envf);
+    assert_eq!(env["LATLAB_CPU"], cpu.to_string());
+    let lat: u64 = env["LATLAB_LATENCY_NS"].parse().unwrap();
+    assert!((1_500_000..20_000_000).contains(&lat), "{lat}");
+    assert!(env["SPIKES"].trim().parse::<u32>().unwrap() >= 1, "{env:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert!(run["spikes"].as_array().is_some_and(|s| !s.is_empty()));
+    assert!(run["config"]["measured_ns"].as_u64().unwrap() < 15_000_000_000);
+}
+
+/// `stop` in a sim run at full speed: the record's measured time is the simulated time the
+/// threads went through, not the duration asked for.
+#[test]
+fn stop_in_a_fast_sim_records_the_simulated_time() {
+    let t = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--cpus",
+            "0",
+            "-q",
+            "--format",
+            "json",
+        ])
+        .args([
+            "--duration",
+            "1d",
+            "--max-latency",
+            "50us",
+            "--on-threshold",
+            "stop",
+        ])
+        .arg("--results")
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let run = read_json(&only_run_dir(t.path()).join("run.json"));
+    let measured = run["config"]["measured_ns"].as_u64().unwrap();
+    let periods = run["cpus"][0]["histogram"]["count"].as_u64().unwrap()
+        + run["cpus"][0]["missed_periods"].as_u64().unwrap();
+    assert!(measured < 86_400_000_000_000, "{measured}");
+    assert_eq!(measured, periods * 1_000_000);
+}
