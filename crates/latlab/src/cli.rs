@@ -463,6 +463,18 @@ pub enum BenchCommand {
         #[arg(long)]
         keep: bool,
     },
+    /// The results database: inserting a 24-hour 8-CPU run (SQLite, PostgreSQL), history over many runs
+    Db {
+        /// Small runs stored for the history timing
+        #[arg(long, default_value_t = 10_000)]
+        runs: usize,
+        /// Repetitions of each timing (the median is printed)
+        #[arg(long, default_value_t = 3)]
+        reps: u32,
+        /// Also insert into this PostgreSQL database (postgres://…)
+        #[arg(long, value_name = "URL")]
+        postgres: Option<String>,
+    },
     /// `report` and `compare` time on a 24-hour-equivalent run; `import` speed of cyclictest -v
     Report {
         /// Repetitions of each timing (the median is printed)

@@ -411,6 +411,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             super::bench_trace::analyze_bench(trace, size.0, keep)
         }
         BenchCommand::Report { reps } => super::bench_report::bench_report(reps),
+        BenchCommand::Db {
+            runs,
+            reps,
+            postgres,
+        } => super::bench_db::bench_db(runs, reps, postgres),
     }
 }
 

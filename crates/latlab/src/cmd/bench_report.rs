@@ -90,7 +90,7 @@ fn day_histogram(layout: Layout, rng: &mut Mix) -> anyhow::Result<Histogram> {
     )?)
 }
 
-fn day_record() -> anyhow::Result<RunRecord> {
+pub(crate) fn day_record() -> anyhow::Result<RunRecord> {
     let layout = Layout::new(1_000, 10_000_000)?;
     let mut rng = Mix(24);
     let mut cpus = Vec::new();

@@ -57,7 +57,7 @@ fn machine(r: &RunRow) -> String {
     r.hostname.clone().unwrap_or_else(|| r.machine_id.clone())
 }
 
-fn text(rows: &[RunRow]) -> Vec<u8> {
+pub(crate) fn text(rows: &[RunRow]) -> Vec<u8> {
     let head = [
         "started", "run id", "machine", "kernel", "preempt", "label", "p99", "p99.9", "max",
         "missed",
@@ -227,7 +227,7 @@ fn plot(
     o
 }
 
-fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
+pub(crate) fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
     let kernel = |r: &RunRow| {
         r.kernel_release
             .clone()

@@ -6,6 +6,7 @@ use crate::cli::{Cli, Command};
 
 pub mod analyze;
 pub mod bench;
+pub mod bench_db;
 pub mod bench_loads;
 pub mod bench_report;
 pub mod bench_trace;
