@@ -29,7 +29,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare runs side by side
     Compare(CompareArgs),
-    /// Turn another tool's output (cyclictest, rtla, realfeel) into a run directory
+    /// Turn another tool's output (cyclictest, rtla, realfeel, oslat, stress-ng, jitterdebugger, pmqtest, …) into a run directory
     Import(ImportArgs),
     /// Attribute the spikes of a saved tracefs text trace
     Analyze(AnalyzeArgs),
@@ -43,6 +43,33 @@ pub enum Command {
     Bench(BenchArgs),
     /// Responsiveness scenarios of Love's OLS 2003 paper: io-read, fairness
     Scenario(crate::cli_scenario::ScenarioArgs),
+    /// Print the manual page (roff) of latlab or of one of its commands: latlab man run | man -l -
+    Man(ManArgs),
+    /// Print a shell completion script: latlab completions bash > /etc/bash_completion.d/latlab
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, `loads list`); none: latlab's own page
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// List every command that has a page, one per line
+    #[arg(long, conflicts_with = "command")]
+    pub list: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    pub shell: Shell,
 }
 
 #[derive(Debug, Args)]
@@ -187,6 +214,14 @@ pub enum ImportFrom {
     CyclictestVerbose,
     Rtla,
     Realfeel,
+    Oslat,
+    OslatJson,
+    StressNg,
+    Jitterdebugger,
+    Pmqtest,
+    Ptsematest,
+    Sigwaittest,
+    Svsematest,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,7 @@ pub mod cleanup;
 pub mod compare;
 pub mod import;
 pub mod loads;
+pub mod man;
 pub mod report;
 pub mod run;
 pub mod scenario;
@@ -31,5 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
+        Command::Man(a) => man::man(a),
+        Command::Completions(a) => man::completions(a),
     }
 }
