@@ -170,6 +170,12 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
         };
         match label {
             "Core" => {
+                if let Some((pn, _)) = &cpus {
+                    return Err(ctx.err(
+                        n,
+                        format!("a second 'Core:' line (the first is line {pn}): one oslat run per file"),
+                    ));
+                }
                 let v = values(rest);
                 check_threads(ctx, n, v.len())?;
                 let c = v
@@ -426,6 +432,20 @@ mod tests {
         assert_eq!(r.cpus[1].stats.samples, 60_884_713);
         assert_eq!(r.cpus[0].stats.unknown_above, 3_985);
         assert!(r.command_line.as_deref().unwrap().starts_with("oslat -D 3"));
+    }
+
+    #[test]
+    fn a_second_core_line_is_an_error() {
+        let e = import(
+            b"        Core:\t 0\n    001 (us):\t 5\n        Core:\t 0 1\n     Minimum:\t 1 1 (us)\n",
+            From::Oslat,
+            "o",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().starts_with("o:3: a second 'Core:' line"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx, tool: Tool) -> Result<RunRecor
                 .strip_prefix("->")
                 .ok_or_else(|| ctx.err(n, "expected '#R -> #S, Min …'"))?;
             let (send, rest) = hash_num(ctx, n, rest)?;
-            if recv != send + 1 || send % 2 != 0 {
+            if send.checked_add(1) != Some(recv) || send % 2 != 0 {
                 return Err(ctx.err(
                     n,
                     format!("'#{recv} -> #{send}': expected a receiver #2k+1 and its sender #2k"),
@@ -246,7 +246,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx, tool: Tool) -> Result<RunRecor
             };
             let (sn, srest) = hash_num(ctx, n, snd)?;
             let (rn, rrest) = hash_num(ctx, n, rcv)?;
-            if rn != sn + 1 || sn % 2 != 0 {
+            if sn.checked_add(1) != Some(rn) || sn % 2 != 0 {
                 return Err(ctx.err(n, format!("'#{sn}; #{rn}': expected #2k and #2k+1")));
             }
             let p = pairs.entry(sn / 2).or_default();
@@ -356,7 +356,9 @@ pub(crate) fn parse_json(
         ));
     }
     pairs.sort_by_key(|p| p.0);
-    build(ctx, 0, tool, pairs, cmd, "--json")
+    let mut r = build(ctx, 0, tool, pairs, cmd, "--json")?;
+    r.notes.push(format!("{}'s JSON gives the sender's count of wake-ups, which can be one more than the receiver's (its text's 'Cycles'): a wake-up sent as the run ended", tool.name()));
+    Ok(r)
 }
 
 /// A histogram of `n` samples whose values are unknown at or above `limit_ns`, with the
