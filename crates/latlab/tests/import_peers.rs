@@ -375,3 +375,39 @@ fn real_rt_tests_wakeup_tools() {
         }
     }
 }
+
+/// Huge numbers in a few bytes cost no memory: far buckets go to the log-scaled tail (the
+/// dense part stays latlab's 10 ms default) and the max stays exact; wrapping values are errors.
+#[test]
+fn far_values_are_bounded_and_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("far.json");
+    std::fs::write(
+        &f,
+        r#"{"sysinfo": {"resolution_in_ns": 1000}, "cpu": {"0": {"histogram": {"9999999999": 1}, "count": 1, "min": 9999999999, "max": 9999999999, "avg": 9999999999}}}"#,
+    )
+    .unwrap();
+    let r = ok(&f, &["--from", "jitterdebugger"]);
+    assert_eq!(cpu(&r, 0, "max_ns"), 9_999_999_999_000u64);
+    assert_eq!(r["cpus"][0]["histogram"]["limit_ns"], 10_000_000);
+    let f = dir.path().join("far.log");
+    std::fs::write(
+        &f,
+        "stress-ng: info:  [1] cyclic: sched SCHED_FIFO: 100000 ns delay, 1 samples\n\
+         stress-ng: info:  [1] cyclic:   mean: 900000000000000.00 ns, mode: 1 ns\n\
+         stress-ng: info:  [1] cyclic:   min: 900000000000000 ns, max: 900000000000000 ns, std.dev. 0.00\n\
+         stress-ng: info:  [1] cyclic: latency distribution (1 ns intervals):\n\
+         stress-ng: info:  [1] cyclic:   900000000000000          1\n",
+    )
+    .unwrap();
+    let r = ok(&f, &[]);
+    assert_eq!(cpu(&r, 0, "max_ns"), 900_000_000_000_000u64);
+    let f = dir.path().join("wrap.json");
+    std::fs::write(
+        &f,
+        r#"{"cpu": {"0": {"histogram": {"18446744073709551615": 1}, "count": 1, "min": 1, "max": 1}}}"#,
+    )
+    .unwrap();
+    let err = one_error_line(&import(&f, &["--from", "jitterdebugger"]).unwrap_err());
+    assert!(err.contains("too large"), "{err}");
+}
