@@ -5,7 +5,8 @@
 # stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
 # unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
 # oracle that reads the trace.dat files latlab writes; only ever run to read files), postgresql
-# (the results-database tests start their own server from /usr/lib/postgresql/*/bin).
+# (the results-database tests start their own server from /usr/lib/postgresql/*/bin), man-db and
+# groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -19,6 +20,7 @@ needs=(
     prlimit:util-linux unshare:util-linux mount:mount
     chromium:chromium
     trace-cmd:trace-cmd
+    man:man-db groff:groff-base dpkg:dpkg
 )
 missing=()
 for n in "${needs[@]}"; do

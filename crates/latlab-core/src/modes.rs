@@ -80,6 +80,10 @@ pub struct CpuMode {
     /// Audio: the deadline tally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audio: Option<AudioRecord>,
+    /// Imported `rtla timerlat hist`: this CPU's IRQ latency (timer expiry to its handler),
+    /// a series of its own beside the thread latency that is the CPU's histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<HistogramRecord>,
 }
 
 /// The compute kernel and its execution-time histogram.

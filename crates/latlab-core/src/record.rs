@@ -28,6 +28,14 @@ pub enum Source {
     Cyclictest,
     Rtla,
     Realfeel,
+    Oslat,
+    #[serde(rename = "stress-ng")]
+    StressNg,
+    Jitterdebugger,
+    Pmqtest,
+    Ptsematest,
+    Sigwaittest,
+    Svsematest,
 }
 
 impl Source {
@@ -37,6 +45,13 @@ impl Source {
             Source::Cyclictest => "cyclictest",
             Source::Rtla => "rtla",
             Source::Realfeel => "realfeel",
+            Source::Oslat => "oslat",
+            Source::StressNg => "stress-ng",
+            Source::Jitterdebugger => "jitterdebugger",
+            Source::Pmqtest => "pmqtest",
+            Source::Ptsematest => "ptsematest",
+            Source::Sigwaittest => "sigwaittest",
+            Source::Svsematest => "svsematest",
         }
     }
 }

@@ -29,7 +29,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare runs side by side
     Compare(CompareArgs),
-    /// Turn another tool's output (cyclictest, rtla, realfeel) into a run directory
+    /// Turn another tool's output (cyclictest, rtla, realfeel, oslat, stress-ng, jitterdebugger, pmqtest, …) into a run directory
     Import(ImportArgs),
     /// Attribute the spikes of a saved tracefs text trace
     Analyze(AnalyzeArgs),
@@ -53,6 +53,10 @@ pub enum Command {
     Export(ExportArgs),
     /// cyclictest's command line (-t -a -p -i -D -h -q -v --json= ...) on latlab's engine
     Cyclictest(crate::cmd::cyclictest::CyclictestArgs),
+    /// Print the manual page (roff) of latlab or of one of its commands: latlab man run | man -l -
+    Man(ManArgs),
+    /// Print a shell completion script: latlab completions bash > /etc/bash_completion.d/latlab
+    Completions(CompletionsArgs),
 }
 
 /// Where runs are recorded (`run`, `import`, `scenario`).
@@ -165,6 +169,29 @@ pub struct ExportArgs {
 pub enum ExportFormat {
     /// Perfetto's protobuf trace (ui.perfetto.dev)
     Perfetto,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, `loads list`); none: latlab's own page
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// List every command that has a page, one per line
+    #[arg(long, conflicts_with = "command")]
+    pub list: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    pub shell: Shell,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +346,14 @@ pub enum ImportFrom {
     CyclictestVerbose,
     Rtla,
     Realfeel,
+    Oslat,
+    OslatJson,
+    StressNg,
+    Jitterdebugger,
+    Pmqtest,
+    Ptsematest,
+    Sigwaittest,
+    Svsematest,
 }
 
 #[derive(Debug, Args)]

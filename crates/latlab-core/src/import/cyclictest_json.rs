@@ -17,7 +17,7 @@ use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// A JSON value read with duplicate keys refused (serde_json keeps the last silently, which
 /// would import one of two histograms a file gives for the same thread).
-struct Strict(Value);
+pub(crate) struct Strict(pub(crate) Value);
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {

@@ -1,5 +1,8 @@
 //! Importers of other tools' results: cyclictest (`-h`/`-H` histograms, `--json`, `-v`),
-//! `rtla timerlat hist` and realfeel/Morton-style `<ms> <count>` histograms.
+//! `rtla timerlat hist` (thread and IRQ columns), realfeel/Morton-style `<ms> <count>`
+//! histograms, oslat (text and `--json`), stress-ng `--cyclic` logs, jitterdebugger's
+//! results.json and rt-tests' wake-up tests (pmqtest, ptsematest, sigwaittest, svsematest; text
+//! and `--json`, recorded as wakeup-mode runs).
 //!
 //! Each is a pure function over bytes that yields a [`RunRecord`] (`config.backend = "import"`,
 //! one [`CpuRecord`] per thread or CPU), so `report` and `compare` treat a peer's data exactly as
@@ -27,8 +30,12 @@ use crate::units::Nanos;
 
 pub mod cyclictest;
 pub mod cyclictest_json;
+pub mod jitterdebugger;
+pub mod oslat;
 pub mod realfeel;
+pub mod rt_wakeup;
 pub mod rtla;
+pub mod stress_ng;
 pub mod verbose;
 
 /// At most this many threads (columns, CPUs) in an imported file: each costs a histogram
@@ -50,6 +57,14 @@ pub enum From {
     CyclictestVerbose,
     Rtla,
     Realfeel,
+    Oslat,
+    OslatJson,
+    StressNg,
+    Jitterdebugger,
+    Pmqtest,
+    Ptsematest,
+    Sigwaittest,
+    Svsematest,
 }
 
 impl From {
@@ -61,6 +76,14 @@ impl From {
             From::CyclictestVerbose => "cyclictest-verbose",
             From::Rtla => "rtla",
             From::Realfeel => "realfeel",
+            From::Oslat => "oslat",
+            From::OslatJson => "oslat-json",
+            From::StressNg => "stress-ng",
+            From::Jitterdebugger => "jitterdebugger",
+            From::Pmqtest => "pmqtest",
+            From::Ptsematest => "ptsematest",
+            From::Sigwaittest => "sigwaittest",
+            From::Svsematest => "svsematest",
         }
     }
 }
@@ -104,15 +127,16 @@ pub fn import(bytes: &[u8], from: From, name_for_errors: &str) -> Result<RunReco
         name: name_for_errors,
     };
     let from = match from {
-        From::Auto => sniff(bytes).ok_or_else(|| {
-            ctx.err(
-                0,
-                "cannot tell the format: expected cyclictest -h/-H output (with '# Max Latencies'), \
-                 cyclictest --json, cyclictest -v lines 'thread: cycle: latency', rtla timerlat \
-                 hist output or realfeel '<ms> <count>' lines; name it with --from",
-            )
-        })?,
+        From::Auto => detect(bytes, name_for_errors, &ctx)?,
         f => f,
+    };
+    let json = bytes.trim_ascii_start().starts_with(b"{");
+    let wake = |t: rt_wakeup::Tool| {
+        if json {
+            rt_wakeup::parse_json(bytes, &ctx, Some(t))
+        } else {
+            rt_wakeup::parse_text(bytes, &ctx, t)
+        }
     };
     let mut r = match from {
         From::Cyclictest => cyclictest::parse(bytes, &ctx)?,
@@ -120,6 +144,14 @@ pub fn import(bytes: &[u8], from: From, name_for_errors: &str) -> Result<RunReco
         From::CyclictestVerbose => verbose::parse(bytes, &ctx)?,
         From::Rtla => rtla::parse(bytes, &ctx)?,
         From::Realfeel => realfeel::parse(bytes, &ctx)?,
+        From::Oslat => oslat::parse_text(bytes, &ctx)?,
+        From::OslatJson => oslat::parse_json(bytes, &ctx)?,
+        From::StressNg => stress_ng::parse(bytes, &ctx)?,
+        From::Jitterdebugger => jitterdebugger::parse(bytes, &ctx)?,
+        From::Pmqtest => wake(rt_wakeup::Tool::Pmqtest)?,
+        From::Ptsematest => wake(rt_wakeup::Tool::Ptsematest)?,
+        From::Sigwaittest => wake(rt_wakeup::Tool::Sigwaittest)?,
+        From::Svsematest => wake(rt_wakeup::Tool::Svsematest)?,
         From::Auto => unreachable!("resolved above"),
     };
     if r.cpus.iter().all(|c| c.histogram.count == 0) {
@@ -130,12 +162,76 @@ pub fn import(bytes: &[u8], from: From, name_for_errors: &str) -> Result<RunReco
     Ok(r)
 }
 
-/// Guess the format from the content; `None` when nothing fits.
+/// `--from auto`: the format from the content, or from the file's name for the rt-tests
+/// wake-up tests whose text is the same for three of them.
+fn detect(bytes: &[u8], name: &str, ctx: &Ctx) -> Result<From, ImportError> {
+    if let Some(f) = sniff(bytes) {
+        return Ok(f);
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64 * 1024)]);
+    if rt_wakeup::sniff_text(&head) {
+        return match rt_wakeup::Tool::named_in(name) {
+            Some(t) => Ok(from_tool(t)),
+            None => Err(ctx.err(
+                0,
+                "ptsematest, sigwaittest and svsematest print the same text: name the tool with --from ptsematest, --from sigwaittest or --from svsematest",
+            )),
+        };
+    }
+    Err(ctx.err(
+        0,
+        "cannot tell the format: expected cyclictest -h/-H output (with '# Max Latencies'), \
+         cyclictest --json, cyclictest -v lines 'thread: cycle: latency', rtla timerlat \
+         hist output, realfeel '<ms> <count>' lines, oslat, stress-ng --cyclic, \
+         jitterdebugger results.json or pmqtest/ptsematest/sigwaittest/svsematest output; \
+         name it with --from",
+    ))
+}
+
+fn from_tool(t: rt_wakeup::Tool) -> From {
+    match t {
+        rt_wakeup::Tool::Pmqtest => From::Pmqtest,
+        rt_wakeup::Tool::Ptsematest => From::Ptsematest,
+        rt_wakeup::Tool::Sigwaittest => From::Sigwaittest,
+        rt_wakeup::Tool::Svsematest => From::Svsematest,
+    }
+}
+
+/// The first word of the JSON's `"cmdline:"` value (the program), if the head has one.
+fn json_program(text: &str) -> Option<&str> {
+    let at = text.find("\"cmdline")?;
+    let rest = &text[at + 8..];
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    let rest = rest.strip_prefix("\"").unwrap_or(rest).trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let end = rest.find(['"', ' '])?;
+    Some(rest[..end].rsplit('/').next().unwrap_or(""))
+}
+
+/// Guess the format from the content; `None` when nothing fits (or, for the text of
+/// ptsematest, sigwaittest and svsematest, when only the file name can tell them apart).
 pub fn sniff(bytes: &[u8]) -> Option<From> {
     let head = &bytes[..bytes.len().min(64 * 1024)];
     let text = String::from_utf8_lossy(head);
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
+        if let Some(p) = json_program(&text) {
+            if p == "oslat" {
+                return Some(From::OslatJson);
+            }
+            if let Some(t) = rt_wakeup::Tool::named_in(p) {
+                return Some(from_tool(t));
+            }
+        }
+        if !text.contains("\"thread\"")
+            && text.contains("\"cpu\"")
+            && text.contains("\"histogram\"")
+        {
+            return Some(From::Jitterdebugger);
+        }
+        if text.contains("\"sender\"") && text.contains("\"receiver\"") {
+            return None;
+        }
         return Some(From::CyclictestJson);
     }
     if text.contains("# RTLA")
@@ -147,6 +243,17 @@ pub fn sniff(bytes: &[u8]) -> Option<From> {
     }
     if text.contains("# Max Latencies") || text.contains("# Histogram") {
         return Some(From::Cyclictest);
+    }
+    if stress_ng::sniff(&text) {
+        return Some(From::StressNg);
+    }
+    if text.starts_with("oslat V")
+        || (text.lines().any(|l| l.trim_start().starts_with("Core:")) && text.contains(" (us):"))
+    {
+        return Some(From::Oslat);
+    }
+    if rt_wakeup::sniff_text(&text) {
+        return rt_wakeup::is_pmqtest_text(&text).then_some(From::Pmqtest);
     }
     for line in text.lines() {
         let l = line.trim();
@@ -450,6 +557,26 @@ mod tests {
             Some(From::Rtla)
         );
         assert_eq!(sniff(b"hello world\n"), None);
+        let f = |n: &str| {
+            std::fs::read(format!(
+                "{}/tests/fixtures/import/{n}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap()
+        };
+        assert_eq!(sniff(&f("oslat-c1-D5.txt")), Some(From::Oslat));
+        assert_eq!(sniff(&f("oslat-c01.json")), Some(From::OslatJson));
+        assert_eq!(sniff(&f("stress-ng-cyclic.txt")), Some(From::StressNg));
+        assert_eq!(
+            sniff(&f("jitterdebugger-results.json")),
+            Some(From::Jitterdebugger)
+        );
+        assert_eq!(sniff(&f("pmqtest-S-q.txt")), Some(From::Pmqtest));
+        assert_eq!(sniff(&f("ptsematest.json")), Some(From::Ptsematest));
+        assert_eq!(
+            sniff(&f("cyclictest-h2000-2cpu.json")),
+            Some(From::CyclictestJson)
+        );
         assert_eq!(sniff(b""), None);
     }
 

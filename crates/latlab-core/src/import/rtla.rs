@@ -12,7 +12,9 @@
 //! max:         16        36        15        58
 //! ```
 //! One CPU per `Thr-NNN` column (the thread latency, what cyclictest measures; `Usr-NNN`
-//! when there is no Thr column). The IRQ columns are left out (said in the notes). The bucket
+//! when there is no Thr column). Each `IRQ-NNN` column (timer expiry to its IRQ handler) is a
+//! series of its own, kept in that CPU's `mode.irq` histogram (same layout); a file with IRQ
+//! columns only (`--no-thread`) has them as the CPUs' histograms. The bucket
 //! width is the greatest common divisor of the printed indices (rtla `-b`; empty buckets are
 //! not printed); `over:` samples are above `entries × width`, whose value is unknown. A
 //! trailing `ALL` summary section (newer rtla) is ignored.
@@ -20,6 +22,8 @@
 use super::{
     build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Thread,
 };
+use crate::hist::Histogram;
+use crate::modes::CpuMode;
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -133,17 +137,20 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             })
             .collect()
     };
-    let (kind, sel) = match (pick("Thr-"), pick("Usr-")) {
-        (t, _) if !t.is_empty() => ("Thr", t),
-        (_, u) if !u.is_empty() => ("Usr", u),
+    let irq_cols = pick("IRQ-");
+    let (kind, sel, irq_cols) = match (pick("Thr-"), pick("Usr-")) {
+        (t, _) if !t.is_empty() => ("Thr", t, irq_cols),
+        (_, u) if !u.is_empty() => ("Usr", u, irq_cols),
+        _ if !irq_cols.is_empty() => ("IRQ", irq_cols, vec![]),
         _ => {
             return Err(ctx.err(
                 hline,
-                "expected Thr-NNN (or Usr-NNN) columns in the Index header",
+                "expected Thr-NNN, Usr-NNN or IRQ-NNN columns in the Index header",
             ))
         }
     };
     check_threads(ctx, hline, sel.len())?;
+    check_threads(ctx, hline, irq_cols.len())?;
     for k in ["count", "min", "max"] {
         if !tail.contains_key(k) {
             return Err(ctx.err(
@@ -158,13 +165,20 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let (layout, cut) = super::layout(ctx, hline, width_ns, limit * u128::from(unit), rows.len())?;
     let unit_name = if unit == 1 { "ns" } else { "µs" };
     let mut notes: Vec<String> = cut.into_iter().collect();
+    let what = match (kind, irq_cols.is_empty()) {
+        ("IRQ", _) => "IRQ latency per CPU (the file has no thread columns)".to_string(),
+        (k, true) => format!("{k} (thread) latency per CPU; the file has no IRQ columns"),
+        (k, false) => format!("{k} (thread) latency per CPU as each CPU's histogram; the IRQ latency columns as a separate series per CPU (mode.irq in run.json)"),
+    };
     notes.splice(0..0, [
-        format!("imported from rtla timerlat hist: {kind} (thread) latency per CPU; the IRQ latency columns are not imported"),
+        format!("imported from rtla timerlat hist: {what}"),
         format!("bucket width inferred as {width} {unit_name} from the printed indices; limit taken as {limit} {unit_name} (one past the last printed bucket); mean from rtla's avg, standard deviation estimated from bucket midpoints"),
     ]);
-    let mut threads = Vec::new();
-    let mut overs = 0u128;
-    for (col, cpu) in sel {
+    // One column's histogram; None when the column has no sample.
+    let column = |col: usize,
+                  cpu: u32,
+                  kind: &str|
+     -> Result<Option<(Histogram, u64)>, ImportError> {
         let get = |k: &str| tail.get(k).and_then(|(ln, v)| v[col].map(|x| (*ln, x)));
         let mut buckets: Vec<(u64, u64)> = Vec::new();
         for r in rows.iter().filter(|r| r.2[col] > 0) {
@@ -172,7 +186,6 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
         let in_hist = total(ctx, last, buckets.iter().map(|b| &b.1))?;
         let over = get("over").map(|x| x.1).unwrap_or(0);
-        overs += u128::from(over);
         let (cl, count) = get("count").unwrap_or((last, 0));
         let held = u128::from(in_hist) + u128::from(over);
         if u128::from(count) != held {
@@ -182,7 +195,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             ));
         }
         if count == 0 {
-            continue;
+            return Ok(None);
         }
         let (ml, max) =
             get("max").ok_or_else(|| ctx.err(last, format!("{kind}-{cpu:03}: no max")))?;
@@ -205,16 +218,45 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             e.msg = format!("{kind}-{cpu:03}: {}", e.msg);
             e
         })?;
+        Ok(Some((hist, over)))
+    };
+    let mut threads = Vec::new();
+    let mut overs = 0u128;
+    for (col, cpu) in sel {
+        let Some((hist, over)) = column(col, cpu, kind)? else {
+            continue;
+        };
+        overs += u128::from(over);
         threads.push(Thread {
             cpu,
             hist,
             info: ThreadInfo::default(),
         });
     }
+    let mut irqs: Vec<(u32, Histogram)> = Vec::new();
+    for (col, cpu) in irq_cols {
+        if let Some((hist, over)) = column(col, cpu, "IRQ")? {
+            if over > 0 {
+                notes.push(format!("IRQ-{cpu:03}: {over} samples above the histogram ('over:'): counted, value unknown above the limit"));
+            }
+            irqs.push((cpu, hist));
+        }
+    }
+    for (cpu, h) in &irqs {
+        if !threads.iter().any(|t| t.cpu == *cpu) {
+            notes.push(format!("IRQ-{cpu:03} has samples but its CPU has no thread samples: its IRQ series is not kept"));
+        } else {
+            notes.push(format!(
+                "IRQ-{cpu:03}: {} samples, max {} {unit_name} (timer IRQ latency)",
+                h.count(),
+                h.max().unwrap_or(0) / unit
+            ));
+        }
+    }
     if overs > 0 {
         notes.push(format!("{overs} samples were above the histogram ('over:'): counted, value unknown above the limit, reported as \"> limit\""));
     }
-    Ok(record(
+    let mut r = record(
         Source::Rtla,
         ctx.name,
         threads,
@@ -222,7 +264,16 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         Machine::default(),
         None,
         notes,
-    ))
+    );
+    for c in &mut r.cpus {
+        if let Some((_, h)) = irqs.iter().find(|(cpu, _)| *cpu == c.cpu) {
+            c.mode = Some(CpuMode {
+                irq: Some(h.to_record()),
+                ..CpuMode::default()
+            });
+        }
+    }
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -248,6 +299,36 @@ mod tests {
         assert_eq!(r.cpus[0].stats.min_ns, Some(1_000));
         // 0 + 35487 + 122584 … the median of Thr-000 is in bucket 2 (≤ 3 µs).
         assert_eq!(r.cpus[0].stats.median_ns, Some(3_000));
+    }
+
+    #[test]
+    fn irq_columns_are_a_series_of_their_own() {
+        let r = import(F, From::Auto, "rtla.txt").unwrap();
+        let irq = |i: usize| {
+            crate::hist::Histogram::from_record(
+                r.cpus[i].mode.as_ref().unwrap().irq.as_ref().unwrap(),
+            )
+            .unwrap()
+        };
+        assert_eq!(irq(0).count(), 599_039);
+        assert_eq!(irq(0).max(), Some(16_000));
+        assert_eq!(irq(0).min(), Some(0));
+        assert_eq!(irq(1).count(), 599_095);
+        assert_eq!(irq(1).max(), Some(15_000));
+        // The thread series are untouched by the IRQ columns.
+        assert_eq!(r.total.samples, 169_887 + 166_415);
+        // Through run.json and back.
+        let back = crate::record::RunRecord::from_json(&r.to_json()).unwrap();
+        assert_eq!(back.cpus[1].mode, r.cpus[1].mode);
+    }
+
+    #[test]
+    fn irq_only_file() {
+        let f = b"# RTLA timerlat histogram\nIndex   IRQ-000\n0  5 \n3  1 \nover:  0 \ncount:  6 \nmin:  0 \navg:  0 \nmax:  3 \n";
+        let r = import(f, From::Auto, "irq.txt").unwrap();
+        assert_eq!(r.cpus[0].stats.samples, 6);
+        assert_eq!(r.cpus[0].stats.max_ns, Some(3_000));
+        assert!(r.notes[0].contains("IRQ latency per CPU"), "{:?}", r.notes);
     }
 
     #[test]

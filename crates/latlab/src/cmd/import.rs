@@ -102,6 +102,14 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         ImportFrom::CyclictestVerbose => From::CyclictestVerbose,
         ImportFrom::Rtla => From::Rtla,
         ImportFrom::Realfeel => From::Realfeel,
+        ImportFrom::Oslat => From::Oslat,
+        ImportFrom::OslatJson => From::OslatJson,
+        ImportFrom::StressNg => From::StressNg,
+        ImportFrom::Jitterdebugger => From::Jitterdebugger,
+        ImportFrom::Pmqtest => From::Pmqtest,
+        ImportFrom::Ptsematest => From::Ptsematest,
+        ImportFrom::Sigwaittest => From::Sigwaittest,
+        ImportFrom::Svsematest => From::Svsematest,
     };
     let name = if args.file.as_os_str() == "-" {
         "stdin".to_string()

@@ -20,6 +20,7 @@ pub mod export;
 pub mod history;
 pub mod import;
 pub mod loads;
+pub mod man;
 pub mod profile;
 pub mod report;
 pub mod run;
@@ -42,5 +43,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
         Command::Cyclictest(a) => cyclictest::cyclictest(a),
+        Command::Man(a) => man::man(a),
+        Command::Completions(a) => man::completions(a),
     }
 }

@@ -196,6 +196,7 @@ impl ModePlan {
             pair: self.pairs.get(i).cloned(),
             exec,
             audio,
+            irq: None,
         })
     }
 }

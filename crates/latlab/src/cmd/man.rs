@@ -1,0 +1,111 @@
+//! `latlab man [COMMAND…]` and `latlab completions SHELL`: the manual page (roff, from the
+//! clap definition with `clap_mangen`) and shell completion scripts (`clap_complete`), both on
+//! stdout, so they are always those of this binary. `latlab man --list` names every command
+//! that has a page (`scripts/deb.sh` installs one per line).
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use clap::CommandFactory;
+
+use crate::cli::{Cli, CompletionsArgs, ManArgs, Shell};
+
+/// The command tree, built (so each subcommand knows its full name, `latlab-loads-list`).
+fn built() -> clap::Command {
+    let mut cmd = Cli::command();
+    cmd.build();
+    cmd
+}
+
+/// Every command path with a page, depth first: `run`, `loads`, `loads list`, …
+fn paths(cmd: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    for sub in cmd.get_subcommands() {
+        if sub.is_hide_set() || sub.get_name() == "help" {
+            continue;
+        }
+        let mut p = prefix.to_vec();
+        p.push(sub.get_name().to_string());
+        out.push(p.clone());
+        paths(sub, &p, out);
+    }
+}
+
+pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
+    let root = built();
+    if args.list {
+        let mut all = Vec::new();
+        paths(&root, &[], &mut all);
+        let text: String = all.iter().map(|p| p.join(" ") + "\n").collect();
+        crate::stdout::write(text.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut cmd = &root;
+    for (i, name) in args.command.iter().enumerate() {
+        cmd = match cmd.find_subcommand(name) {
+            Some(c) if !c.is_hide_set() => c,
+            _ => {
+                let path = args.command[..i].join(" ");
+                let known: Vec<&str> = cmd
+                    .get_subcommands()
+                    .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+                    .map(|c| c.get_name())
+                    .collect();
+                let shown: String = name.escape_debug().collect();
+                if known.is_empty() {
+                    bail!("man: 'latlab {path}' has no subcommands, so no page for '{shown}'");
+                }
+                bail!(
+                    "man: no command 'latlab {}{shown}'; pages exist for: {} (latlab man --list shows all)",
+                    if path.is_empty() { String::new() } else { format!("{path} ") },
+                    known.join(", ")
+                );
+            }
+        };
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+    crate::stdout::write(&page)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    let shell = match args.shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut cmd, "latlab", &mut out);
+    crate::stdout::write(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_page_renders_with_its_full_name() {
+        let root = built();
+        let mut all = Vec::new();
+        paths(&root, &[], &mut all);
+        assert!(all.iter().any(|p| p == &["run"]), "{all:?}");
+        assert!(all.iter().any(|p| p == &["loads", "list"]), "{all:?}");
+        for p in &all {
+            let mut c = &root;
+            for n in p {
+                c = c.find_subcommand(n).unwrap();
+            }
+            let mut page = Vec::new();
+            clap_mangen::Man::new(c.clone()).render(&mut page).unwrap();
+            let page = String::from_utf8(page).unwrap();
+            let title = format!(".TH latlab-{} 1", p.join("-"));
+            assert!(
+                page.contains(&title),
+                "{title} in {}",
+                &page[..200.min(page.len())]
+            );
+        }
+    }
+}
