@@ -177,6 +177,14 @@ pub struct CompareArgs {
     pub format: CompareFormat,
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    /// Regression gate (repeatable), each run after the first against the first: STAT>FACTORx
+    /// (B/A), STAT>+N% or STAT>VALUE (on B, e.g. max>500us, missed>0); STAT: min, mean, median,
+    /// p99, p99.9, p99.99, p99.999, max, missed. Exit code 2 when one fails
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<latlab_core::gates::Gate>,
+    /// Write the --fail-if checks as JUnit XML (one test case per check) to this file
+    #[arg(long, value_name = "FILE", requires = "fail_if")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
