@@ -4,7 +4,8 @@
 # Debian packages: rt-tests (cyclictest, hackbench, ptsematest, pmqtest: comparisons and loads),
 # stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
 # unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
-# oracle that reads the trace.dat files latlab writes; only ever run to read files).
+# oracle that reads the trace.dat files latlab writes; only ever run to read files), prometheus
+# (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -18,6 +19,7 @@ needs=(
     prlimit:util-linux unshare:util-linux mount:mount
     chromium:chromium
     trace-cmd:trace-cmd
+    prometheus:prometheus promtool:prometheus
 )
 missing=()
 for n in "${needs[@]}"; do

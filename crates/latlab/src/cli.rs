@@ -101,6 +101,14 @@ pub struct RunArgs {
     /// No live display; print only the final summary
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve /metrics for Prometheus on HOST:PORT while measuring (e.g. 127.0.0.1:9464);
+    /// loopback addresses only unless --metrics-listen-any
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Allow --metrics-listen on a non-loopback address (the metrics become readable from the
+    /// network)
+    #[arg(long, requires = "metrics_listen")]
+    pub metrics_listen_any: bool,
     #[command(flatten)]
     pub ext: RunExtArgs,
     #[command(flatten)]

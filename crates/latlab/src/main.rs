@@ -16,6 +16,7 @@ mod cli_scenario;
 mod cmd;
 mod lifecycle;
 mod load_session;
+mod metrics;
 mod rundir;
 mod trace_session;
 

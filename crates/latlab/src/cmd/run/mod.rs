@@ -128,6 +128,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
         Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
     };
+    // Before anything is changed or measured: a port in use is an error now.
+    let metrics_listener = match &a.metrics_listen {
+        Some(addr) => Some(crate::metrics::bind(addr, a.metrics_listen_any)?),
+        None => None,
+    };
     let mut probe_warnings = Vec::new();
     let _dma = probe(&a, &p, &mut probe_warnings)?;
 
@@ -209,6 +214,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     s.started_at = rundir::utc_now().0;
     let started = Instant::now();
     let threads = engine.threads.clone();
+    // Its own thread, reading what the measuring threads publish (never one of them).
+    let metrics = match metrics_listener {
+        Some(l) => Some(crate::metrics::Server::start(l, threads.clone())?),
+        None => None,
+    };
+    if let Some(m) = &metrics {
+        // On stderr: stdout may be the JSON summary.
+        eprintln!("latlab: metrics on http://{}/metrics", m.addr);
+    }
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
     let mut live = Live {
         enabled: !a.quiet && std::io::stdout().is_terminal(),
@@ -238,6 +252,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(tr) = tracer.as_mut() {
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
             tr.reap(drained_at);
+        }
+        if let Some(m) = &metrics {
+            m.set_spikes(
+                spikes.len() as u64,
+                tracer.as_ref().map_or(0, |t| t.not_traced()),
+            );
         }
         if let Err(e) = s.poll_loads() {
             if load_error.is_none() {
@@ -280,6 +300,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         (started.elapsed().as_nanos() as u64).min(p.duration_ns)
     };
     let results = engine.join();
+    if let Some(m) = metrics {
+        m.stop();
+    }
     if let Some(tr) = tracer.as_mut() {
         // The last marker may have stopped the armed instance after the last poll.
         tr.poll();
