@@ -187,8 +187,8 @@ pub struct Check {
     pub stat: &'static str,
     /// The rule, normalized: `> 1.2x`, `> +10%`, `> 500 µs`, `> 0`.
     pub rule: String,
-    /// Baseline and checked run labels; `run_index` is the checked run's place (1-based
-    /// among the compared runs: 1 is the first after the baseline).
+    /// Baseline and checked run labels; `run_index` is the checked run's place among the
+    /// compared runs (0 is the baseline, so ≥ 1).
     pub baseline: String,
     pub run: String,
     pub run_index: usize,
