@@ -156,12 +156,29 @@ struct Source {
 fn serve(listener: TcpListener, src: Source, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         match listener.accept() {
-            Ok((s, _)) => {
+            Ok((mut s, _)) => {
                 // A client that misbehaves only loses its own answer.
-                let _ = handle(s, &src);
+                let _ = handle(&mut s, &src);
+                linger(&mut s);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
             Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Close gently: a client whose request was not read to its end (431, a body) would otherwise
+/// get a reset that may destroy the answer before it reads it. Bounded: 64 KiB or 200 ms.
+fn linger(s: &mut TcpStream) {
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut sink = [0u8; 4096];
+    let t0 = Instant::now();
+    let mut left: usize = 64 * 1024;
+    while left > 0 && t0.elapsed() < Duration::from_millis(200) {
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => left = left.saturating_sub(k),
         }
     }
 }
@@ -182,7 +199,7 @@ fn respond(
     s.flush()
 }
 
-fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
+fn handle(s: &mut TcpStream, src: &Source) -> std::io::Result<()> {
     s.set_nonblocking(false)?;
     s.set_read_timeout(Some(REQUEST_DEADLINE))?;
     s.set_write_timeout(Some(REQUEST_DEADLINE))?;
@@ -195,7 +212,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
         }
         if n > MAX_REQUEST {
             return respond(
-                &mut s,
+                s,
                 "431 Request Header Fields Too Large",
                 "text/plain; charset=utf-8",
                 "",
@@ -204,7 +221,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
         }
         if t0.elapsed() > REQUEST_DEADLINE {
             return respond(
-                &mut s,
+                s,
                 "408 Request Timeout",
                 "text/plain; charset=utf-8",
                 "",
@@ -223,7 +240,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
     let path = target.split('?').next().unwrap_or("");
     if path != "/metrics" {
         return respond(
-            &mut s,
+            s,
             "404 Not Found",
             "text/plain; charset=utf-8",
             "",
@@ -232,7 +249,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
     }
     if method != "GET" {
         return respond(
-            &mut s,
+            s,
             "405 Method Not Allowed",
             "text/plain; charset=utf-8",
             "Allow: GET\r\n",
@@ -254,7 +271,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
     };
     if enc.is_err() {
         return respond(
-            &mut s,
+            s,
             "500 Internal Server Error",
             "text/plain; charset=utf-8",
             "",
@@ -266,7 +283,7 @@ fn handle(mut s: TcpStream, src: &Source) -> std::io::Result<()> {
     } else {
         prometheus_client::encoding::prometheus_text::CONTENT_TYPE
     };
-    respond(&mut s, "200 OK", ctype, "", body.as_bytes())
+    respond(s, "200 OK", ctype, "", body.as_bytes())
 }
 
 /// One CPU's figures, read once per scrape.
