@@ -204,6 +204,8 @@ pub struct Check {
     pub passed: bool,
     /// A compared percentile rests on fewer than MIN_TAIL samples above it in A or B.
     pub too_few_samples: bool,
+    /// A percentile whose 95 % interval in B overlaps A's (the comparison's "within noise").
+    pub within_noise: bool,
     /// Why a value could not be judged, or which run is too short.
     pub note: Option<String>,
 }
@@ -260,10 +262,14 @@ pub fn evaluate(c: &Comparison, gates: &[Gate]) -> Vec<Check> {
         for g in gates {
             let a = g.stat.value(&base.stats);
             let b = g.stat.value(&run.stats);
-            let short: Vec<&str> = g
+            let row = g
                 .stat
                 .ladder_label()
-                .and_then(|l| c.ladder.iter().find(|r| r.label == l))
+                .and_then(|l| c.ladder.iter().find(|r| r.label == l));
+            let within_noise = row
+                .and_then(|r| r.cells.get(i))
+                .is_some_and(|x| x.within_noise);
+            let short: Vec<&str> = row
                 .map(|row| {
                     [(0, base), (i, run)]
                         .into_iter()
@@ -300,6 +306,13 @@ pub fn evaluate(c: &Comparison, gates: &[Gate]) -> Vec<Check> {
             } else {
                 None
             };
+            if within_noise && !passed {
+                let s = "the difference is within noise (the 95 % intervals overlap)";
+                note = Some(match note {
+                    Some(n) => format!("{n}; {s}"),
+                    None => s.to_string(),
+                });
+            }
             if !short.is_empty() {
                 let need = needed(g.stat);
                 let s = format!(
@@ -329,6 +342,7 @@ pub fn evaluate(c: &Comparison, gates: &[Gate]) -> Vec<Check> {
                 observed,
                 passed,
                 too_few_samples: !short.is_empty(),
+                within_noise,
                 note,
             });
         }

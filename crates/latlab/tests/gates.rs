@@ -218,9 +218,12 @@ fn json_has_a_checks_array_and_three_runs_check_against_the_first() {
             "run_index",
             "stat",
             "too_few_samples",
-            "unit"
+            "unit",
+            "within_noise"
         ]
     );
+    // p99 44 µs against 30 µs: far outside noise.
+    assert!(checks.iter().all(|c| c["within_noise"] == false));
     for c in checks {
         assert_eq!(c["baseline"], "base");
         assert_eq!(c["a"], if c["stat"] == "p99" { 30_000 } else { 0 });
@@ -243,6 +246,25 @@ fn json_has_a_checks_array_and_three_runs_check_against_the_first() {
     // The comparison itself is all there as without gates.
     assert_eq!(v["runs"].as_array().unwrap().len(), 3);
     assert!(v["ladder"].is_array());
+}
+
+#[test]
+fn a_failure_within_noise_says_so() {
+    let r = runs();
+    // A run against itself: the same intervals, so any difference is noise; a rule that fails
+    // anyway (p99 above half of itself) is kept failed, with the note.
+    let o = latlab()
+        .arg("compare")
+        .args([&r.base, &r.base])
+        .args(["--format", "json", "--fail-if", "p99>0.5x"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["checks"][0];
+    assert_eq!(c["within_noise"], true, "{c}");
+    assert_eq!(c["passed"], false, "{c}");
+    assert!(c["note"].as_str().unwrap().contains("within noise"), "{c}");
 }
 
 #[test]

@@ -107,12 +107,22 @@ fn checks_table(checks: &[Check]) -> String {
     t.load_style(comfy_table::presets::NOTHING);
     t.set_header(["stat", "run", "A", "B", "rule", "observed", "verdict"]);
     for c in checks {
-        let verdict = match (c.passed, c.too_few_samples) {
-            (true, false) => "pass",
-            (true, true) => "pass (too few samples)",
-            (false, false) => "FAIL",
-            (false, true) => "FAIL (too few samples)",
-        };
+        let mut why = Vec::new();
+        if c.too_few_samples {
+            why.push("too few samples");
+        }
+        if c.within_noise && !c.passed {
+            why.push("within noise");
+        }
+        let verdict = format!(
+            "{}{}",
+            if c.passed { "pass" } else { "FAIL" },
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join(", "))
+            }
+        );
         t.add_row([
             c.stat.to_string(),
             escape(&c.run),
@@ -120,7 +130,7 @@ fn checks_table(checks: &[Check]) -> String {
             c.show(c.b),
             c.rule.clone(),
             c.show_observed(),
-            verdict.to_string(),
+            verdict,
         ]);
     }
     let mut o = String::new();
