@@ -6,7 +6,8 @@
 # unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
 # oracle that reads the trace.dat files latlab writes; only ever run to read files), postgresql
 # (the results-database tests start their own server from /usr/lib/postgresql/*/bin), man-db and
-# groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test).
+# groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test),
+# prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -21,6 +22,7 @@ needs=(
     chromium:chromium
     trace-cmd:trace-cmd
     man:man-db groff:groff-base dpkg:dpkg
+    prometheus:prometheus promtool:prometheus
 )
 missing=()
 for n in "${needs[@]}"; do

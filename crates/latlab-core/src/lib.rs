@@ -19,6 +19,7 @@ pub mod compare;
 pub mod cpulist;
 pub mod escape;
 pub mod findings;
+pub mod gates;
 pub mod hist;
 pub mod import;
 pub mod inventory;

@@ -250,6 +250,14 @@ pub struct RunArgs {
     /// No live display; print only the final summary
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve /metrics for Prometheus on HOST:PORT while measuring (e.g. 127.0.0.1:9464);
+    /// loopback addresses only unless --metrics-listen-any
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Allow --metrics-listen on a non-loopback address (the metrics become readable from the
+    /// network)
+    #[arg(long, requires = "metrics_listen")]
+    pub metrics_listen_any: bool,
     #[command(flatten)]
     pub ext: RunExtArgs,
     #[command(flatten)]
@@ -336,6 +344,14 @@ pub struct CompareArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbUrl,
+    /// Regression gate (repeatable), each run after the first against the first: STAT>FACTORx
+    /// (B/A), STAT>+N% or STAT>VALUE (on B, e.g. max>500us, missed>0); STAT: min, mean, median,
+    /// p99, p99.9, p99.99, p99.999, max, missed. Exit code 2 when one fails
+    #[arg(long = "fail-if", value_name = "EXPR")]
+    pub fail_if: Vec<latlab_core::gates::Gate>,
+    /// Write the --fail-if checks as JUnit XML (one test case per check) to this file
+    #[arg(long, value_name = "FILE", requires = "fail_if")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -17,6 +17,7 @@ mod cli_scenario;
 mod cmd;
 mod lifecycle;
 mod load_session;
+mod metrics;
 mod rundir;
 mod trace_session;
 

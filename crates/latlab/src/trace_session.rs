@@ -527,6 +527,11 @@ impl TraceSession {
     /// The measurement thread, on a sample above the threshold, does `if armed.swap(false) {
     /// write(marker_fd.load(), "LATLAB_STOP cpu=<c> intended=<ns> actual=<ns> latency=<ns>\n")
     /// }` (one write syscall; no allocation).
+    /// Spikes not traced so far (for `--metrics-listen`).
+    pub fn not_traced(&self) -> u64 {
+        self.not_traced
+    }
+
     pub fn marker_fd(&self) -> Arc<AtomicI32> {
         self.marker_fd.clone()
     }

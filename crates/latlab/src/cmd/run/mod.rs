@@ -177,6 +177,11 @@ pub fn run_with(
         let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
         Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
     };
+    // Before anything is changed or measured: a port in use is an error now.
+    let metrics_listener = match &a.metrics_listen {
+        Some(addr) => Some(crate::metrics::bind(addr, a.metrics_listen_any)?),
+        None => None,
+    };
     let mut probe_warnings = Vec::new();
     let dma_us = hooks.dma_latency_us();
     let _dma = probe(&a, &p, dma_us, &mut probe_warnings)?;
@@ -278,6 +283,15 @@ pub fn run_with(
         &dir,
     );
     let mut stopped_by: Option<crate::actions::Firing> = None;
+    // Its own thread, reading what the measuring threads publish (never one of them).
+    let metrics = match metrics_listener {
+        Some(l) => Some(crate::metrics::Server::start(l, threads.clone())?),
+        None => None,
+    };
+    if let Some(m) = &metrics {
+        // On stderr: stdout may be the JSON summary.
+        eprintln!("latlab: metrics on http://{}/metrics", m.addr);
+    }
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
     let mut live = Live {
         enabled: !a.quiet && std::io::stdout().is_terminal(),
@@ -349,6 +363,12 @@ pub fn run_with(
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
             tr.reap(drained_at);
         }
+        if let Some(m) = &metrics {
+            m.set_spikes(
+                spikes.len() as u64,
+                tracer.as_ref().map_or(0, |t| t.not_traced()),
+            );
+        }
         if let Err(e) = s.poll_loads() {
             if load_error.is_none() {
                 s.warnings.push(format!("the run was ended early: {e:#}"));
@@ -407,6 +427,9 @@ pub fn run_with(
     } else {
         wall_ns.min(p.duration_ns)
     };
+    if let Some(m) = metrics {
+        m.stop();
+    }
     if let Some(tr) = tracer.as_mut() {
         // The last marker may have stopped the armed instance after the last poll.
         tr.poll();
