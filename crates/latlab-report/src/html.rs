@@ -1,6 +1,6 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that
-//! opens offline and prints. Sections: summary, the log-log histogram of every CPU overlaid
-//! (Williams' figure), the per-second maximum over time, the percentile ladder, Williams'
+//! opens offline and prints. Sections: summary, the CCDF of every CPU and of all CPUs, the
+//! log-log histogram of every CPU overlaid (Williams' figure), the per-second maximum over time, the percentile ladder, Williams'
 //! statistics block per CPU, spikes and their causes, loads, notes and the machine inventory.
 //!
 //! Every string that came from the system or a file (labels, task names, command lines,
@@ -211,12 +211,25 @@ pub fn body(m: &RunModel) -> String {
     o.push_str("</table>\n");
 
     mode_tables(&mut o, m);
-    o.push_str("<h2>Latency histogram</h2>\n");
-    let series: Vec<(String, &latlab_core::hist::Histogram)> = m
+    let mut series: Vec<(String, &latlab_core::hist::Histogram)> = m
         .cpus
         .iter()
         .map(|c| (format!("CPU {}", c.cpu), &c.hist))
         .collect();
+    o.push_str("<h2>Share of samples at or above each latency</h2>\n");
+    let mut ccdf_series = series.clone();
+    if let (true, Some(t)) = (m.cpus.len() > 1, &m.total_hist) {
+        ccdf_series.push(("all CPUs".into(), t));
+    }
+    let limits: Vec<u64> = r.config.max_latency_ns.into_iter().collect();
+    o.push_str(&svg::ccdf(
+        &format!("{}: share of samples ≥ latency (CCDF)", r.label),
+        &ccdf_series,
+        &limits,
+    ));
+    o.push_str("<p class=\"meta\">Read across: at a latency, the share of samples that took at least that long; runs and CPUs with different sample counts compare directly. Drawn from the exact bucket counts (each point is a bucket's lower bound).</p>\n");
+    o.push_str("<h2>Latency histogram</h2>\n");
+    series.truncate(m.cpus.len());
     o.push_str(&svg::loglog_histogram(
         &format!("{}: samples per bucket against latency", r.label),
         &series,

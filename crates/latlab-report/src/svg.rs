@@ -1,5 +1,7 @@
-//! Hand-written SVG plots: small, exact, no script. Williams' log-log histogram (count per
-//! bucket against latency, several series overlaid) and the per-second maximum over time.
+//! Hand-written SVG plots: small, exact, no script. The CCDF (share of samples ≥ latency,
+//! log-log, from the exact bucket counts), Williams' log-log histogram (count per bucket
+//! against latency, several series overlaid) and the per-second maximum over time. Series
+//! differ in colour and dash pattern ([`series_style`]).
 //!
 //! Every plot has axis labels with units and a legend; labels are escaped with [`esc`]. Long
 //! time series are reduced to one point per pixel column keeping the *maximum* of the seconds
@@ -103,15 +105,25 @@ fn frame(out: &mut String, title: &str, xlabel: &str, ylabel: &str) {
 fn legend(out: &mut String, names: &[String]) {
     for (i, n) in names.iter().enumerate().take(24) {
         let y = T + 10.0 + i as f64 * 16.0;
+        // A label longer than the legend column is squeezed to fit inside the picture
+        // (about 7 px per character at 12 px).
+        let room = R - 40.0;
+        let fit = if n.chars().count() as f64 * 7.0 > room {
+            format!(" textLength=\"{room}\" lengthAdjust=\"spacingAndGlyphs\"")
+        } else {
+            String::new()
+        };
         let _ = write!(
             out,
-            r#"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{c}" stroke-width="3"/><text x="{tx}" y="{ty}" font-size="12">{n}</text>"#,
+            r#"<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{c}"{d} stroke-width="3"/><text x="{tx}" y="{ty}" font-size="12"{fit}>{n}</text>"#,
             x1 = W - R + 10.0,
             x2 = W - R + 30.0,
-            c = COLORS[i % COLORS.len()],
+            c = series_style(i).0,
+            d = dash_attr(series_style(i).1),
             tx = W - R + 35.0,
             ty = y + 4.0,
             n = esc(n),
+            fit = fit,
         );
     }
 }
@@ -168,7 +180,8 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
     ys.lo = -0.5;
     axes(&mut out, &xs, &ys, tick_label, count_label);
     for (i, series) in segs.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
+        let (c, d) = series_style(i);
+        let d = dash_attr(d);
         for seg in series {
             if let [(x, y)] = seg[..] {
                 let _ = write!(
@@ -181,7 +194,7 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
             }
             let _ = write!(
                 out,
-                r#"<polyline fill="none" stroke="{c}" stroke-width="1.2" points=""#
+                r#"<polyline fill="none" stroke="{c}"{d} stroke-width="1.2" points=""#
             );
             for &(x, y) in seg {
                 let _ = write!(out, "{:.1},{:.1} ", xs.at(x), ys.at(y));
@@ -195,6 +208,200 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
     );
     out.push_str("</svg>");
     out
+}
+
+/// Dash patterns cycled with [`COLORS`]: series `i` gets colour `i % 8` and dash `i % 5`, so
+/// the first 40 series each have their own (colour, dash) pair and neighbours differ in both.
+pub const DASHES: [&str; 5] = ["", "7 3", "2 2", "9 3 2 3", "4 4 1 4"];
+
+/// The (colour, dash pattern) of series `i`.
+pub fn series_style(i: usize) -> (&'static str, &'static str) {
+    (COLORS[i % COLORS.len()], DASHES[i % DASHES.len()])
+}
+
+fn dash_attr(d: &str) -> String {
+    if d.is_empty() {
+        String::new()
+    } else {
+        format!(" stroke-dasharray=\"{d}\"")
+    }
+}
+
+/// The exact CCDF of a histogram: `(x_ns, share of samples ≥ x)` at each non-empty bucket's
+/// lower bound (every sample in a bucket is at least its lower bound, so each share is
+/// exact, not resampled). The first point is the minimum with share 1; the last is the
+/// maximum with the share of samples equal to it when its bucket starts there, else
+/// `1 / n` (at least the maximum itself). Samples above the limit whose value is unknown
+/// count in every share and end the curve at the limit. Empty histogram: no points.
+pub fn ccdf_points(h: &Histogram) -> Vec<(f64, f64)> {
+    let n = h.count();
+    let (Some(min), Some(max)) = (h.min(), h.max()) else {
+        return Vec::new();
+    };
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut pts = Vec::new();
+    let mut tail = n; // samples at or above the current bucket's lower bound
+    let unknown = h.unknown_above();
+    let known = n - unknown;
+    for (lo, _, c) in h.buckets() {
+        let x = lo.max(min).min(max);
+        pts.push((x as f64, tail as f64 / n as f64));
+        tail -= c;
+    }
+    if known > 0 && pts.last().is_some_and(|p| p.0 < max as f64) {
+        pts.push((max as f64, 1.0 / n as f64));
+    }
+    if unknown > 0 {
+        let lim = h.layout().limit_ns().max(max);
+        pts.push((lim as f64, unknown as f64 / n as f64));
+    }
+    pts
+}
+
+/// The CCDF plot: "share of samples ≥ latency" against latency, both logarithmic, one
+/// series per histogram (drawn from the exact bucket counts, so runs of different lengths
+/// compare). The legend gives each series' maximum; markers show p99 (circle), p99.9
+/// (square) and the maximum (diamond) on each curve; `limits` (e.g. `--max-latency`) are
+/// vertical red dashed lines.
+pub fn ccdf(title: &str, series: &[(String, &Histogram)], limits: &[u64]) -> String {
+    use latlab_core::hist::Quantile;
+    use latlab_core::units::Human;
+    let mut out = String::new();
+    frame(
+        &mut out,
+        title,
+        "latency (log scale)",
+        "share of samples ≥ latency (log scale)",
+    );
+    let pts: Vec<Vec<(f64, f64)>> = series.iter().map(|(_, h)| ccdf_points(h)).collect();
+    let (mut xmin, mut xmax, mut ymin) = (f64::MAX, 0f64, 1f64);
+    for &(x, y) in pts.iter().flatten() {
+        xmin = xmin.min(x.max(1.0));
+        xmax = xmax.max(x);
+        ymin = ymin.min(y);
+    }
+    if xmax == 0.0 {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">no samples</text></svg>"#,
+            L + (W - L - R) / 2.0,
+            T + (H - T - B) / 2.0
+        );
+        return out;
+    }
+    for &l in limits {
+        xmin = xmin.min(l.max(1) as f64);
+        xmax = xmax.max(l as f64);
+    }
+    let xs = LogScale::new(xmin, xmax, L, W - R);
+    let ys = LogScale::new(ymin, 1.0, H - B, T);
+    axes(&mut out, &xs, &ys, tick_label, share_label);
+    for &l in limits {
+        let x = xs.at(l as f64);
+        let _ = write!(
+            out,
+            r##"<line class="limit" x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#c00" stroke-width="1.5" stroke-dasharray="5 3"><title>{t}</title></line><text x="{tx:.1}" y="{ty}" font-size="11" fill="#c00">{t}</text>"##,
+            yb = H - B,
+            tx = x + 3.0,
+            ty = T + 12.0,
+            t = esc(&format!("--max-latency {}", Human(l))),
+        );
+    }
+    for (i, (p, (name, h))) in pts.iter().zip(series).enumerate() {
+        let (c, d) = series_style(i);
+        if p.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{c}"{} stroke-width="1.5" points=""#,
+            dash_attr(d)
+        );
+        for &(x, y) in p {
+            let _ = write!(out, "{:.1},{:.1} ", xs.at(x.max(1.0)), ys.at(y));
+        }
+        out.push_str("\"/>");
+        // Markers: at (value, share above it) on the curve.
+        let n = h.count() as f64;
+        for (label, q, share) in [
+            ("p99", Quantile::P99, 0.01),
+            ("p99.9", Quantile::P999, 0.001),
+        ] {
+            if n * share < 1.0 {
+                continue; // fewer than one sample above: the marker would mean nothing
+            }
+            if let Some(v) = h.quantile(q) {
+                let (x, y) = (xs.at(v.max(1) as f64), ys.at(share));
+                let t = esc(&format!("{name}: {label} ≤ {}", Human(v)));
+                if label == "p99" {
+                    let _ = write!(
+                        out,
+                        r#"<circle class="m-p99" cx="{x:.1}" cy="{y:.1}" r="3.5" fill="white" stroke="{c}" stroke-width="1.5"><title>{t}</title></circle>"#
+                    );
+                } else {
+                    let _ = write!(
+                        out,
+                        r#"<rect class="m-p999" x="{:.1}" y="{:.1}" width="7" height="7" fill="white" stroke="{c}" stroke-width="1.5"><title>{t}</title></rect>"#,
+                        x - 3.5,
+                        y - 3.5
+                    );
+                }
+            }
+        }
+        if let Some(max) = h.max().filter(|_| h.count() > h.unknown_above()) {
+            let y = p
+                .iter()
+                .rev()
+                .find(|q| q.0 == max as f64)
+                .map_or(1.0 / n, |q| q.1);
+            let (x, y) = (xs.at(max.max(1) as f64), ys.at(y));
+            let _ = write!(
+                out,
+                r#"<path class="m-max" d="M{:.1} {:.1}l4.5 4.5l-4.5 4.5l-4.5 -4.5z" fill="{c}"><title>{}</title></path>"#,
+                x,
+                y - 4.5,
+                esc(&format!("{name}: max {}", Human(max)))
+            );
+        }
+    }
+    let names: Vec<String> = series
+        .iter()
+        .map(|(n, h)| match h.max() {
+            Some(m) => format!("{n} (max {})", Human(m)),
+            None => format!("{n} (no samples)"),
+        })
+        .collect();
+    legend(&mut out, &names);
+    // Marker key under the series.
+    let ky = T + 10.0 + names.len().min(24) as f64 * 16.0 + 6.0;
+    let kx = W - R + 10.0;
+    let _ = write!(
+        out,
+        r##"<circle cx="{:.1}" cy="{ky:.1}" r="3.5" fill="white" stroke="#444"/><text x="{:.1}" y="{:.1}" font-size="11">p99</text><rect x="{:.1}" y="{:.1}" width="7" height="7" fill="white" stroke="#444"/><text x="{:.1}" y="{:.1}" font-size="11">p99.9</text><path d="M{:.1} {:.1}l4.5 4.5l-4.5 4.5l-4.5 -4.5z" fill="#444"/><text x="{:.1}" y="{:.1}" font-size="11">max</text>"##,
+        kx + 4.0,
+        kx + 10.0,
+        ky + 4.0,
+        kx + 36.0,
+        ky - 3.5,
+        kx + 46.0,
+        ky + 4.0,
+        kx + 86.0,
+        ky - 4.5,
+        kx + 93.0,
+        ky + 4.0,
+    );
+    out.push_str("</svg>");
+    out
+}
+
+fn share_label(s: f64) -> String {
+    if s >= 1.0 {
+        "1".into()
+    } else {
+        format!("1e{}", s.log10().round())
+    }
 }
 
 fn axes(
@@ -282,10 +489,11 @@ pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> Strin
         );
     }
     for (i, (_, v)) in series.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
+        let (c, d) = series_style(i);
         let _ = write!(
             out,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1" points=""#
+            r#"<polyline fill="none" stroke="{c}"{} stroke-width="1" points=""#,
+            dash_attr(d)
         );
         for col in 0..cols {
             let a = col * len / cols;

@@ -1,0 +1,211 @@
+//! The plots of issue 19 part 5, by their content: the CCDF (exact shares from the bucket
+//! counts, per-series maximum in the legend, p99/p99.9/max markers, the `--max-latency` line,
+//! an "all CPUs" series, 16 series told apart by colour and dash) in the report and compare.
+
+use std::collections::HashSet;
+
+use latlab_core::hist::{Histogram, Layout};
+use latlab_core::model::RunModel;
+use latlab_core::record::*;
+use latlab_core::stats::Stats;
+use latlab_core::units::Human;
+use latlab_report::compare::{render as compare_render, CompareFormat};
+use latlab_report::svg::{ccdf, ccdf_points};
+use latlab_report::{render, Format};
+
+fn hist(vals: impl IntoIterator<Item = u64>) -> Histogram {
+    let mut h = Histogram::new(Layout::new(1_000, 1_000_000).unwrap());
+    for v in vals {
+        h.record(v);
+    }
+    h
+}
+
+/// `n` samples on `cpus` CPUs: 10 µs, 1 % at 50 µs, 0.1 % at 200 µs, one at `max + cpu`.
+fn record(label: &str, cpus: u32, n: u64, max_ns: u64, max_latency: Option<u64>) -> RunRecord {
+    let cpus = (0..cpus)
+        .map(|cpu| {
+            let h = hist((0..n).map(|i| match i {
+                i if i == n / 2 => max_ns + cpu as u64 * 1_000,
+                i if i % 1000 == 7 => 200_000,
+                i if i % 100 == 3 => 50_000,
+                _ => 10_000 + (i % 5) * 1_000,
+            }));
+            CpuRecord {
+                cpu,
+                stats: Stats::default(),
+                histogram: h.to_record(),
+                per_second_max_ns: vec![],
+                top_spikes: vec![],
+                thread: ThreadInfo::default(),
+                mode: None,
+            }
+        })
+        .collect();
+    let mut r = RunRecord {
+        schema_version: SCHEMA_VERSION,
+        run_id: None,
+        label: label.into(),
+        source: Source::Latlab,
+        complete: true,
+        tool_version: None,
+        command_line: None,
+        started_at: None,
+        ended_at: None,
+        config: RunConfig {
+            mode: "timer".into(),
+            backend: "sim".into(),
+            max_latency_ns: max_latency,
+            ..RunConfig::default()
+        },
+        machine: Machine::default(),
+        inventory: None,
+        total: Stats::default(),
+        cpus,
+        spikes: vec![],
+        trace: None,
+        loads: vec![],
+        activity: None,
+        scenario: None,
+        warnings: vec![],
+        notes: vec![],
+    };
+    r.refresh().unwrap();
+    r
+}
+
+/// The text of one `<svg>` whose title contains `what`.
+fn plot<'a>(html: &'a str, what: &str) -> &'a str {
+    html.split("<svg")
+        .find(|p| p.split("</title>").next().unwrap_or("").contains(what))
+        .unwrap_or_else(|| panic!("no plot titled {what:?}"))
+}
+
+#[test]
+fn ccdf_points_are_exact_shares_from_the_buckets() {
+    let h = hist([3_500, 10_000, 10_400, 10_900, 47_000, 47_000, 900_123]);
+    let p = ccdf_points(&h);
+    // Starts at the minimum with every sample at or above it; ends at the maximum.
+    assert_eq!(p.first().copied(), Some((3_500.0, 1.0)));
+    assert_eq!(p.last().unwrap().0, 900_123.0);
+    assert_eq!(p.last().unwrap().1, 1.0 / 7.0);
+    // At the 10 µs bucket: 6 of 7 samples are ≥ 10 µs; at 47 µs: 3 of 7. Exact, not resampled.
+    assert!(p.contains(&(10_000.0, 6.0 / 7.0)));
+    assert!(p.contains(&(47_000.0, 3.0 / 7.0)));
+    // Monotone: the share never rises with latency.
+    assert!(p.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 >= w[1].1));
+    assert!(ccdf_points(&hist([])).is_empty());
+}
+
+#[test]
+fn ccdf_marks_p99_p999_and_max_and_the_limit_line() {
+    let h = hist((0..10_000u64).map(|i| {
+        if i == 5 {
+            700_000
+        } else {
+            10_000 + i % 90 * 1000
+        }
+    }));
+    let s = ccdf("t", &[("CPU 0".into(), &h)], &[500_000]);
+    assert_eq!(s.matches("class=\"m-p99\"").count(), 1);
+    assert_eq!(s.matches("class=\"m-p999\"").count(), 1);
+    assert_eq!(s.matches("class=\"m-max\"").count(), 1);
+    assert!(s.contains(&format!("CPU 0 (max {})", Human(700_000))));
+    assert!(s.contains("class=\"limit\"") && s.contains("--max-latency 500 µs"));
+    // 50 samples: no sample above p99.9's rank, so no p99.9 marker claims one.
+    let few = hist((0..50u64).map(|i| 10_000 + i * 1000));
+    let s = ccdf("t", &[("a".into(), &few)], &[]);
+    assert_eq!(s.matches("class=\"m-p999\"").count(), 0);
+    assert_eq!(s.matches("class=\"m-max\"").count(), 1);
+    assert!(!s.contains("class=\"limit\""));
+}
+
+#[test]
+fn sixteen_series_get_sixteen_distinct_colour_dash_pairs() {
+    let hs: Vec<Histogram> = (0..16u64).map(|i| hist([10_000 + i * 1_000])).collect();
+    let series: Vec<(String, &Histogram)> = hs
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (format!("CPU {i}"), h))
+        .collect();
+    let s = ccdf("t", &series, &[]);
+    let pairs: Vec<(String, String)> = s
+        .split("<polyline ")
+        .skip(1)
+        .map(|p| {
+            let p = p.split('>').next().unwrap();
+            let attr = |k: &str| {
+                p.split(&format!("{k}=\""))
+                    .nth(1)
+                    .map(|v| v.split('"').next().unwrap().to_string())
+                    .unwrap_or_default()
+            };
+            (attr("stroke"), attr("stroke-dasharray"))
+        })
+        .collect();
+    assert_eq!(pairs.len(), 16);
+    assert_eq!(pairs.iter().collect::<HashSet<_>>().len(), 16);
+    // The legend shows each series with its own pair too.
+    for (c, d) in &pairs {
+        let dash = if d.is_empty() {
+            String::new()
+        } else {
+            format!(" stroke-dasharray=\"{d}\"")
+        };
+        assert!(s.contains(&format!("stroke=\"{c}\"{dash} stroke-width=\"3\"")));
+    }
+}
+
+#[test]
+fn report_has_a_ccdf_with_every_cpu_all_cpus_and_the_max_latency_line() {
+    let m = RunModel::new(record("r", 3, 20_000, 800_000, Some(300_000))).unwrap();
+    let html = String::from_utf8(render(&m, Format::Html)).unwrap();
+    let p = plot(&html, "CCDF");
+    for cpu in 0..3u64 {
+        let max = m.cpus[cpu as usize].hist.max().unwrap();
+        assert_eq!(max, 800_000 + cpu * 1_000);
+        assert!(p.contains(&format!("CPU {cpu} (max {})", Human(max))));
+    }
+    assert!(p.contains(&format!("all CPUs (max {})", Human(802_000))));
+    assert_eq!(p.matches("<polyline").count(), 4);
+    assert!(p.contains("--max-latency 300 µs"));
+    // The CCDF comes before the raw-count histogram.
+    assert!(html.find("CCDF").unwrap() < html.find("samples per bucket").unwrap());
+    // Without --max-latency there is no line.
+    let m = RunModel::new(record("r", 1, 2_000, 800_000, None)).unwrap();
+    let html = String::from_utf8(render(&m, Format::Html)).unwrap();
+    let p = plot(&html, "CCDF");
+    assert!(!p.contains("max-latency") && !p.contains("all CPUs"));
+}
+
+#[test]
+fn compare_draws_ccdfs_first_so_runs_of_different_lengths_compare() {
+    let runs = vec![
+        RunModel::new(record("short", 1, 2_000, 300_000, None)).unwrap(),
+        RunModel::new(record("long", 2, 200_000, 900_000, Some(400_000))).unwrap(),
+    ];
+    let html = String::from_utf8(compare_render(&runs, CompareFormat::Html)).unwrap();
+    let p = plot(&html, "CCDF");
+    assert!(html.find("CCDF").unwrap() < html.find("samples per bucket").unwrap());
+    assert!(p.contains(&format!("short (max {})", Human(300_000))));
+    assert!(p.contains(&format!("long (max {})", Human(901_000))));
+    assert!(p.contains("--max-latency 400 µs"));
+    // Both runs start at share 1 at their minimum: the same y, whatever their length.
+    let first_y = |p: &str, i: usize| -> String {
+        let pts = p
+            .split("points=\"")
+            .nth(i)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        pts.split_whitespace()
+            .next()
+            .unwrap()
+            .split(',')
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(first_y(p, 1), first_y(p, 2));
+}
