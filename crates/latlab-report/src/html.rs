@@ -14,7 +14,7 @@ use latlab_core::stats::{Stats, BELOW};
 use latlab_core::units::{format_measured, Human};
 
 use crate::svg::{self, esc};
-use crate::text::bound;
+use crate::text::pbound;
 
 const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:62em;color:#111;padding:0 1em}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}\
@@ -51,7 +51,7 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
         ("minimum".into(), opt(s.min_ns)),
         ("maximum".into(), opt(s.max_ns)),
         ("mean".into(), format!("{}{est}", opt(s.mean_ns))),
-        ("median".into(), bound(s.median_ns, s)),
+        ("median".into(), pbound("p50", s.median_ns, s)),
         (
             "mode".into(),
             s.mode_ns
@@ -73,7 +73,10 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
             Human(max.saturating_add(s.bucket_ns)).to_string(),
         ));
     }
-    v.push(("99.999 % (five nines) <".into(), bound(s.p99999_ns, s)));
+    v.push((
+        "99.999 % (five nines) <".into(),
+        pbound("p99.999", s.p99999_ns, s),
+    ));
     if s.unknown_above > 0 {
         v.push((
             "above the limit".into(),
@@ -174,8 +177,12 @@ pub fn body(m: &RunModel) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
     o.push_str(&heading(m));
-    if !r.warnings.is_empty() || !r.notes.is_empty() {
+    let flags = crate::text::short_flags(m);
+    if !r.warnings.is_empty() || !r.notes.is_empty() || !flags.is_empty() {
         o.push_str("<ul>");
+        for f in &flags {
+            let _ = write!(o, "<li class=\"warn\">{}</li>", esc(f));
+        }
         for w in &r.warnings {
             let _ = write!(o, "<li class=\"warn\">{}</li>", esc(w));
         }
@@ -203,8 +210,8 @@ pub fn body(m: &RunModel) -> String {
             s.missed_periods,
             opt(s.min_ns),
             opt(s.mean_ns),
-            esc(&bound(s.p99_ns, s)),
-            esc(&bound(s.p99999_ns, s)),
+            esc(&pbound("p99", s.p99_ns, s)),
+            esc(&pbound("p99.999", s.p99999_ns, s)),
             opt(s.max_ns)
         );
     }
@@ -263,7 +270,7 @@ pub fn body(m: &RunModel) -> String {
             let mut v: Vec<(String, String)> = s
                 .ladder()
                 .iter()
-                .map(|(l, x)| (l.to_string(), bound(*x, s)))
+                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
                 .collect();
             v.push(("max".into(), opt(s.max_ns)));
             (format!("CPU {name}"), v)

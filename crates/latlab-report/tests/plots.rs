@@ -209,3 +209,35 @@ fn compare_draws_ccdfs_first_so_runs_of_different_lengths_compare() {
     };
     assert_eq!(first_y(p, 1), first_y(p, 2));
 }
+
+/// Percentiles resting on too few samples are flagged in the single-run formats by
+/// `compare`'s rule (≤ 10 samples at or above the rank): 500 samples are too few for p99.9.
+#[test]
+fn single_run_reports_flag_percentiles_resting_on_too_few_samples() {
+    let few = RunModel::new(record("few", 1, 500, 300_000, None)).unwrap();
+    let many = RunModel::new(record("many", 2, 200_000, 300_000, None)).unwrap();
+    let p999 = "too short for p99.9: CPU 0 (fewer than 10 samples above it; needs ≥ 10000 samples)";
+    for f in [Format::Text, Format::Markdown, Format::Html] {
+        let o = String::from_utf8(render(&few, f)).unwrap();
+        assert!(o.contains(p999), "{f:?}: no p99.9 flag:\n{o}");
+        // p99 rests on 6 samples of 500: flagged and marked in the tables too.
+        assert!(o.contains("too short for p99: CPU 0"), "{f:?}");
+        assert!(o.contains("TOO FEW"), "{f:?}");
+        let o = String::from_utf8(render(&many, f)).unwrap();
+        assert!(
+            !o.contains("too short for p99.9:"),
+            "{f:?}: 200000 samples flagged"
+        );
+        assert!(!o.contains("too short for p99:"), "{f:?}");
+        assert!(
+            o.contains("too short for p99.999: CPU 0, CPU 1, all CPUs"),
+            "{f:?}: p99.999 of 200000 samples not flagged"
+        );
+    }
+    // The text table marks exactly the flagged cells: p99 (6 samples above) but not the max.
+    let t = String::from_utf8(render(&few, Format::Text)).unwrap();
+    assert!(
+        t.contains("  99% below .................. ≤ 51 µs TOO FEW"),
+        "{t}"
+    );
+}
