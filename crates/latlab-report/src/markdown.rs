@@ -250,6 +250,17 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             &rows,
         );
     }
+    if let Some(f) = crate::check::run_findings(r) {
+        let _ = writeln!(
+            o,
+            "### Machine check\n\n`latlab check` on the run's inventory: {} findings.\n",
+            f.len()
+        );
+        for l in crate::check::finding_lines(&f) {
+            let _ = writeln!(o, "- {}", cell(&l));
+        }
+        o.push('\n');
+    }
     if !r.warnings.is_empty() || !r.notes.is_empty() {
         o.push_str("### Notes\n\n");
         for w in &r.warnings {

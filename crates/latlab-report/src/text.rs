@@ -384,6 +384,16 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             let _ = writeln!(out, "  {}: {}{ops}", escape(&l.profile), escape(&l.command));
         }
     }
+    if let Some(f) = crate::check::run_findings(r) {
+        let _ = writeln!(
+            out,
+            "\nMachine check (latlab check on the run's inventory: {} findings)",
+            f.len()
+        );
+        for l in crate::check::finding_lines(&f) {
+            let _ = writeln!(out, "  {}", escape(&l));
+        }
+    }
     for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {
         if !lines.is_empty() {
             let _ = writeln!(out, "\n{title}");

@@ -241,3 +241,72 @@ fn single_run_reports_flag_percentiles_resting_on_too_few_samples() {
         "{t}"
     );
 }
+
+/// A run that recorded the machine's inventory shows `check`'s findings, and the machine as a
+/// formatted table (CPU lists as `0-3`, `check`'s inventory rows), never raw JSON.
+#[test]
+fn report_shows_check_findings_and_a_formatted_machine_table() {
+    use latlab_core::inventory::Inventory;
+    let mut inv = Inventory::default();
+    inv.memory.thp_enabled = Some("always".into());
+    inv.cmdline = Some("quiet <script>x</script>".into());
+    let mut r = record("m", 1, 1_000, 300_000, None);
+    r.machine.cpus_online = vec![0, 1, 2, 3];
+    r.machine.hostname = Some("box".into());
+    r.inventory = Some(serde_json::to_value(&inv).unwrap());
+    let m = RunModel::new(r).unwrap();
+    let f = latlab_core::findings::findings(&inv);
+    let thp = f.iter().find(|x| x.title.contains("huge pages")).unwrap();
+
+    let html = String::from_utf8(render(&m, Format::Html)).unwrap();
+    let machine = &html[html
+        .find("<h2>Machine check</h2>")
+        .expect("no Machine check")..];
+    assert!(machine.contains(&format!(
+        "{} bad, {} warn",
+        f.iter()
+            .filter(|x| x.severity == latlab_core::findings::Severity::Bad)
+            .count(),
+        f.iter()
+            .filter(|x| x.severity == latlab_core::findings::Severity::Warn)
+            .count()
+    )));
+    assert!(
+        machine.contains(&format!("({})", thp.id))
+            && machine.contains("transparent huge pages: always")
+    );
+    assert!(machine.contains("<th class=\"k\">CPUs online</th><td class=\"k\">0-3</td>"));
+    assert!(machine
+        .contains("<th class=\"k\">thp / ksm</th><td class=\"k\">enabled always, defrag unknown"));
+    assert!(
+        !machine.contains("[0,1,2,3]") && !machine.contains("{\""),
+        "raw JSON in the machine table"
+    );
+    assert!(
+        machine.contains("quiet &lt;script&gt;x&lt;/script&gt;") && !machine.contains("<script>")
+    );
+
+    for f in [Format::Text, Format::Markdown] {
+        let o = String::from_utf8(render(&m, f)).unwrap();
+        assert!(o.contains("Machine check"), "{f:?}");
+        assert!(
+            o.contains(&thp.id.replace('_', "\\_")) || o.contains(&thp.id),
+            "{f:?}: {o}"
+        );
+    }
+    let t = String::from_utf8(render(&m, Format::Text)).unwrap();
+    assert!(
+        t.contains(&format!(
+            "  [warn] transparent huge pages: always ({})",
+            thp.id
+        )),
+        "{t}"
+    );
+
+    // No inventory: no findings section.
+    let plain = RunModel::new(record("p", 1, 1_000, 300_000, None)).unwrap();
+    for f in [Format::Text, Format::Markdown, Format::Html] {
+        let o = String::from_utf8(render(&plain, f)).unwrap();
+        assert!(!o.contains("Machine check"), "{f:?}");
+    }
+}
