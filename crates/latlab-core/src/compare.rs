@@ -524,6 +524,7 @@ mod tests {
             loads: vec![],
             activity: None,
             scenario: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         };

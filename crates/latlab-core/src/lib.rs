@@ -21,6 +21,7 @@ pub mod escape;
 pub mod findings;
 pub mod hist;
 pub mod import;
+pub mod intervals;
 pub mod inventory;
 pub mod model;
 pub mod modes;

@@ -365,6 +365,10 @@ pub struct RunRecord {
     /// Results of `latlab scenario` (io-read, fairness) beyond the histograms; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario_record::ScenarioRecord>,
+    /// Per-interval histograms (a minute each, all CPUs merged, sparse and bounded) for
+    /// latency over time; absent in imports, fast simulations and older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::intervals::IntervalHistograms>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -418,6 +422,7 @@ impl RunRecord {
             loads: vec![],
             activity: None,
             scenario: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -605,6 +610,7 @@ mod tests {
             loads: vec![],
             activity: None,
             scenario: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -263,6 +263,22 @@ pub fn body(m: &RunModel) -> String {
         ));
     }
 
+    if let (Some(iv), Some(c)) = (&r.intervals, m.cpus.first()) {
+        if iv.intervals.len() >= 2 {
+            o.push_str("<h2>Latency over time</h2>\n");
+            o.push_str(&svg::heatmap(
+                &format!("{}: latency over time, all CPUs", r.label),
+                iv,
+                c.hist.layout(),
+            ));
+            let _ = writeln!(
+                o,
+                "<p class=\"meta\">The record keeps a histogram of every {} (all CPUs merged); each cell is the samples at that latency at that time, so a band that rises or darkens shows when the machine got worse.</p>",
+                latlab_core::units::format_duration(iv.interval_ns)
+            );
+        }
+    }
+
     o.push_str("<h2>Percentile ladder</h2>\n");
     let ladder_cols: Vec<(String, Vec<(String, String)>)> = rows
         .iter()

@@ -441,7 +441,7 @@ pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> Strin
     frame(
         &mut out,
         title,
-        "time since start (s)",
+        "time since start",
         "largest latency in the second (log scale)",
     );
     let len = series.iter().map(|s| s.1.len()).max().unwrap_or(0);
@@ -464,16 +464,18 @@ pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> Strin
     let pw = W - L - R;
     let cols = (pw as usize).min(len).max(1);
     let x_at = |sec: f64| L + sec / (len.max(2) - 1) as f64 * pw;
-    // x ticks: about 6 round numbers of seconds.
-    let step = nice_step(len as f64 / 6.0);
+    // x ticks: round steps of time, h:mm for runs of 10 minutes or more.
+    let step = time_step(len as f64, 7.0);
+    let long = len >= 600;
     let mut s = 0.0;
     while s < len as f64 {
         let x = x_at(s);
         let _ = write!(
             out,
-            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{s}</text>"##,
+            r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{l}</text>"##,
             yb = H - B,
-            ty = H - B + 15.0
+            ty = H - B + 15.0,
+            l = time_label(s as u64, long),
         );
         s += step;
     }
@@ -520,15 +522,181 @@ pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> Strin
     out
 }
 
-fn nice_step(raw: f64) -> f64 {
-    let raw = raw.max(1.0);
-    let p = 10f64.powf(raw.log10().floor());
-    for m in [1.0, 2.0, 5.0, 10.0] {
-        if m * p >= raw {
-            return m * p;
+/// A time on an axis: `h:mm` for runs of 10 minutes or more, `m:ss` below.
+pub fn time_label(sec: u64, long: bool) -> String {
+    if long {
+        format!("{}:{:02}", sec / 3600, sec / 60 % 60)
+    } else {
+        format!("{}:{:02}", sec / 60, sec % 60)
+    }
+}
+
+/// A round tick step (seconds) giving at most about `max_ticks` ticks over `total` seconds.
+fn time_step(total: f64, max_ticks: f64) -> f64 {
+    const STEPS: [f64; 18] = [
+        1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0,
+        10800.0, 21600.0, 43200.0, 86400.0,
+    ];
+    STEPS
+        .iter()
+        .copied()
+        .find(|s| total / s <= max_ticks)
+        .unwrap_or_else(|| (total / max_ticks / 86400.0).ceil() * 86400.0)
+}
+
+/// Colour of a heat-map cell: `t` in [0, 1] (log of the count over log of the largest) from
+/// pale yellow through orange and red to dark purple.
+fn heat_colour(t: f64) -> String {
+    const STOPS: [(f64, [f64; 3]); 4] = [
+        (0.0, [255.0, 237.0, 160.0]),
+        (0.35, [253.0, 141.0, 60.0]),
+        (0.7, [215.0, 48.0, 31.0]),
+        (1.0, [73.0, 0.0, 106.0]),
+    ];
+    let t = t.clamp(0.0, 1.0);
+    let i = STOPS.iter().rposition(|s| s.0 <= t).unwrap_or(0).min(2);
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let f = (t - a.0) / (b.0 - a.0);
+    let c = |k: usize| (a.1[k] + f * (b.1[k] - a.1[k])).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", c(0), c(1), c(2))
+}
+
+/// Latency over time, OSADL-style: time (the run's per-interval histograms, merged to at
+/// most one column per 2 px) × latency (log scale) with the colour for the samples in each
+/// cell (log scale, pale: one sample, dark: the most). The time axis is `h:mm` (or `m:ss` for
+/// runs under 10 minutes). Buckets outside `layout` (a damaged record) are ignored.
+pub fn heatmap(
+    title: &str,
+    h: &latlab_core::intervals::IntervalHistograms,
+    layout: latlab_core::hist::Layout,
+) -> String {
+    let mut out = String::new();
+    frame(&mut out, title, "time since start", "latency (log scale)");
+    let n = h.intervals.len();
+    let nb = layout.len() as u64;
+    // A bucket covers [lower, upper) (lower at least 1 ns for the log scale).
+    let edges = |i: u64| {
+        let (lo, hi) = (layout.lower(i as usize), layout.upper(i as usize));
+        ((lo as f64).max(1.0), (hi as f64).max(2.0))
+    };
+    let (mut ymin, mut ymax) = (f64::MAX, 0f64);
+    for b in h
+        .intervals
+        .iter()
+        .flatten()
+        .filter(|b| b[0] < nb && b[1] > 0)
+    {
+        ymin = ymin.min(edges(b[0]).0);
+        ymax = ymax.max(edges(b[0]).1);
+    }
+    if n == 0 || ymax == 0.0 || h.interval_ns == 0 {
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">no per-interval data</text></svg>"#,
+            L + (W - L - R) / 2.0,
+            T + (H - T - B) / 2.0
+        );
+        return out;
+    }
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let cols = n.min((pw / 2.0) as usize).max(1);
+    let group = n.div_ceil(cols);
+    let cols = n.div_ceil(group);
+    const ROWS: usize = 58; // 5 px each
+    let ys = LogScale::new(ymin, ymax, H - B, T);
+    let row_of = |v: f64| (((H - B - ys.at(v)) / ph * ROWS as f64) as usize).min(ROWS - 1);
+    // Each cell counts the samples of every bucket that overlaps it: a bucket taller than a
+    // row (fine buckets are, low on a log scale) fills all its rows, so no false gaps.
+    let mut grid = vec![0u64; cols * ROWS];
+    for (k, iv) in h.intervals.iter().enumerate() {
+        let c = k / group;
+        for b in iv.iter().filter(|b| b[0] < nb) {
+            let (lo, hi) = edges(b[0]);
+            let (r0, r1) = (row_of(lo), row_of(hi * (1.0 - 1e-9)).max(row_of(lo)));
+            for r in r0..=r1 {
+                let cell = &mut grid[c * ROWS + r];
+                *cell = cell.saturating_add(b[1]);
+            }
         }
     }
-    10.0 * p
+    let top = grid.iter().copied().max().unwrap_or(1).max(1);
+    let (cw, rh) = (pw / cols as f64, ph / ROWS as f64);
+    for c in 0..cols {
+        for r in 0..ROWS {
+            let v = grid[c * ROWS + r];
+            if v == 0 {
+                continue;
+            }
+            let t = if top > 1 {
+                (v as f64).ln() / (top as f64).ln()
+            } else {
+                1.0
+            };
+            let _ = write!(
+                out,
+                r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"/>"#,
+                L + c as f64 * cw,
+                H - B - (r + 1) as f64 * rh,
+                cw + 0.05,
+                rh + 0.05,
+                heat_colour(t)
+            );
+        }
+    }
+    // Axes: latency decades; time ticks at round steps, h:mm for long runs.
+    for d in ys.decades() {
+        let y = ys.at(d);
+        let _ = write!(
+            out,
+            r##"<line x1="{L}" y1="{y:.1}" x2="{xr}" y2="{y:.1}" stroke="#999" stroke-opacity="0.4"/><text x="{tx}" y="{ty:.1}" text-anchor="end" font-size="11">{l}</text>"##,
+            xr = W - R,
+            tx = L - 4.0,
+            ty = y + 4.0,
+            l = esc(&tick_label(d)),
+        );
+    }
+    let total = n as f64 * h.interval_ns as f64 / 1e9;
+    let long = total >= 600.0;
+    let step = time_step(total, 8.0);
+    let mut s = 0.0;
+    while s <= total {
+        let x = L + s / total * pw;
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{yb}" x2="{x:.1}" y2="{yt}" stroke="#888"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{l}</text>"##,
+            yb = H - B,
+            yt = H - B + 4.0,
+            ty = H - B + 15.0,
+            l = time_label(s as u64, long),
+        );
+        s += step;
+    }
+    // Colour key: the ramp from one sample to the most in a cell.
+    let kx = W - R + 14.0;
+    for i in 0..20 {
+        let _ = write!(
+            out,
+            r#"<rect x="{kx}" y="{:.1}" width="14" height="7.5" fill="{}"/>"#,
+            T + 30.0 + (19 - i) as f64 * 7.5,
+            heat_colour(i as f64 / 19.0)
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{kx}" y="{}" font-size="12">samples per cell</text><text x="{tx}" y="{}" font-size="11">{top}</text><text x="{tx}" y="{}" font-size="11">1</text><text x="{kx}" y="{}" font-size="11">{}</text>"#,
+        T + 20.0,
+        T + 38.0,
+        T + 30.0 + 150.0,
+        T + 200.0,
+        esc(&format!(
+            "column: {}",
+            latlab_core::units::format_duration(h.interval_ns.saturating_mul(group as u64))
+        )),
+        tx = kx + 18.0,
+    );
+    out.push_str("</svg>");
+    out
 }
 
 #[cfg(test)]

@@ -71,6 +71,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
         warnings: vec![],
         notes: vec![],
         scenario: None,
+        intervals: None,
     })
     .unwrap()
 }

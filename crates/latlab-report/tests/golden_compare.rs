@@ -90,6 +90,7 @@ fn record(s: &Spec) -> RunRecord {
         warnings: vec![],
         notes: vec![],
         scenario: None,
+        intervals: None,
     };
     r.refresh().unwrap();
     r

@@ -100,6 +100,7 @@ fn record() -> RunRecord {
         loads: vec![],
         activity: None,
         scenario: None,
+        intervals: None,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };

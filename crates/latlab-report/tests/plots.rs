@@ -67,6 +67,7 @@ fn record(label: &str, cpus: u32, n: u64, max_ns: u64, max_latency: Option<u64>)
         loads: vec![],
         activity: None,
         scenario: None,
+        intervals: None,
         warnings: vec![],
         notes: vec![],
     };
@@ -309,4 +310,56 @@ fn report_shows_check_findings_and_a_formatted_machine_table() {
         let o = String::from_utf8(render(&plain, f)).unwrap();
         assert!(!o.contains("Machine check"), "{f:?}");
     }
+}
+
+/// A 6-hour run's per-minute histograms drawn as a heat map with an h:mm time axis; the
+/// per-second maximum of such a run is labelled in h:mm too, not in seconds 0–21600.
+#[test]
+fn long_runs_get_a_heat_map_and_h_mm_time_axes() {
+    use latlab_core::intervals::IntervalHistograms;
+    use latlab_report::svg::{heatmap, per_second_max};
+    let layout = Layout::new(1_000, 1_000_000).unwrap();
+    // 360 minutes: 1000 samples at 10 µs each minute; minute 200 also has 5 at 500 µs.
+    let mut iv = IntervalHistograms {
+        interval_ns: 60_000_000_000,
+        intervals: vec![vec![[10, 1000]]; 360],
+    };
+    iv.intervals[200].push([500, 5]);
+    iv.intervals[300] = vec![]; // a minute without samples
+    iv.intervals[301] = vec![[u64::MAX, 7]]; // out of the layout: ignored, no panic
+    let s = heatmap("t <x>", &iv, layout);
+    assert!(s.contains("t &lt;x&gt;"));
+    // 360 intervals fit 270 columns: two minutes per column.
+    assert!(s.contains("column: 2m"), "{s}");
+    for l in ["0:00", "1:00", "2:00", "3:00", "4:00", "5:00", "6:00"] {
+        assert!(s.contains(&format!(">{l}</text>")), "no {l} tick");
+    }
+    let cells: Vec<&str> = s
+        .split("<rect ")
+        .filter(|r| r.contains("height=\"5.00\"") || r.contains("height=\"5.05\""))
+        .collect();
+    // Cells in every column but the one of minutes 300–301 (no known samples); the column of
+    // minute 200 has cells at two heights (10 µs and 500 µs), the others at one.
+    let x = |r: &str| r.split('"').nth(1).unwrap().to_string();
+    let y = |r: &str| r.split('"').nth(3).unwrap().to_string();
+    let xs: HashSet<String> = cells.iter().map(|r| x(r)).collect();
+    assert_eq!(xs.len(), 179);
+    let heights = |col: &str| -> HashSet<String> {
+        cells.iter().filter(|r| x(r) == col).map(|r| y(r)).collect()
+    };
+    let col100 = format!("{:.2}", 70.0 + 100.0 * 3.0);
+    let col99 = format!("{:.2}", 70.0 + 99.0 * 3.0);
+    assert!(heights(&col100).len() > heights(&col99).len(), "{col100}");
+    // The largest cell (2000 samples) is the darkest colour; the 5 samples are paler.
+    assert!(s.contains("fill=\"#49006a\""));
+    let e = heatmap("t", &IntervalHistograms::default(), layout);
+    assert!(e.contains("no per-interval data"));
+
+    let secs = vec![Some(10_000u64); 6 * 3600];
+    let p = per_second_max("t", &[("CPU 0".into(), &secs)]);
+    assert!(
+        p.contains(">1:00</text>") && p.contains(">5:00</text>"),
+        "{p}"
+    );
+    assert!(!p.contains(">3600</text>") && !p.contains(">20000</text>"));
 }

@@ -73,3 +73,72 @@ fn live_display_goes_to_a_terminal_stderr_and_json_stdout_stays_clean() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("elapsed") && !err.contains('\x1b'), "{err}");
 }
+
+/// A timed run keeps per-interval histograms in run.json (every sample in exactly one
+/// interval) and its report draws them as a heat map; a fast simulation has no time axis and
+/// keeps none. `LATLAB_INTERVAL_MS` (a test hook) makes the intervals 1 s instead of a minute.
+#[test]
+fn a_timed_run_keeps_per_interval_histograms_and_draws_the_heat_map() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    latlab()
+        .env("LATLAB_INTERVAL_MS", "1000")
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--sim-realtime",
+            "--duration",
+            "3s",
+        ])
+        .args(["--cpus", "0", "--no-db", "-q", "--results"])
+        .arg(&results)
+        .assert()
+        .success();
+    let dir = support::only_run_dir(&results);
+    let v = support::read_json(&dir.join("run.json"));
+    let iv = &v["intervals"];
+    assert_eq!(iv["interval_ns"], 1_000_000_000u64, "{iv}");
+    let ivs = iv["intervals"].as_array().unwrap();
+    assert_eq!(ivs.len(), 3, "{iv}");
+    let per: Vec<u64> = ivs
+        .iter()
+        .map(|i| {
+            i.as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b[1].as_u64().unwrap())
+                .sum()
+        })
+        .collect();
+    assert_eq!(per.iter().sum::<u64>(), 3000, "{per:?}");
+    // Each second holds about its 1000 wake-ups (a boundary may move a tick's worth).
+    assert!(per.iter().all(|&n| (800..=1200).contains(&n)), "{per:?}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h2>Latency over time</h2>") && html.contains("latency over time, all CPUs")
+    );
+
+    let fast = tmp.path().join("fast");
+    latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "3s",
+            "--cpus",
+            "0",
+            "--no-db",
+            "-q",
+        ])
+        .arg("--results")
+        .arg(&fast)
+        .assert()
+        .success();
+    let v = support::read_json(&support::only_run_dir(&fast).join("run.json"));
+    assert!(
+        v.get("intervals").is_none(),
+        "a fast simulation has no time axis"
+    );
+}

@@ -406,6 +406,7 @@ pub(crate) fn record(
         loads: vec![],
         activity: None,
         scenario: None,
+        intervals: None,
         warnings: vec![],
         notes,
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use latlab_core::intervals::{IntervalRecorder, DEFAULT_INTERVAL_NS};
 use latlab_core::record::SpikeRecord;
 use latlab_core::units::{format_duration, Human};
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
@@ -253,6 +254,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         total_ns: p.duration_ns,
     };
     let inject_panic = latlab_sys::hooks::collector_panic_ms().map(Duration::from_millis);
+    // Per-interval histograms (a minute each) for latency over time, closed by the wall
+    // clock; a fast simulation has no time axis, so it has none.
+    let every_ns =
+        latlab_sys::hooks::interval_ms().map_or(DEFAULT_INTERVAL_NS, |ms| ms.max(1) * 1_000_000);
+    let mut intervals =
+        (a.backend != Backend::Sim || a.sim_realtime).then(|| IntervalRecorder::new(every_ns));
+    let mut next_close = every_ns;
     let mut last_second = Instant::now();
     // A first checkpoint as soon as measurement starts, so a run killed within its first
     // CHECKPOINT still leaves a readable run.json (`complete: false`).
@@ -291,6 +299,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
             live.show(&threads, started.elapsed().as_nanos() as u64, false);
         }
+        if let Some(rec) = intervals.as_mut() {
+            if started.elapsed().as_nanos() as u64 >= next_close {
+                rec.record(next_close, &cumulative_counts(&threads));
+                next_close += every_ns;
+            }
+        }
         if last_checkpoint.is_none_or(|t| t.elapsed() >= CHECKPOINT) {
             last_checkpoint = Some(Instant::now());
             let m = Measured {
@@ -300,7 +314,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
                 measured_ns: started.elapsed().as_nanos() as u64,
                 spikes: &spikes,
             };
-            let rec = build_record(&s, &a, &p, &mp, &m, false);
+            let mut rec = build_record(&s, &a, &p, &mp, &m, false);
+            rec.intervals = intervals.as_ref().map(|r| r.histograms().clone());
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
                 eprintln!("latlab: warning: checkpoint failed: {e:#}");
             }
@@ -352,6 +367,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         spikes: &spikes,
     };
     let mut record = build_record(&s, &a, &p, &mp, &m, true);
+    if let Some(rec) = intervals.as_mut() {
+        rec.record(measured_ns.max(1), &cumulative_counts(&threads));
+        record.intervals = Some(rec.histograms().clone());
+    }
     if let Some(tr) = tracer.take() {
         record.trace = Some(tr.finish());
     }
@@ -370,6 +389,21 @@ pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bucket counts of all measuring threads merged (the collector's, once per interval).
+fn cumulative_counts(threads: &[Arc<measure::ThreadShared>]) -> Vec<u64> {
+    let mut sum: Vec<u64> = Vec::new();
+    for t in threads {
+        let h = t.hist.snapshot();
+        if sum.len() < h.counts().len() {
+            sum.resize(h.counts().len(), 0);
+        }
+        for (s, c) in sum.iter_mut().zip(h.counts()) {
+            *s += c;
+        }
+    }
+    sum
 }
 
 /// Wait one collector tick; with a recorder, in short slices: each slice re-arms the recorder
