@@ -231,8 +231,9 @@ fn dash_attr(d: &str) -> String {
 /// lower bound (every sample in a bucket is at least its lower bound, so each share is
 /// exact, not resampled). The first point is the minimum with share 1; the last is the
 /// maximum with the share of samples equal to it when its bucket starts there, else
-/// `1 / n` (at least the maximum itself). Samples above the limit whose value is unknown
-/// count in every share and end the curve at the limit. Empty histogram: no points.
+/// `1 / n` (at least the maximum itself). Samples whose value is unknown (imported overflows
+/// at or above the limit) count in every share, and the curve ends at the limit: beyond it
+/// the shares are not known. Empty histogram: no points.
 pub fn ccdf_points(h: &Histogram) -> Vec<(f64, f64)> {
     let n = h.count();
     let (Some(min), Some(max)) = (h.min(), h.max()) else {
@@ -244,18 +245,22 @@ pub fn ccdf_points(h: &Histogram) -> Vec<(f64, f64)> {
     let mut pts = Vec::new();
     let mut tail = n; // samples at or above the current bucket's lower bound
     let unknown = h.unknown_above();
-    let known = n - unknown;
+    let limit = h.layout().limit_ns();
     for (lo, _, c) in h.buckets() {
+        if unknown > 0 && lo >= limit {
+            break;
+        }
         let x = lo.max(min).min(max);
         pts.push((x as f64, tail as f64 / n as f64));
         tail -= c;
     }
-    if known > 0 && pts.last().is_some_and(|p| p.0 < max as f64) {
-        pts.push((max as f64, 1.0 / n as f64));
-    }
     if unknown > 0 {
-        let lim = h.layout().limit_ns().max(max);
-        pts.push((lim as f64, unknown as f64 / n as f64));
+        // `tail`: the known samples at or above the limit and the unknown ones.
+        if pts.last().is_none_or(|p| p.0 < limit as f64) {
+            pts.push((limit as f64, tail as f64 / n as f64));
+        }
+    } else if pts.last().is_some_and(|p| p.0 < max as f64) {
+        pts.push((max as f64, 1.0 / n as f64));
     }
     pts
 }
@@ -294,6 +299,10 @@ pub fn ccdf(title: &str, series: &[(String, &Histogram)], limits: &[u64]) -> Str
     for &l in limits {
         xmin = xmin.min(l.max(1) as f64);
         xmax = xmax.max(l as f64);
+    }
+    // The max markers too (an import's maximum may lie beyond the curve's end at the limit).
+    for (_, h) in series {
+        xmax = xmax.max(h.max().unwrap_or(0) as f64);
     }
     let xs = LogScale::new(xmin, xmax, L, W - R);
     let ys = LogScale::new(ymin, 1.0, H - B, T);

@@ -363,3 +363,24 @@ fn long_runs_get_a_heat_map_and_h_mm_time_axes() {
     );
     assert!(!p.contains(">3600</text>") && !p.contains(">20000</text>"));
 }
+
+/// Imported overflows (values unknown, at or above the limit) count in every share and end
+/// the curve at the limit: it never rises, and nothing is drawn where shares are unknown.
+#[test]
+fn ccdf_with_unknown_overflows_ends_at_the_limit_and_never_rises() {
+    let layout = Layout::new(1_000, 100_000).unwrap();
+    let mut counts = vec![0u64; layout.len()];
+    counts[10] = 5; // 10 µs
+    counts[50] = 1; // 50 µs
+    let h = Histogram::from_parts(layout, counts, 10_000, 3_237_000, 0, 0, 2, false).unwrap();
+    let p = ccdf_points(&h);
+    assert_eq!(
+        p,
+        vec![
+            (10_000.0, 1.0),
+            (50_000.0, 3.0 / 8.0),
+            (100_000.0, 2.0 / 8.0)
+        ]
+    );
+    assert!(p.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 >= w[1].1));
+}
