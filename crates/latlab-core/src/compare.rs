@@ -157,12 +157,7 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
             .map(|(_, r)| r.record.label.as_str())
             .collect();
         if !short.is_empty() && row.label != "max" {
-            let need = needed_samples(&row.label);
-            flags.push(format!(
-                "too short for {}: {} (fewer than {MIN_TAIL} samples above it; needs ≥ {need} samples)",
-                row.label,
-                short.join(", ")
-            ));
+            flags.push(too_short_flag(&row.label, &short.join(", ")));
         }
     }
     for row in &ladder {
@@ -231,8 +226,30 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
     }
 }
 
+/// Samples at or above the rank of quantile `q` among `n`: how many its value rests on.
+pub fn tail_samples(n: u64, q: Quantile) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    n - q.rank(n) + 1
+}
+
+/// The rule `compare` flags by (and single-run reports reuse): a percentile resting on
+/// [`MIN_TAIL`] samples or fewer is "too short". An empty histogram is too short for all.
+pub fn too_short(n: u64, q: Quantile) -> bool {
+    tail_samples(n, q) <= MIN_TAIL
+}
+
+/// The flag sentence for a percentile `label` that is too short for `who`.
+pub fn too_short_flag(label: &str, who: &str) -> String {
+    format!(
+        "too short for {label}: {who} (fewer than {MIN_TAIL} samples above it; needs ≥ {} samples)",
+        needed_samples(label)
+    )
+}
+
 /// Samples a percentile needs to have [`MIN_TAIL`] above it.
-fn needed_samples(label: &str) -> u64 {
+pub fn needed_samples(label: &str) -> u64 {
     LADDER
         .iter()
         .find(|(l, _)| *l == label)
@@ -253,8 +270,7 @@ fn cell(h: Option<&Histogram>, q: Quantile) -> Cell {
         };
     };
     let n = h.count();
-    let rank = q.rank(n);
-    let tail = n - rank + 1;
+    let tail = tail_samples(n, q);
     let (lo_rank, hi_rank) = rank_interval(n, q);
     Cell {
         value_ns: h.quantile(q),
@@ -262,7 +278,7 @@ fn cell(h: Option<&Histogram>, q: Quantile) -> Cell {
         tail_samples: tail,
         ci_low_ns: bucket_at_rank(h, lo_rank).map(|b| b.0),
         ci_high_ns: bucket_at_rank(h, hi_rank).map(|b| b.1),
-        too_short: tail <= MIN_TAIL,
+        too_short: too_short(n, q),
         within_noise: false,
     }
 }
@@ -509,6 +525,7 @@ mod tests {
             activity: None,
             scenario: None,
             profile: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -22,6 +22,7 @@ pub mod findings;
 pub mod gates;
 pub mod hist;
 pub mod import;
+pub mod intervals;
 pub mod inventory;
 pub mod model;
 pub mod modes;

@@ -383,6 +383,10 @@ pub struct RunRecord {
     /// `latlab profile`: the run queues and the tasks' waits (docs/contract.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::ProfileRecord>,
+    /// Per-interval histograms (a minute each, all CPUs merged, sparse and bounded) for
+    /// latency over time; absent in imports, fast simulations and older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<crate::intervals::IntervalHistograms>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -437,6 +441,7 @@ impl RunRecord {
             activity: None,
             scenario: None,
             profile: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -625,6 +630,7 @@ mod tests {
             activity: None,
             scenario: None,
             profile: None,
+            intervals: None,
             warnings: vec![],
             notes: vec![],
         };

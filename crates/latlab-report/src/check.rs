@@ -65,28 +65,46 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         let _ = writeln!(s, "       fix:      {}", escape(&f.fix));
     }
     let _ = writeln!(s, "\nInventory");
-    let mut row = |k: &str, v: String| {
-        let _ = writeln!(s, "  {k:<16}{v}");
-    };
+    // Escaping each whole value is the same as escaping its parts: escaping is per character.
+    for (k, v) in inventory_rows(inv) {
+        let _ = writeln!(s, "  {:<16}{}", escape(&k), escape(&v));
+    }
+    s.into_bytes()
+}
+
+/// The machine inventory as `(name, value)` rows, in `check`'s order and words (the text of
+/// `latlab check` and the Machine table of the HTML report). Values are untrusted text, not
+/// escaped: each renderer escapes them for its format.
+pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
+    fn plain(s: &str) -> String {
+        s.to_string()
+    }
+    fn ro<T: ToString>(v: &Option<T>) -> String {
+        v.as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "unknown".into())
+    }
+    let mut rows = Vec::new();
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let k = &inv.kernel;
     row(
         "kernel",
-        format!("{} {} ({})", o(&k.release), o(&k.version), o(&k.arch)),
+        format!("{} {} ({})", ro(&k.release), ro(&k.version), ro(&k.arch)),
     );
     let p = &inv.preemption;
     row(
         "preemption",
         format!(
             "{}{} (from {})",
-            o(&p.model),
+            ro(&p.model),
             if p.dynamic { ", PREEMPT_DYNAMIC" } else { "" },
-            o(&p.source)
+            ro(&p.source)
         ),
     );
     if let Some(hz) = k.config.get("CONFIG_HZ") {
-        row("HZ", escape(hz));
+        row("HZ", plain(hz));
     }
-    row("cmdline", o(&inv.cmdline));
+    row("cmdline", ro(&inv.cmdline));
     if !inv.cmdline_params.is_empty() {
         row(
             "  relevant",
@@ -94,9 +112,9 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
                 .iter()
                 .map(|(k, v)| {
                     if v.is_empty() {
-                        escape(k)
+                        plain(k)
                     } else {
-                        escape(&format!("{k}={v}"))
+                        plain(&format!("{k}={v}"))
                     }
                 })
                 .collect::<Vec<_>>()
@@ -107,8 +125,8 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         "clocksource",
         format!(
             "{} (available: {})",
-            o(&inv.clocksource.current),
-            escape(&inv.clocksource.available.join(" "))
+            ro(&inv.clocksource.current),
+            plain(&inv.clocksource.available.join(" "))
         ),
     );
     let c = &inv.cpus;
@@ -119,12 +137,16 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             cpus(&c.online),
             cpus(&c.isolated),
             cpus(&c.nohz_full),
-            o(&c.model)
+            ro(&c.model)
         ),
     );
     row(
         "smt",
-        format!("control {}, active {}", o(&c.smt_control), yn(c.smt_active)),
+        format!(
+            "control {}, active {}",
+            ro(&c.smt_control),
+            yn(c.smt_active)
+        ),
     );
     if inv.cpufreq.is_empty() {
         row("cpufreq", "none (no cpufreq driver)".into());
@@ -134,14 +156,14 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             &format!("cpufreq cpu{cpu}"),
             format!(
                 "{} {}, {}–{} kHz (hw max {}){}",
-                o(&f.driver),
-                o(&f.governor),
-                o(&f.min_khz),
-                o(&f.max_khz),
-                o(&f.hw_max_khz),
+                ro(&f.driver),
+                ro(&f.governor),
+                ro(&f.min_khz),
+                ro(&f.max_khz),
+                ro(&f.hw_max_khz),
                 f.epp
                     .as_ref()
-                    .map(|e| format!(", epp {}", escape(e)))
+                    .map(|e| format!(", epp {}", plain(e)))
                     .unwrap_or_default()
             ),
         );
@@ -151,8 +173,8 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         "cpuidle",
         format!(
             "driver {}, governor {}",
-            o(&inv.cpuidle.driver),
-            o(&inv.cpuidle.governor)
+            ro(&inv.cpuidle.driver),
+            ro(&inv.cpuidle.governor)
         ),
     );
     for (cpu, states) in &inv.cpuidle.states {
@@ -163,8 +185,8 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
                 .map(|st| {
                     format!(
                         "{} {}µs{}",
-                        escape(&st.name),
-                        o(&st.latency_us),
+                        plain(&st.name),
+                        ro(&st.latency_us),
                         if st.enabled { "" } else { " (disabled)" }
                     )
                 })
@@ -177,8 +199,8 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         "memory",
         format!(
             "{} kB total, {} kB available, NUMA nodes {}",
-            o(&m.total_kb),
-            o(&m.available_kb),
+            ro(&m.total_kb),
+            ro(&m.available_kb),
             if m.numa_nodes.is_empty() {
                 "unknown".to_string()
             } else {
@@ -194,22 +216,22 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         "swap",
         format!(
             "{} kB, areas: {}, swappiness {}",
-            o(&m.swap_total_kb),
+            ro(&m.swap_total_kb),
             if m.swaps.is_empty() {
                 "none".into()
             } else {
-                escape(&m.swaps.join(" "))
+                plain(&m.swaps.join(" "))
             },
-            o(&m.swappiness)
+            ro(&m.swappiness)
         ),
     );
     row(
         "thp / ksm",
         format!(
             "enabled {}, defrag {}, ksm run {}",
-            o(&m.thp_enabled),
-            o(&m.thp_defrag),
-            o(&m.ksm_run)
+            ro(&m.thp_enabled),
+            ro(&m.thp_defrag),
+            ro(&m.ksm_run)
         ),
     );
     let sc = &inv.sched;
@@ -217,8 +239,8 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         "rt throttling",
         format!(
             "sched_rt_runtime_us {} of {}",
-            o(&sc.rt_runtime_us),
-            o(&sc.rt_period_us)
+            ro(&sc.rt_runtime_us),
+            ro(&sc.rt_period_us)
         ),
     );
     row(
@@ -235,7 +257,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         format!(
             "irqbalance running {}, default affinity {}",
             yn(inv.irqs.irqbalance_running),
-            o(&inv.irqs.default_affinity)
+            ro(&inv.irqs.default_affinity)
         ),
     );
     for i in &inv.irqs.busiest {
@@ -243,10 +265,10 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             &format!("  irq {}", i.irq),
             format!(
                 "{} {} interrupts, affinity {}, effective {}",
-                escape(&i.name),
+                plain(&i.name),
                 i.count,
-                o(&i.affinity),
-                o(&i.effective_affinity)
+                ro(&i.affinity),
+                ro(&i.effective_affinity)
             ),
         );
     }
@@ -257,7 +279,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         } else {
             inv.dma_latency_holders
                 .iter()
-                .map(|h| format!("{} ({})", escape(&h.comm), h.pid))
+                .map(|h| format!("{} ({})", plain(&h.comm), h.pid))
                 .collect::<Vec<_>>()
                 .join(", ")
         },
@@ -272,7 +294,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         format!(
             "hypervisor flag {}, vendor {}, steal {} since boot{}",
             yn(v.hypervisor),
-            o(&v.vendor),
+            ro(&v.vendor),
             pct(v.steal_since_boot),
             v.steal_sample_ms
                 .map(|ms| format!(", {} over {ms} ms", pct(v.steal_sampled)))
@@ -285,7 +307,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
     for cg in &inv.cgroup {
         row(
             "cgroup",
-            format!("{} = {}", escape(&cg.path), escape(&cg.value)),
+            format!("{} = {}", plain(&cg.path), plain(&cg.value)),
         );
     }
     let t = &inv.tracing;
@@ -295,7 +317,7 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
             None => format!("tracefs not mounted (supported: {})", yn(t.supported)),
             Some(d) => format!(
                 "tracefs at {}, events {}/{}, timerlat {}, osnoise {}",
-                escape(d),
+                plain(d),
                 t.events.values().filter(|p| **p).count(),
                 t.events.len(),
                 yn(t.timerlat),
@@ -304,9 +326,23 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
         },
     );
     if !inv.unreadable.is_empty() {
-        row("not readable", escape(&inv.unreadable.join(", ")));
+        row("not readable", plain(&inv.unreadable.join(", ")));
     }
-    s.into_bytes()
+    rows
+}
+
+/// `check`'s findings for the inventory a run recorded (`None`: no inventory, or one this
+/// version cannot read).
+pub fn run_findings(r: &latlab_core::record::RunRecord) -> Option<Vec<Finding>> {
+    let inv: Inventory = serde_json::from_value(r.inventory.clone()?).ok()?;
+    Some(latlab_core::findings::findings(&inv))
+}
+
+/// One line per finding, worst first: `[bad ] title (id)`; untrusted text is not escaped.
+pub fn finding_lines(f: &[Finding]) -> Vec<String> {
+    f.iter()
+        .map(|x| format!("[{:<4}] {} ({})", x.severity.as_str(), x.title, x.id))
+        .collect()
 }
 
 /// The JSON report: findings (stable ids, worst first) and the whole inventory.

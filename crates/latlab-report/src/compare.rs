@@ -4,7 +4,8 @@
 //! (noise, short runs, different intervals or loads), the percentile ladder with ratios to the
 //! baseline and the samples each value rests on, Morton's log2-ms bucket table and its µs
 //! variant, Williams' blocks in columns, and what changed between the runs. HTML adds the
-//! overlaid log-log histograms.
+//! runs' CCDFs (shares, so runs of different lengths compare) and the overlaid log-log
+//! histograms.
 
 use std::fmt::Write;
 
@@ -272,11 +273,24 @@ fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
         }
         o.push_str("</ul>\n");
     }
-    o.push_str("<h2>Latency histograms</h2>\n");
     let series: Vec<(String, &latlab_core::hist::Histogram)> = runs
         .iter()
         .filter_map(|r| r.total_hist.as_ref().map(|h| (r.record.label.clone(), h)))
         .collect();
+    let mut limits: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.record.config.max_latency_ns)
+        .collect();
+    limits.sort_unstable();
+    limits.dedup();
+    o.push_str("<h2>Share of samples at or above each latency</h2>\n");
+    o.push_str(&svg::ccdf(
+        "share of samples ≥ latency (CCDF), all CPUs of each run",
+        &series,
+        &limits,
+    ));
+    o.push_str("<p class=\"meta\">Shares, not counts: runs of different lengths compare directly. Drawn from the exact bucket counts.</p>\n");
+    o.push_str("<h2>Latency histograms</h2>\n<p class=\"meta\">Raw counts per bucket: a longer run sits higher.</p>\n");
     o.push_str(&svg::loglog_histogram(
         "samples per bucket against latency, all CPUs of each run",
         &series,

@@ -1,6 +1,6 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that
-//! opens offline and prints. Sections: summary, the log-log histogram of every CPU overlaid
-//! (Williams' figure), the per-second maximum over time, the percentile ladder, Williams'
+//! opens offline and prints. Sections: summary, the CCDF of every CPU and of all CPUs, the
+//! log-log histogram of every CPU overlaid (Williams' figure), the per-second maximum over time, the percentile ladder, Williams'
 //! statistics block per CPU, spikes and their causes, loads, notes and the machine inventory.
 //!
 //! Every string that came from the system or a file (labels, task names, command lines,
@@ -14,7 +14,7 @@ use latlab_core::stats::{Stats, BELOW};
 use latlab_core::units::{format_measured, Human};
 
 use crate::svg::{self, esc};
-use crate::text::bound;
+use crate::text::pbound;
 
 const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:62em;color:#111;padding:0 1em}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}\
@@ -51,7 +51,7 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
         ("minimum".into(), opt(s.min_ns)),
         ("maximum".into(), opt(s.max_ns)),
         ("mean".into(), format!("{}{est}", opt(s.mean_ns))),
-        ("median".into(), bound(s.median_ns, s)),
+        ("median".into(), pbound("p50", s.median_ns, s)),
         (
             "mode".into(),
             s.mode_ns
@@ -73,7 +73,10 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
             Human(max.saturating_add(s.bucket_ns)).to_string(),
         ));
     }
-    v.push(("99.999 % (five nines) <".into(), bound(s.p99999_ns, s)));
+    v.push((
+        "99.999 % (five nines) <".into(),
+        pbound("p99.999", s.p99999_ns, s),
+    ));
     if s.unknown_above > 0 {
         v.push((
             "above the limit".into(),
@@ -174,8 +177,12 @@ pub fn body(m: &RunModel) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
     o.push_str(&heading(m));
-    if !r.warnings.is_empty() || !r.notes.is_empty() {
+    let flags = crate::text::short_flags(m);
+    if !r.warnings.is_empty() || !r.notes.is_empty() || !flags.is_empty() {
         o.push_str("<ul>");
+        for f in &flags {
+            let _ = write!(o, "<li class=\"warn\">{}</li>", esc(f));
+        }
         for w in &r.warnings {
             let _ = write!(o, "<li class=\"warn\">{}</li>", esc(w));
         }
@@ -203,20 +210,33 @@ pub fn body(m: &RunModel) -> String {
             s.missed_periods,
             opt(s.min_ns),
             opt(s.mean_ns),
-            esc(&bound(s.p99_ns, s)),
-            esc(&bound(s.p99999_ns, s)),
+            esc(&pbound("p99", s.p99_ns, s)),
+            esc(&pbound("p99.999", s.p99999_ns, s)),
             opt(s.max_ns)
         );
     }
     o.push_str("</table>\n");
 
     mode_tables(&mut o, m);
-    o.push_str("<h2>Latency histogram</h2>\n");
-    let series: Vec<(String, &latlab_core::hist::Histogram)> = m
+    let mut series: Vec<(String, &latlab_core::hist::Histogram)> = m
         .cpus
         .iter()
         .map(|c| (format!("CPU {}", c.cpu), &c.hist))
         .collect();
+    o.push_str("<h2>Share of samples at or above each latency</h2>\n");
+    let mut ccdf_series = series.clone();
+    if let (true, Some(t)) = (m.cpus.len() > 1, &m.total_hist) {
+        ccdf_series.push(("all CPUs".into(), t));
+    }
+    let limits: Vec<u64> = r.config.max_latency_ns.into_iter().collect();
+    o.push_str(&svg::ccdf(
+        &format!("{}: share of samples ≥ latency (CCDF)", r.label),
+        &ccdf_series,
+        &limits,
+    ));
+    o.push_str("<p class=\"meta\">Read across: at a latency, the share of samples that took at least that long; runs and CPUs with different sample counts compare directly. Drawn from the exact bucket counts (each point is a bucket's lower bound).</p>\n");
+    o.push_str("<h2>Latency histogram</h2>\n");
+    series.truncate(m.cpus.len());
     o.push_str(&svg::loglog_histogram(
         &format!("{}: samples per bucket against latency", r.label),
         &series,
@@ -243,6 +263,22 @@ pub fn body(m: &RunModel) -> String {
         ));
     }
 
+    if let (Some(iv), Some(c)) = (&r.intervals, m.cpus.first()) {
+        if iv.intervals.len() >= 2 {
+            o.push_str("<h2>Latency over time</h2>\n");
+            o.push_str(&svg::heatmap(
+                &format!("{}: latency over time, all CPUs", r.label),
+                iv,
+                c.hist.layout(),
+            ));
+            let _ = writeln!(
+                o,
+                "<p class=\"meta\">The record keeps a histogram of every {} (all CPUs merged); each cell is the samples at that latency at that time, so a band that rises or darkens shows when the machine got worse.</p>",
+                latlab_core::units::format_duration(iv.interval_ns)
+            );
+        }
+    }
+
     o.push_str("<h2>Percentile ladder</h2>\n");
     let ladder_cols: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
@@ -250,7 +286,7 @@ pub fn body(m: &RunModel) -> String {
             let mut v: Vec<(String, String)> = s
                 .ladder()
                 .iter()
-                .map(|(l, x)| (l.to_string(), bound(*x, s)))
+                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
                 .collect();
             v.push(("max".into(), opt(s.max_ns)));
             (format!("CPU {name}"), v)
@@ -327,14 +363,116 @@ pub fn body(m: &RunModel) -> String {
         o.push_str("</table>\n");
     }
 
-    let mut mach = BTreeMap::new();
-    if let Ok(v) = serde_json::to_value(&r.machine) {
-        flatten("", &v, &mut mach);
+    machine_section(&mut o, r);
+    o
+}
+
+/// The machine as a formatted table (the record's machine fields, then `check`'s inventory
+/// rows), preceded by `check`'s findings when the run carries an inventory. An inventory this
+/// version cannot read is shown flattened rather than dropped.
+fn machine_section(o: &mut String, r: &latlab_core::record::RunRecord) {
+    let inv: Option<latlab_core::inventory::Inventory> = r
+        .inventory
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    if let Some(inv) = &inv {
+        let f = latlab_core::findings::findings(inv);
+        let count = |sev| f.iter().filter(|x| x.severity == sev).count();
+        use latlab_core::findings::Severity;
+        let _ = writeln!(
+            o,
+            "<h2>Machine check</h2>\n<p class=\"meta\">What <code>latlab check</code> finds in this run's inventory: {} bad, {} warn, {} info.</p>",
+            count(Severity::Bad),
+            count(Severity::Warn),
+            count(Severity::Info)
+        );
+        if !f.is_empty() {
+            o.push_str("<table class=\"fit\"><tr><th class=\"k\" style=\"width:4em\">severity</th><th class=\"k\">finding</th><th class=\"k\">evidence</th><th class=\"k\">fix</th></tr>\n");
+            for x in &f {
+                let cls = if x.severity == Severity::Bad {
+                    "k warn"
+                } else {
+                    "k"
+                };
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"{cls}\">{}</td><td class=\"k\">{}<br><span class=\"meta\">{} ({})</span></td><td class=\"k\">{}</td><td class=\"k\">{}</td></tr>",
+                    x.severity.as_str(),
+                    esc(&x.title),
+                    esc(&x.why),
+                    esc(&x.id),
+                    esc(&x.evidence),
+                    esc(&x.fix)
+                );
+            }
+            o.push_str("</table>\n");
+        }
     }
-    mach.retain(|_, v| v != "null" && v != "[]");
-    if !mach.is_empty() || r.inventory.is_some() {
-        o.push_str("<h2>Machine</h2>\n<table>");
-        for (k, v) in &mach {
+    let m = &r.machine;
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let mut rows: Vec<(&str, Option<String>)> = vec![
+        ("hostname", m.hostname.clone()),
+        (
+            "kernel",
+            m.kernel_release.as_ref().map(|k| match &m.kernel_version {
+                Some(v) => format!("{k} ({v})"),
+                None => k.clone(),
+            }),
+        ),
+        ("arch", m.arch.clone()),
+        (
+            "CPUs online",
+            (!m.cpus_online.is_empty())
+                .then(|| latlab_core::cpulist::format_cpu_list(&m.cpus_online)),
+        ),
+        ("CPU model", m.cpu_model.clone()),
+        ("preemption", m.preemption.clone()),
+        ("kernel command line", m.cmdline.clone()),
+        ("virtualized", m.virtualized.map(yn)),
+    ];
+    rows.retain(|x| x.1.is_some());
+    if rows.is_empty() && r.inventory.is_none() {
+        return;
+    }
+    o.push_str("<h2>Machine</h2>\n<table>");
+    for (k, v) in &rows {
+        let _ = write!(
+            o,
+            "<tr><th class=\"k\">{}</th><td class=\"k\">{}</td></tr>",
+            esc(k),
+            esc(v.as_deref().unwrap_or(""))
+        );
+    }
+    o.push_str("</table>\n");
+    if let Some(inv) = &inv {
+        let rows = crate::check::inventory_rows(inv);
+        let _ = write!(
+            o,
+            "<details open><summary>Inventory (as <code>latlab check</code> shows it)</summary><table>"
+        );
+        for (k, v) in &rows {
+            let _ = write!(
+                o,
+                "<tr><th class=\"k\"{}>{}</th><td class=\"k\">{}</td></tr>",
+                if k.starts_with(' ') {
+                    " style=\"padding-left:2em\""
+                } else {
+                    ""
+                },
+                esc(k.trim_start()),
+                esc(v)
+            );
+        }
+        o.push_str("</table></details>\n");
+    } else if let Some(v) = &r.inventory {
+        let mut f = BTreeMap::new();
+        flatten("", v, &mut f);
+        let _ = write!(
+            o,
+            "<details><summary>Inventory ({} entries, a shape this version does not know)</summary><table>",
+            f.len()
+        );
+        for (k, v) in &f {
             let _ = write!(
                 o,
                 "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td></tr>",
@@ -342,27 +480,8 @@ pub fn body(m: &RunModel) -> String {
                 esc(v)
             );
         }
-        o.push_str("</table>\n");
-        if let Some(inv) = &r.inventory {
-            let mut f = BTreeMap::new();
-            flatten("", inv, &mut f);
-            let _ = write!(
-                o,
-                "<details open><summary>Inventory ({} entries)</summary><table>",
-                f.len()
-            );
-            for (k, v) in &f {
-                let _ = write!(
-                    o,
-                    "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td></tr>",
-                    esc(k),
-                    esc(v)
-                );
-            }
-            o.push_str("</table></details>\n");
-        }
+        o.push_str("</table></details>\n");
     }
-    o
 }
 
 /// "What delays this machine": every cause over the traced spikes, the spikes it appeared in,

@@ -9,7 +9,7 @@ use latlab_core::stats::Stats;
 use latlab_core::units::Human;
 
 use crate::html::{opt, williams_rows};
-use crate::text::bound;
+use crate::text::pbound;
 
 /// Untrusted text in a markdown table cell: [`crate::escape`]d, pipes and markup
 /// characters escaped so a task name cannot break the table or inject HTML.
@@ -123,6 +123,12 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if let Some(c) = &r.command_line {
         let _ = writeln!(o, "command: {}\n", cell(c));
     }
+    for f in crate::text::short_flags(m) {
+        let _ = writeln!(o, "- **{}**", cell(&f));
+    }
+    if !crate::text::short_flags(m).is_empty() {
+        o.push('\n');
+    }
     let mut rows: Vec<(String, &Stats)> = m
         .cpus
         .iter()
@@ -146,8 +152,8 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                 s.missed_periods.to_string(),
                 opt(s.min_ns),
                 opt(s.mean_ns),
-                cell(&bound(s.p99_ns, s)),
-                cell(&bound(s.p99999_ns, s)),
+                cell(&pbound("p99", s.p99_ns, s)),
+                cell(&pbound("p99.999", s.p99999_ns, s)),
                 opt(s.max_ns),
             ]
         })
@@ -161,7 +167,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             let mut v: Vec<(String, String)> = s
                 .ladder()
                 .iter()
-                .map(|(l, x)| (l.to_string(), bound(*x, s)))
+                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
                 .collect();
             v.push(("max".into(), opt(s.max_ns)));
             (n.clone(), v)
@@ -243,6 +249,17 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             ],
             &rows,
         );
+    }
+    if let Some(f) = crate::check::run_findings(r) {
+        let _ = writeln!(
+            o,
+            "### Machine check\n\n`latlab check` on the run's inventory: {} findings.\n",
+            f.len()
+        );
+        for l in crate::check::finding_lines(&f) {
+            let _ = writeln!(o, "- {}", cell(&l));
+        }
+        o.push('\n');
     }
     if !r.warnings.is_empty() || !r.notes.is_empty() {
         o.push_str("### Notes\n\n");

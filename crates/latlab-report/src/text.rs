@@ -19,6 +19,56 @@ pub fn bound(v: Option<u64>, s: &Stats) -> String {
     }
 }
 
+/// The quantile a ladder label names (`p99.9` …).
+fn quantile_of(label: &str) -> Option<latlab_core::hist::Quantile> {
+    latlab_core::stats::LADDER
+        .iter()
+        .find(|(l, _)| *l == label)
+        .map(|(_, q)| *q)
+}
+
+/// The percentile `label` rests on too few samples of `s` (compare's rule,
+/// [`latlab_core::compare::too_short`]); an empty run is not flagged (it shows "-").
+pub fn too_few(label: &str, s: &Stats) -> bool {
+    s.samples > 0
+        && quantile_of(label).is_some_and(|q| latlab_core::compare::too_short(s.samples, q))
+}
+
+/// [`bound`] of the percentile `label`, marked "TOO FEW" (as `compare` marks it) when it
+/// rests on too few samples.
+pub fn pbound(label: &str, v: Option<u64>, s: &Stats) -> String {
+    let b = bound(v, s);
+    if too_few(label, s) {
+        format!("{b} TOO FEW")
+    } else {
+        b
+    }
+}
+
+/// The flags of a single run, as `compare` writes them: for each percentile, the CPUs (and
+/// "all") whose value rests on too few samples.
+pub fn short_flags(m: &RunModel) -> Vec<String> {
+    let mut rows: Vec<(String, &Stats)> = m
+        .cpus
+        .iter()
+        .map(|c| (format!("CPU {}", c.cpu), &c.stats))
+        .collect();
+    if m.cpus.len() > 1 {
+        rows.push(("all CPUs".into(), &m.total));
+    }
+    latlab_core::stats::LADDER
+        .iter()
+        .filter_map(|(label, _)| {
+            let who: Vec<&str> = rows
+                .iter()
+                .filter(|(_, s)| too_few(label, s))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            (!who.is_empty()).then(|| latlab_core::compare::too_short_flag(label, &who.join(", ")))
+        })
+        .collect()
+}
+
 fn opt(v: Option<u64>) -> String {
     v.map(|v| Human(v).to_string())
         .unwrap_or_else(|| "-".into())
@@ -50,7 +100,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
     line(out, "maximum ", opt(s.max_ns));
     let est = if s.exact_moments { "" } else { " (estimate)" };
     line(out, "mean ", format!("{}{est}", opt(s.mean_ns)));
-    line(out, "median ", bound(s.median_ns, s));
+    line(out, "median ", pbound("p50", s.median_ns, s));
     if let Some(m) = s.mode_ns {
         line(
             out,
@@ -96,7 +146,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
         } else {
             format!("{pct}% below ")
         };
-        line(out, &name, bound(v, s));
+        line(out, &name, pbound(label, v, s));
     }
     if s.unknown_above > 0 {
         line(
@@ -125,8 +175,8 @@ pub fn cpu_table(m: &RunModel) -> String {
             s.missed_periods.to_string(),
             opt(s.min_ns),
             opt(s.mean_ns),
-            bound(s.p99_ns, s),
-            bound(s.p99999_ns, s),
+            pbound("p99", s.p99_ns, s),
+            pbound("p99.999", s.p99999_ns, s),
             opt(s.max_ns),
         ]
     };
@@ -223,6 +273,14 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut out = heading(m);
     out.push('\n');
+    let flags = short_flags(m);
+    if !flags.is_empty() {
+        out.push_str("Before trusting a percentile:\n");
+        for f in &flags {
+            let _ = writeln!(out, "  ! {f}");
+        }
+        out.push('\n');
+    }
     out.push_str(&cpu_table(m));
     out.push_str("\n\n");
     let title = if m.cpus.len() > 1 {
@@ -324,6 +382,16 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         for l in &r.loads {
             let ops = l.ops.map(|o| format!(", {o:.1} ops/s")).unwrap_or_default();
             let _ = writeln!(out, "  {}: {}{ops}", escape(&l.profile), escape(&l.command));
+        }
+    }
+    if let Some(f) = crate::check::run_findings(r) {
+        let _ = writeln!(
+            out,
+            "\nMachine check (latlab check on the run's inventory: {} findings)",
+            f.len()
+        );
+        for l in crate::check::finding_lines(&f) {
+            let _ = writeln!(out, "  {}", escape(&l));
         }
     }
     for (title, lines) in [("Warnings", &r.warnings), ("Notes", &r.notes)] {

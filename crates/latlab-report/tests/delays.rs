@@ -72,6 +72,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
         notes: vec![],
         scenario: None,
         profile: None,
+        intervals: None,
     })
     .unwrap()
 }

@@ -91,6 +91,7 @@ fn record(s: &Spec) -> RunRecord {
         notes: vec![],
         scenario: None,
         profile: None,
+        intervals: None,
     };
     r.refresh().unwrap();
     r

@@ -101,6 +101,7 @@ fn record() -> RunRecord {
         activity: None,
         scenario: None,
         profile: None,
+        intervals: None,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };
@@ -143,9 +144,10 @@ fn markdown_golden() {
 #[test]
 fn html_golden() {
     let out = String::from_utf8(render(&model(), Format::Html)).unwrap();
-    // Two plots, each with a line in each CPU's colour (a histogram line breaks where
-    // buckets are empty); the label's markup is text, not a tag.
-    assert_eq!(out.matches("<svg").count(), 2);
+    // Three plots (CCDF, histogram, per-second maximum), each with a line in each CPU's
+    // colour (a histogram line breaks where buckets are empty); the label's markup is text,
+    // not a tag.
+    assert_eq!(out.matches("<svg").count(), 3);
     for plot in out.split("<svg").skip(1) {
         for c in &latlab_report::svg::COLORS[..2] {
             assert!(plot.contains(&format!("<polyline fill=\"none\" stroke=\"{c}\"")));

@@ -15,6 +15,12 @@ pub fn collector_panic_ms() -> Option<u64> {
     env_u64("LATLAB_INJECT_PANIC_MS")
 }
 
+/// `LATLAB_INTERVAL_MS=N`: a run closes its per-interval histograms every N ms instead of
+/// every minute (tests/plots.rs draws a heat map of a few seconds).
+pub fn interval_ms() -> Option<u64> {
+    env_u64("LATLAB_INTERVAL_MS")
+}
+
 #[cfg(feature = "test-hooks")]
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok()?.parse().ok()

@@ -131,9 +131,10 @@ fn html_report_and_compare_render_in_a_headless_browser() {
     let (ok, text) = check_html(&[&report, &compare]);
     eprintln!("{text}");
     assert!(ok, "check-html failed:\n{text}");
-    // The report has its two plots (histogram, per-second maxima), the comparison its one.
-    assert!(text.contains("report.html: 2 SVGs"), "{text}");
-    assert!(text.contains("compare.html: 1 SVGs"), "{text}");
+    // The report has its three plots (CCDF, histogram, per-second maxima), the comparison
+    // its two (CCDF, histogram).
+    assert!(text.contains("report.html: 3 SVGs"), "{text}");
+    assert!(text.contains("compare.html: 2 SVGs"), "{text}");
     for png in [dir.join("report.png"), dir.join("compare.png")] {
         assert_eq!(png_size(&png), (1200, 2400), "{}", png.display());
         eprintln!("screenshot: {}", png.display());

@@ -514,6 +514,7 @@ pub(crate) fn record(
         activity: None,
         scenario: None,
         profile: None,
+        intervals: None,
         warnings: vec![],
         notes,
     }

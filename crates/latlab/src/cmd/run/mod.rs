@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
+use latlab_core::intervals::{IntervalRecorder, DEFAULT_INTERVAL_NS};
 use latlab_core::record::SpikeRecord;
 use latlab_core::units::{format_duration, Human};
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
@@ -31,13 +32,48 @@ const CHECKPOINT: Duration = Duration::from_secs(10);
 /// Collector period: spikes, loads and signals are looked at this often.
 const TICK: Duration = Duration::from_millis(100);
 
+/// The live display: a status line (elapsed, time left) and a line per CPU, redrawn every
+/// second on stderr when stderr is a terminal, so stdout carries only the report (`--format
+/// json` stays parseable) and a redirected stderr gets no escape sequences.
 struct Live {
     enabled: bool,
     lines: usize,
+    total_ns: u64,
+}
+
+/// `m:ss`, or `h:mm:ss` from an hour on (whole seconds).
+fn clock(s: u64) -> String {
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+const NS: u64 = 1_000_000_000;
+
+/// The status line: while measuring, elapsed and left; at the end, what was measured.
+fn status_line(elapsed_ns: u64, total_ns: u64, done: bool) -> String {
+    let elapsed_ns = elapsed_ns.min(total_ns);
+    if done {
+        format!(
+            "measured {} of {}, done",
+            clock(elapsed_ns / NS),
+            clock(total_ns.div_ceil(NS))
+        )
+    } else {
+        // Elapsed rounds down and the time left up, so "0:00 left" only when it is over.
+        format!(
+            "elapsed {} of {}, {} left",
+            clock(elapsed_ns / NS),
+            clock(total_ns.div_ceil(NS)),
+            clock((total_ns - elapsed_ns).div_ceil(NS))
+        )
+    }
 }
 
 impl Live {
-    fn show(&mut self, threads: &[Arc<measure::ThreadShared>]) {
+    fn show(&mut self, threads: &[Arc<measure::ThreadShared>], elapsed_ns: u64, done: bool) {
         if !self.enabled {
             return;
         }
@@ -46,6 +82,7 @@ impl Live {
         if self.lines > 0 {
             let _ = write!(s, "\x1b[{}A", self.lines);
         }
+        let _ = writeln!(s, "\x1b[2K{}", status_line(elapsed_ns, self.total_ns, done));
         for t in threads {
             let tot = t.hist.totals();
             let avg = if tot.count > 0 {
@@ -65,10 +102,10 @@ impl Live {
                 t.missed.load(Ordering::Relaxed)
             );
         }
-        self.lines = threads.len();
+        self.lines = threads.len() + 1;
         // Cosmetic: a terminal that went away does not end the run (the record is what counts).
         use std::io::Write as _;
-        let mut o = std::io::stdout().lock();
+        let mut o = std::io::stderr().lock();
         let _ = o.write_all(s.as_bytes()).and_then(|()| o.flush());
     }
 }
@@ -294,10 +331,18 @@ pub fn run_with(
     }
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
     let mut live = Live {
-        enabled: !a.quiet && std::io::stdout().is_terminal(),
+        enabled: !a.quiet && std::io::stderr().is_terminal(),
         lines: 0,
+        total_ns: p.duration_ns,
     };
     let inject_panic = latlab_sys::hooks::collector_panic_ms().map(Duration::from_millis);
+    // Per-interval histograms (a minute each) for latency over time, closed by the wall
+    // clock; a fast simulation has no time axis, so it has none.
+    let every_ns =
+        latlab_sys::hooks::interval_ms().map_or(DEFAULT_INTERVAL_NS, |ms| ms.max(1) * 1_000_000);
+    let mut intervals =
+        (a.backend != Backend::Sim || a.sim_realtime).then(|| IntervalRecorder::new(every_ns));
+    let mut next_close = every_ns;
     let mut last_second = Instant::now();
     // A first checkpoint as soon as measurement starts, so a run killed within its first
     // CHECKPOINT still leaves a readable run.json (`complete: false`).
@@ -381,7 +426,13 @@ pub fn run_with(
             for (t, secs) in threads.iter().zip(seconds.iter_mut()) {
                 t.drain_seconds(secs);
             }
-            live.show(&threads);
+            live.show(&threads, started.elapsed().as_nanos() as u64, false);
+        }
+        if let Some(rec) = intervals.as_mut() {
+            if started.elapsed().as_nanos() as u64 >= next_close {
+                rec.record(next_close, &cumulative_counts(&threads));
+                next_close += every_ns;
+            }
         }
         if last_checkpoint.is_none_or(|t| t.elapsed() >= CHECKPOINT) {
             last_checkpoint = Some(Instant::now());
@@ -392,7 +443,8 @@ pub fn run_with(
                 measured_ns: started.elapsed().as_nanos() as u64,
                 spikes: &spikes,
             };
-            let rec = build_record(&s, &a, &p, &mp, &m, false);
+            let mut rec = build_record(&s, &a, &p, &mp, &m, false);
+            rec.intervals = intervals.as_ref().map(|r| r.histograms().clone());
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
                 eprintln!("latlab: warning: checkpoint failed: {e:#}");
             }
@@ -485,7 +537,7 @@ pub fn run_with(
             format_duration(p.duration_ns)
         ));
     }
-    live.show(&threads);
+    live.show(&threads, measured_ns, true);
     let m = Measured {
         threads: &threads,
         seconds: &seconds,
@@ -494,6 +546,10 @@ pub fn run_with(
         spikes: &spikes,
     };
     let mut record = build_record(&s, &a, &p, &mp, &m, true);
+    if let Some(rec) = intervals.as_mut() {
+        rec.record(measured_ns.max(1), &cumulative_counts(&threads));
+        record.intervals = Some(rec.histograms().clone());
+    }
     if let Some(tr) = tracer.take() {
         record.trace = Some(tr.finish());
     }
@@ -553,6 +609,21 @@ pub fn run_with(
     })
 }
 
+/// The bucket counts of all measuring threads merged (the collector's, once per interval).
+fn cumulative_counts(threads: &[Arc<measure::ThreadShared>]) -> Vec<u64> {
+    let mut sum: Vec<u64> = Vec::new();
+    for t in threads {
+        let h = t.hist.snapshot();
+        if sum.len() < h.counts().len() {
+            sum.resize(h.counts().len(), 0);
+        }
+        for (s, c) in sum.iter_mut().zip(h.counts()) {
+            *s += c;
+        }
+    }
+    sum
+}
+
 /// Wait one collector tick; with a recorder, in short slices: each slice re-arms the recorder
 /// (the standby instance takes over) as soon as a marker has stopped it, and the wait ends so
 /// the stopped instance's spike is collected and its trace saved (spikes while the recorder is
@@ -599,5 +670,32 @@ fn trace_spikes(
                 dir,
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::status_line;
+
+    #[test]
+    fn status_line_shows_elapsed_and_time_left() {
+        let s = 1_000_000_000;
+        assert_eq!(
+            status_line(12 * s, 60 * s, false),
+            "elapsed 0:12 of 1:00, 0:48 left"
+        );
+        // Left rounds up: 0.01 s left is not "0:00 left".
+        assert_eq!(
+            status_line(3 * s - 10_000_000, 3 * s, false),
+            "elapsed 0:02 of 0:03, 0:01 left"
+        );
+        assert_eq!(
+            status_line(3_725 * s, 6 * 3600 * s, false),
+            "elapsed 1:02:05 of 6:00:00, 4:57:55 left"
+        );
+        assert_eq!(
+            status_line(70 * s, 60 * s, true),
+            "measured 1:00 of 1:00, done"
+        );
     }
 }
