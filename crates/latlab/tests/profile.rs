@@ -78,6 +78,24 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
         .unwrap();
     let on = wait_recording(child.id(), &mut child);
 
+    // The threads start on `cpu` (they inherit this thread's affinity): a thread that moves
+    // itself to another CPU sleeps until the migration is done, and that wake-up (seen in CI)
+    // would count as one more of the FIFO task's.
+    // SAFETY: plain syscalls on the calling thread with valid sets.
+    let before = unsafe {
+        let mut old: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of_val(&old), &mut old),
+            0
+        );
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set),
+            0
+        );
+        old
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let busy = std::thread::spawn(move || {
@@ -101,6 +119,13 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
         }
         (tid, t0, rt::now_ns())
     });
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of_val(&before), &before),
+            0
+        );
+    }
     let (ftid, t0, t1) = fifo.join().unwrap();
     stop.store(true, Ordering::Relaxed);
     let btid = busy.join().unwrap();
