@@ -276,6 +276,14 @@ pub fn body(m: &RunModel) -> String {
                 "<p class=\"meta\">The record keeps a histogram of every {} (all CPUs merged); each cell is the samples at that latency at that time, so a band that rises or darkens shows when the machine got worse.</p>",
                 latlab_core::units::format_duration(iv.interval_ns)
             );
+            let (p99, max) = interval_bands(iv, c.hist.layout());
+            o.push_str(&svg::over_time(
+                &format!("{}: p99 and maximum of each interval, all CPUs", r.label),
+                "latency (log scale)",
+                &[("max".to_string(), &max[..]), ("p99".to_string(), &p99[..])],
+                iv.interval_ns as f64 / 1e9,
+            ));
+            o.push_str("<p class=\"meta\">Per interval, the upper bound of the bucket holding its p99 (the sample of rank ⌈0.99·n⌉) and of its highest bucket; an interval without samples leaves a gap.</p>\n");
         }
     }
 
@@ -537,4 +545,34 @@ fn mode_tables(o: &mut String, m: &RunModel) {
             let _ = writeln!(o, "<p class=\"meta\">{}</p>", esc(n));
         }
     }
+}
+
+/// Per interval of `iv`: the p99 (upper bound of the bucket holding the sample of rank
+/// ⌈0.99·n⌉) and the maximum (upper bound of the highest non-empty bucket); None without
+/// samples. Buckets beyond the layout (a damaged record) are ignored.
+pub fn interval_bands(
+    iv: &latlab_core::intervals::IntervalHistograms,
+    layout: latlab_core::hist::Layout,
+) -> (Vec<Option<u64>>, Vec<Option<u64>>) {
+    let nb = layout.len() as u64;
+    iv.intervals
+        .iter()
+        .map(|h| {
+            let ok = || h.iter().filter(|b| b[0] < nb && b[1] > 0);
+            let n: u64 = ok().map(|b| b[1]).sum();
+            if n == 0 {
+                return (None, None);
+            }
+            let rank = n - n / 100; // ⌈0.99·n⌉ = n − ⌊n/100⌋
+            let mut cum = 0u64;
+            let p99 = ok()
+                .find(|b| {
+                    cum += b[1];
+                    cum >= rank
+                })
+                .map(|b| layout.upper(b[0] as usize));
+            let max = ok().last().map(|b| layout.upper(b[0] as usize));
+            (p99, max)
+        })
+        .unzip()
 }

@@ -446,13 +446,24 @@ fn axes(
 /// The largest latency of each second, per series, over the run (x linear in seconds, y
 /// logarithmic). Reduced to at most one point per pixel column, keeping maxima.
 pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> String {
-    let mut out = String::new();
-    frame(
-        &mut out,
+    over_time(
         title,
-        "time since start",
         "largest latency in the second (log scale)",
-    );
+        series,
+        1.0,
+    )
+}
+
+/// Values per interval of `step_s` seconds, per series, over the run (x linear in time with
+/// h:mm or m:ss ticks, y logarithmic); at most one point per pixel column, keeping maxima.
+pub fn over_time(
+    title: &str,
+    y_label: &str,
+    series: &[(String, &[Option<u64>])],
+    step_s: f64,
+) -> String {
+    let mut out = String::new();
+    frame(&mut out, title, "time since start", y_label);
     let len = series.iter().map(|s| s.1.len()).max().unwrap_or(0);
     let vals = series.iter().flat_map(|s| s.1.iter().flatten().copied());
     let (mut lo, mut hi) = (u64::MAX, 0u64);
@@ -472,13 +483,15 @@ pub fn per_second_max(title: &str, series: &[(String, &[Option<u64>])]) -> Strin
     let ys = LogScale::new(lo.max(1) as f64, hi as f64, H - B, T);
     let pw = W - L - R;
     let cols = (pw as usize).min(len).max(1);
-    let x_at = |sec: f64| L + sec / (len.max(2) - 1) as f64 * pw;
+    // Point k stands at k·step_s seconds.
+    let x_at = |k: f64| L + k / (len.max(2) - 1) as f64 * pw;
     // x ticks: round steps of time, h:mm for runs of 10 minutes or more.
-    let step = time_step(len as f64, 7.0);
-    let long = len >= 600;
+    let total = len as f64 * step_s;
+    let step = time_step(total, 7.0);
+    let long = total >= 600.0;
     let mut s = 0.0;
-    while s < len as f64 {
-        let x = x_at(s);
+    while s < total {
+        let x = x_at(s / step_s);
         let _ = write!(
             out,
             r##"<line x1="{x:.1}" y1="{T}" x2="{x:.1}" y2="{yb}" stroke="#ddd"/><text x="{x:.1}" y="{ty}" text-anchor="middle" font-size="11">{l}</text>"##,

@@ -363,6 +363,43 @@ fn long_runs_get_a_heat_map_and_h_mm_time_axes() {
         "{p}"
     );
     assert!(!p.contains(">3600</text>") && !p.contains(">20000</text>"));
+
+    // The p99 and max bands of the same minutes: minute 200's 5 samples at 500 µs are 0.5 %
+    // of it, so its max rises and its p99 does not; empty and damaged minutes leave gaps.
+    let (p99, max) = latlab_report::html::interval_bands(&iv, layout);
+    assert_eq!(p99.len(), 360);
+    assert_eq!(
+        (p99[0], max[0]),
+        (Some(layout.upper(10)), Some(layout.upper(10)))
+    );
+    assert_eq!(
+        (p99[200], max[200]),
+        (Some(layout.upper(10)), Some(layout.upper(500)))
+    );
+    assert_eq!(
+        (p99[300], max[300], p99[301], max[301]),
+        (None, None, None, None)
+    );
+    // 1000 samples of which 11 are high: the sample of rank 990 is high, so p99 is.
+    let hi = IntervalHistograms {
+        interval_ns: 60_000_000_000,
+        intervals: vec![vec![[10, 989], [500, 11]]],
+    };
+    assert_eq!(
+        latlab_report::html::interval_bands(&hi, layout).0,
+        vec![Some(layout.upper(500))]
+    );
+    let b = latlab_report::svg::over_time(
+        "bands",
+        "latency",
+        &[("max".into(), &max[..]), ("p99".into(), &p99[..])],
+        60.0,
+    );
+    assert!(
+        b.contains(">1:00</text>") && b.contains(">5:00</text>"),
+        "{b}"
+    );
+    assert_eq!(b.matches("<polyline").count(), 2);
 }
 
 /// Imported overflows (values unknown, at or above the limit) count in every share and end
