@@ -571,7 +571,7 @@ pub fn interval_bands(
                     cum >= rank
                 })
                 .map(|b| layout.upper(b[0] as usize));
-            let max = ok().last().map(|b| layout.upper(b[0] as usize));
+            let max = ok().next_back().map(|b| layout.upper(b[0] as usize));
             (p99, max)
         })
         .unzip()
