@@ -228,6 +228,19 @@ pub fn body(m: &RunModel) -> String {
     if let (true, Some(t)) = (m.cpus.len() > 1, &m.total_hist) {
         ccdf_series.push(("all CPUs".into(), t));
     }
+    // An imported `rtla timerlat hist` keeps each CPU's IRQ latency as a series of its own.
+    let irq: Vec<(String, latlab_core::hist::Histogram)> = r
+        .cpus
+        .iter()
+        .filter_map(|c| {
+            let h = c.mode.as_ref()?.irq.as_ref()?;
+            Some((
+                format!("CPU {} IRQ", c.cpu),
+                latlab_core::hist::Histogram::from_record(h).ok()?,
+            ))
+        })
+        .collect();
+    ccdf_series.extend(irq.iter().map(|(n, h)| (n.clone(), h)));
     let limits: Vec<u64> = r.config.max_latency_ns.into_iter().collect();
     o.push_str(&svg::ccdf(
         &format!("{}: share of samples ≥ latency (CCDF)", r.label),

@@ -138,6 +138,12 @@ fn the_report_reads_every_import() {
                 .output()
                 .unwrap();
             assert!(rep.status.success(), "{f} {fmt}: {rep:?}");
+            // rtla's IRQ latency is drawn as series of its own beside the threads'.
+            if f.starts_with("rtla") && fmt == "html" {
+                let h = String::from_utf8_lossy(&rep.stdout);
+                assert!(h.contains("CPU 0 IRQ (max 16 µs)"), "no IRQ series");
+                assert!(h.contains("CPU 0 (max 36 µs)"), "no thread series");
+            }
         }
     }
 }
