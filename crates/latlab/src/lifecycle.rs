@@ -212,6 +212,11 @@ impl Session {
     }
 
     /// Look after the loads (restarts; an error when a required one keeps crashing).
+    /// The loads' live figures (`--metrics-listen`).
+    pub fn live_loads(&self) -> Vec<crate::load_session::LiveLoad> {
+        self.loads.as_ref().map(|l| l.live()).unwrap_or_default()
+    }
+
     pub fn poll_loads(&mut self) -> anyhow::Result<()> {
         match self.loads.as_mut() {
             Some(l) => l.poll(),

@@ -84,6 +84,7 @@ pub fn bind(spec: &str, any: bool) -> anyhow::Result<TcpListener> {
 pub struct Facts {
     pub spikes_traced: u64,
     pub spikes_not_traced: u64,
+    pub loads: Vec<crate::load_session::LiveLoad>,
 }
 
 /// The serving thread; stopped (and joined) by [`Server::stop`] or on drop.
@@ -125,6 +126,13 @@ impl Server {
         if let Ok(mut f) = self.facts.lock() {
             f.spikes_traced = traced;
             f.spikes_not_traced = not_traced;
+        }
+    }
+
+    /// The collector's latest figures of the loads.
+    pub fn set_loads(&self, loads: Vec<crate::load_session::LiveLoad>) {
+        if let Ok(mut f) = self.facts.lock() {
+            f.loads = loads;
         }
     }
 
@@ -413,6 +421,44 @@ impl Collector for Scrape {
         ] {
             let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
             m.encode_counter::<NoLabelSet, _, f64>(&v, None::<&NoExemplar>)?;
+        }
+        {
+            let mut m = e.encode_descriptor(
+                "latlab_load_throughput",
+                "A load's throughput so far, as its own log reports it per finished iteration (unit label: ops/s, s/iteration, MB/s)",
+                None,
+                MetricType::Gauge,
+            )?;
+            for l in &self.facts.loads {
+                if let Some((v, unit)) = l.throughput {
+                    let lab = [
+                        ("load", l.profile.clone()),
+                        ("part", l.part.clone()),
+                        ("unit", unit.to_string()),
+                    ];
+                    m.encode_family(&lab)?.encode_gauge(&v)?;
+                }
+            }
+        }
+        for (name, help, restarts) in [
+            (
+                "latlab_load_restarts",
+                "Times the supervisor restarted a load's part (it ended before the run)",
+                true,
+            ),
+            (
+                "latlab_load_failures",
+                "Times a load's part ended in failure (non-zero exit or signal)",
+                false,
+            ),
+        ] {
+            let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for l in &self.facts.loads {
+                let lab = [("load", l.profile.clone()), ("part", l.part.clone())];
+                let v = if restarts { l.restarts } else { l.failures } as u64;
+                m.encode_family(&lab)?
+                    .encode_counter::<NoLabelSet, _, f64>(&v, None::<&NoExemplar>)?;
+            }
         }
         let mut m = e.encode_descriptor(
             "latlab_measured",

@@ -29,6 +29,10 @@ impl Drop for Run {
 
 impl Run {
     fn start(seconds: u32) -> Run {
+        Run::start_with(seconds, &[])
+    }
+
+    fn start_with(seconds: u32, extra: &[&str]) -> Run {
         let t = tempfile::tempdir().unwrap();
         let results = t.path().join("results");
         let mut child = support::command()
@@ -42,6 +46,7 @@ impl Run {
                 "-q",
             ])
             .args(["--duration", &format!("{seconds}s")])
+            .args(extra)
             .args(["--metrics-listen", "127.0.0.1:0", "--results"])
             .arg(&results)
             .stdout(Stdio::null())
@@ -411,4 +416,48 @@ fn a_real_prometheus_scrapes_a_run() {
     eprintln!(
         "prometheus: scraped {scraped} of {samples} samples, max {max_s} s (run.json {max_ns} ns), p50 {p50} s"
     );
+}
+
+/// A load's throughput, restarts and failures are served while it runs: hackbench prints its
+/// time per iteration as each one ends, and the supervisor restarts it.
+#[test]
+fn load_throughput_is_served_while_the_load_runs() {
+    if Command::new("hackbench").arg("--help").output().is_err() {
+        cannot_run(
+            "load_throughput_is_served_while_the_load_runs",
+            "hackbench is not installed (bash scripts/deps.sh installs Debian's rt-tests)",
+        );
+        return;
+    }
+    let mut r = Run::start_with(20, &["--load", "hackbench"]);
+    let value = |body: &str, prefix: &str| -> Option<f64> {
+        body.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    const TPUT: &str =
+        "latlab_load_throughput{load=\"hackbench\",part=\"hackbench\",unit=\"s/iteration\"} ";
+    const RESTARTS: &str = "latlab_load_restarts_total{load=\"hackbench\",part=\"hackbench\"} ";
+    // Until an iteration has ended (its time is in the log) and the supervisor has restarted
+    // the part: the collector reads both every 2 s.
+    let t0 = Instant::now();
+    let body = loop {
+        let (_, body) = get(&r.addr, "");
+        if value(&body, TPUT).is_some() && value(&body, RESTARTS).is_some_and(|n| n >= 1.0) {
+            break body;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(18),
+            "no load throughput while the run went on:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let v = value(&body, TPUT).unwrap();
+    assert!(v > 0.0 && v < 60.0, "{v}");
+    assert!(
+        body.contains("latlab_load_failures_total{load=\"hackbench\",part=\"hackbench\"} 0"),
+        "{body}"
+    );
+    let json = r.wait_json();
+    assert_eq!(json["loads"][0]["profile"], "hackbench");
 }

@@ -320,6 +320,7 @@ pub fn run_with(
         &dir,
     );
     let mut stopped_by: Option<crate::actions::Firing> = None;
+    let mut loads_read = std::time::Instant::now();
     // Its own thread, reading what the measuring threads publish (never one of them).
     let metrics = match metrics_listener {
         Some(l) => Some(crate::metrics::Server::start(l, threads.clone())?),
@@ -413,6 +414,11 @@ pub fn run_with(
                 spikes.len() as u64,
                 tracer.as_ref().map_or(0, |t| t.not_traced()),
             );
+            // The loads' logs are read every 2 s, not every tick.
+            if loads_read.elapsed() >= std::time::Duration::from_secs(2) {
+                m.set_loads(s.live_loads());
+                loads_read = std::time::Instant::now();
+            }
         }
         if let Err(e) = s.poll_loads() {
             if load_error.is_none() {
