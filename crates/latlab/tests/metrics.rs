@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 mod support;
 use support::{cannot_run, latlab};
 
-/// A `latlab run` serving metrics on a port of the system's choosing; killed on drop.
+/// A `latlab run` serving metrics on a port of the system's choosing; ended on drop as a user
+/// would end it (SIGTERM: it cleans up, its ledger included), killed only if it hangs.
 struct Run {
     child: Child,
     addr: String,
@@ -22,6 +23,16 @@ struct Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: a signal to our own child, which has not been reaped.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let t0 = Instant::now();
+            while matches!(self.child.try_wait(), Ok(None))
+                && t0.elapsed() < Duration::from_secs(20)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
