@@ -12,7 +12,9 @@
 //! [`TraceSession::on_spike`] (once per spike, in order) copies the pending instance's buffer
 //! as binary pages (`per_cpu/cpuN/trace_pipe_raw`: the kernel copies pages and formats
 //! nothing, so a copy of MiBs takes milliseconds instead of the text's hundreds of ms of
-//! kernel time on a CPU that may be measured), clears it and makes it a standby at once, then
+//! kernel time on a CPU that may be measured; reading empties every CPU's ring, so it is made
+//! a standby without a clear, which would wait for an RCU grace period and reset every page
+//! with interrupts off), then
 //! decodes the pages (`latlab_core::trace::raw`), writes them as the kernel's text layout
 //! (`spikes/NNN/trace.txt`) and attributes the events with the same analyzer as `latlab
 //! analyze`. When the kernel's layout is not one latlab decodes (`binary_fallback` in
@@ -190,6 +192,56 @@ impl Arm {
     }
 }
 
+/// Read every CPU's pages of a stopped instance (`trace_pipe_raw`, which consumes them): up to
+/// three passes per CPU, until its `stats` say `entries: 0` (a page the kernel was still
+/// committing may be missed by one pass). `base`: the kernel's cumulative overrun count per
+/// CPU at the last copy (updated). `tick` runs between pages. True in the second field when a
+/// ring still holds events (or its stats could not be read): only then must it be cleared
+/// before it is armed again.
+fn drain(
+    dir: &Path,
+    cpus: &[u32],
+    page: usize,
+    base: &mut [u64],
+    mut tick: impl FnMut(),
+) -> (Copied, bool) {
+    let t0 = Instant::now();
+    let mut pages = Vec::with_capacity(cpus.len());
+    let mut overruns = Vec::with_capacity(cpus.len());
+    let mut left = false;
+    for (k, &cpu) in cpus.iter().enumerate() {
+        let mut p = Vec::new();
+        let mut stats = None;
+        for _ in 0..3 {
+            p.extend(
+                tracefs::open_cpu_raw_at(dir, cpu)
+                    .and_then(|f| tracefs::read_pages(f, page, RAW_POLL_EVERY, &mut tick))
+                    .unwrap_or_default(),
+            );
+            stats = tracefs::cpu_stats_at(dir, cpu);
+            if stats.is_some_and(|(entries, _)| entries == 0) {
+                break;
+            }
+        }
+        pages.push((cpu, p));
+        let (entries, overrun) = stats.unwrap_or((1, 0));
+        left |= entries > 0;
+        if let Some(b) = base.get_mut(k) {
+            overruns.push((cpu, overrun.saturating_sub(*b)));
+            *b = overrun;
+        }
+    }
+    let read_ns = t0.elapsed().as_nanos() as u64;
+    (
+        Copied {
+            pages,
+            overruns,
+            read_ns,
+        },
+        left,
+    )
+}
+
 impl Arm {
     /// The re-arm thread, with the binary reader: copy every stopped instance's buffers (each
     /// CPU's pages: ms, nothing formatted in the kernel), clear it and make it a standby, so
@@ -211,34 +263,7 @@ impl Arm {
                 }
                 let _ = set_on(self.fds[slot].0, false);
             }
-            let t0 = Instant::now();
-            let mut pages = Vec::with_capacity(self.cpus.len());
-            let mut overruns = Vec::with_capacity(self.cpus.len());
-            let mut left = false;
-            for (k, &cpu) in self.cpus.iter().enumerate() {
-                let mut p = Vec::new();
-                // A page the kernel was still committing may be missed by one pass: up to
-                // three, until the ring says it is empty.
-                let mut stats = None;
-                for _ in 0..3 {
-                    p.extend(
-                        tracefs::open_cpu_raw_at(dir, cpu)
-                            .and_then(|f| tracefs::read_pages(f, page, usize::MAX, || {}))
-                            .unwrap_or_default(),
-                    );
-                    stats = tracefs::cpu_stats_at(dir, cpu);
-                    if stats.is_some_and(|(entries, _)| entries == 0) {
-                        break;
-                    }
-                }
-                pages.push((cpu, p));
-                let (entries, overrun) = stats.unwrap_or((1, 0));
-                left |= entries > 0;
-                let base = &mut a.overrun_base[slot][k];
-                overruns.push((cpu, overrun.saturating_sub(*base)));
-                *base = overrun;
-            }
-            let read_ns = t0.elapsed().as_nanos() as u64;
+            let (copied, left) = drain(dir, &self.cpus, page, &mut a.overrun_base[slot], || {});
             // The reads consumed the rings: an empty instance is armed again as it is. A clear
             // (writing `trace`) waits for an RCU grace period, measured at 22–346 ms under
             // hackbench on this VM, and re-arming waited for it. Only a ring with events left
@@ -250,11 +275,7 @@ impl Arm {
             } else {
                 a.reused += 1;
             }
-            a.pending[i].copy = Some(Copied {
-                pages,
-                overruns,
-                read_ns,
-            });
+            a.pending[i].copy = Some(copied);
             a.standby.push(slot);
         }
     }
@@ -593,8 +614,44 @@ impl TraceSession {
         Some(o.saturating_sub(self.arm.lock().overrun_base[slot][k]))
     }
 
-    /// Count the overruns of a copied (or abandoned) instance, clear it, make it the standby.
+    /// Read every CPU's pages of stopped instance `slot` (consuming them, [`drain`]),
+    /// polling the armed instance between pages, and make it a standby: as it is when the
+    /// rings are empty, cleared when not. None when the session reads text.
+    fn drain_polling(&mut self, slot: usize) -> Option<Copied> {
+        let page = self.binary.as_ref().ok()?.page_size();
+        let dir = self.recorders[slot].dir().to_path_buf();
+        let cpus = self.cpus.clone();
+        let mut base = self.arm.lock().overrun_base[slot].clone();
+        let (copied, left) = drain(&dir, &cpus, page, &mut base, || self.poll());
+        if left {
+            let _ = self.recorders[slot].clear();
+        }
+        let mut a = self.arm.lock();
+        if left {
+            a.overrun_base[slot].iter_mut().for_each(|b| *b = 0);
+            a.cleared += 1;
+        } else {
+            a.overrun_base[slot] = base;
+            a.reused += 1;
+        }
+        a.standby.push(slot);
+        Some(copied)
+    }
+
+    /// Make an abandoned instance (its spike never reached the collector) a standby: with the
+    /// binary reader, its rings are read and dropped (no clear, which waits for an RCU grace
+    /// period and resets every page with interrupts off); else counted and cleared.
     fn recycle(&mut self, slot: usize) {
+        let _ = self.recorders[slot].stop();
+        if let Some(c) = self.drain_polling(slot) {
+            self.count_overruns(&c.overruns);
+            return;
+        }
+        self.recycle_cleared(slot);
+    }
+
+    /// Count the overruns of a copied (or abandoned) instance, clear it, make it the standby.
+    fn recycle_cleared(&mut self, slot: usize) {
         let _ = self.recorders[slot].stop();
         for &c in &self.cpus {
             if let Some(o) = self.overruns_since(slot, c) {
@@ -623,15 +680,6 @@ impl TraceSession {
             || self.poll(),
         )
         .unwrap_or_default()
-    }
-
-    /// The binary copy of a stopped instance's buffer of `cpu` (`trace_pipe_raw`: consumes
-    /// it), polling every [`RAW_POLL_EVERY`] bytes. None when the session reads text or the
-    /// file cannot be read (then the text copy is made: nothing was consumed).
-    fn copy_raw_polling(&mut self, slot: usize, cpu: u32) -> Option<Vec<u8>> {
-        let page = self.binary.as_ref().ok()?.page_size();
-        let f = self.recorders[slot].open_cpu_raw(cpu).ok()?;
-        tracefs::read_pages(f, page, RAW_POLL_EVERY, || self.poll()).ok()
     }
 
     /// Collector thread (non-RT), once per spike, in order. See the module docs.
@@ -694,7 +742,12 @@ impl TraceSession {
         // rendered and analyzed here. The instance is recycled (re-armable) right after the
         // copy, before the decoding.
         // Copied by the re-arm thread (the instance is a standby already), else now.
-        let copied = match p.copy {
+        // Not copied by the re-arm thread yet: every CPU's pages are read here the same way.
+        let copy = match p.copy {
+            Some(c) => Some(c),
+            None => self.drain_polling(p.slot),
+        };
+        let copied = match copy {
             Some(c) => {
                 self.count_overruns(&c.overruns);
                 cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
@@ -710,11 +763,7 @@ impl TraceSession {
                 });
                 Some(mine.into_iter().next().map(|x| x.1).unwrap_or_default())
             }
-            None => self.copy_raw_polling(p.slot, cpu).inspect(|_| {
-                cap.read_ns = t_read.elapsed().as_nanos() as u64;
-                cap.overrun = self.overruns_since(p.slot, cpu).unwrap_or(0);
-                self.recycle(p.slot);
-            }),
+            None => None,
         };
         let outcome = match copied {
             Some(pages) => {
@@ -756,7 +805,7 @@ impl TraceSession {
                     &dir.join("trace.txt"),
                     text.as_bytes(),
                 );
-                self.recycle(p.slot);
+                self.recycle_cleared(p.slot);
                 // Not re-armed yet (no standby was free): the instance just cleared takes over.
                 self.poll();
                 let t_dec = Instant::now();
@@ -1609,12 +1658,17 @@ mod tests {
         assert!(s.recorders[1].is_on());
         let sp = s.on_spike(0, e3, r3, r3 - e3, true, &run).expect("traced");
         assert_eq!(sp.trace_file.as_deref(), Some("spikes/002/trace.txt"));
-        assert!(std::fs::read_to_string(run.join("spikes/002/trace.txt"))
-            .unwrap()
-            .contains(&format!("intended={e3}")));
+        let trace2 = std::fs::read_to_string(run.join("spikes/002/trace.txt")).unwrap();
+        assert!(trace2.contains(&format!("intended={e3}")));
+        // A was read (consumed), not cleared, before it was armed again: nothing of spike 1.
+        assert!(!trace2.contains(&format!("intended={e1}")), "{trace2}");
         let v = serde_json::to_value(s.finish()).unwrap();
         assert_eq!(v["traced"], 2);
         assert_eq!(v["orphaned"], 1);
+        // The collector's copies and the orphan were consumed by reading: no clear (an RCU
+        // grace period, and every page reset with interrupts off, on a measured CPU).
+        assert_eq!(v["rearm_cleared"], 0, "{v}");
+        assert_eq!(v["rearm_reused"], 3, "{v}");
         assert!(v["rearm_max_ns"].as_u64().unwrap() > 0);
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
@@ -1866,7 +1920,8 @@ mod tests {
         // B's spike comes while A is still waiting for its copy: nothing polls but the copy.
         let _ = mark(&s, 0);
         assert!(!s.armed().load(Ordering::SeqCst));
-        let pages = s.copy_raw_polling(0, 0).expect("a binary copy");
+        let c = s.drain_polling(0).expect("a binary copy");
+        let pages = &c.pages.iter().find(|p| p.0 == 0).expect("CPU 0's pages").1;
         assert!(
             pages.len() >= RAW_POLL_EVERY,
             "A's copy holds {} bytes, fewer than one poll interval",
