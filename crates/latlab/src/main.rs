@@ -22,6 +22,15 @@ mod rundir;
 mod trace_session;
 
 fn main() -> ExitCode {
+    // A load's watchdog (latlab_sys::loads::supervisor): latlab's own executable, started by
+    // the load supervisor; nothing else of latlab runs in it.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().take(6).collect();
+    if args
+        .get(1)
+        .is_some_and(|a| a == latlab_sys::loads::supervisor::WATCHDOG_ARG)
+    {
+        latlab_sys::loads::supervisor::watchdog_main(&args);
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -313,7 +313,7 @@ fn a_load_that_exits_is_restarted_and_counted() {
     assert_clean(&e, &recs);
 }
 
-/// A watchdog is a fork of latlab without exec: from the moment the ledger names it, it must
+/// A watchdog (latlab's executable, spawned): from the moment the ledger names it, it must
 /// not hold latlab's descriptors (the recorder's tracefs files keep an instance from being
 /// removed; /dev/cpu_dma_latency keeps the latency request alive). It used to hold them until
 /// latlab's go-ahead. A load that exits at once is restarted every ~0.2 s, so watchdogs are
@@ -382,6 +382,33 @@ fn watchdogs_hold_none_of_latlabs_descriptors() {
                 .filter(|l| l.contains("tracing") || l.contains("cpu_dma_latency"))
                 .collect();
             assert!(held.is_empty(), "watchdog {pg} holds {held:?}");
+            // Spawned as latlab's executable (posix_spawn), not a fork of the running latlab:
+            // a fork copies latlab's page tables and locked mappings with the CPU in the
+            // kernel for hundreds of µs at every restart. A fork keeps latlab's command line
+            // and address space; the spawned watchdog has its own, far smaller.
+            let Ok(cmdline) = std::fs::read(format!("/proc/{pg}/cmdline")) else {
+                continue;
+            };
+            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let shown = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            assert_eq!(argv[0], b"latlab-watchdog", "watchdog {pg}: {shown}");
+            assert_eq!(argv[1], b"__load-watchdog", "watchdog {pg}: {shown}");
+            let vm = |p: u32| {
+                std::fs::read_to_string(format!("/proc/{p}/status"))
+                    .ok()?
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmSize:"))?
+                    .trim()
+                    .trim_end_matches(" kB")
+                    .parse::<u64>()
+                    .ok()
+            };
+            if let (Some(w), Some(l)) = (vm(pg as u32), vm(pid)) {
+                assert!(
+                    w < l,
+                    "watchdog {pg}: {w} kB mapped, as much as latlab's {l} kB"
+                );
+            }
             checked += 1;
         }
         std::thread::sleep(Duration::from_millis(20));
