@@ -67,6 +67,12 @@ pub struct RunConfig {
     pub duration_ns: Option<Nanos>,
     #[serde(default)]
     pub cpus: Vec<u32>,
+    /// The CPUs latlab's own threads (collector, recorder re-arm, load supervisor, metrics,
+    /// profile reader) were confined to: the CPUs it could use minus the measured ones (and a
+    /// wake-up mode's senders). Absent when every CPU was measured (not confined), in
+    /// imports and in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub housekeeping_cpus: Vec<u32>,
     pub priority: Option<u32>,
     pub policy: Option<String>,
     #[serde(default)]

@@ -83,6 +83,50 @@ pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// The CPUs the process could run on before latlab confined its own threads
+/// ([`set_affinity`]): taken at the first call, which [`confine_calling_thread`] makes before
+/// it narrows anything. Loads started later get this set back.
+pub fn initial_cpus() -> Vec<u32> {
+    static INITIAL: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    INITIAL
+        .get_or_init(|| allowed_cpus().unwrap_or_default())
+        .clone()
+}
+
+/// Set the calling thread's CPUs (threads it creates later inherit them).
+pub fn set_affinity(cpus: &[u32]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET indexes within it (checked).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(cpu as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Confine the calling thread (and every thread it creates afterwards) to the CPUs it may
+/// use that are not in `busy`: latlab's own threads (collector, recorder re-arm, load
+/// supervisor, metrics, profile reader) then stay off the measured CPUs, as rtla's
+/// housekeeping CPUs and cyclictest's `--mainaffinity` do. Returns the CPUs, or an empty list
+/// when every CPU is busy (nothing changed).
+pub fn confine_calling_thread(busy: &[u32]) -> io::Result<Vec<u32>> {
+    let free: Vec<u32> = initial_cpus()
+        .into_iter()
+        .filter(|c| !busy.contains(c))
+        .collect();
+    if !free.is_empty() {
+        set_affinity(&free)?;
+    }
+    Ok(free)
+}
+
 /// CPUs this process may run on.
 pub fn allowed_cpus() -> io::Result<Vec<u32>> {
     // SAFETY: as above.

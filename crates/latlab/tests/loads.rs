@@ -420,6 +420,121 @@ fn watchdogs_hold_none_of_latlabs_descriptors() {
     assert!(!instance.exists(), "the run left its instance");
 }
 
+/// latlab's own threads (the collector, the recorder's re-arm thread, the load supervisor)
+/// stay off the measured CPU when there is another one; the measuring thread is on its CPU,
+/// and the load runs on every CPU (not confined with latlab's own threads).
+#[test]
+fn own_threads_stay_off_the_measured_cpu_and_loads_do_not() {
+    let Some(_g) =
+        latlab_sys::privileged::guard("own_threads_stay_off_the_measured_cpu_and_loads_do_not")
+    else {
+        return;
+    };
+    let all = latlab_sys::rt::allowed_cpus().unwrap();
+    if all.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs, this test may use {all:?}");
+        return;
+    }
+    let (measured, rest) = (*all.last().unwrap(), &all[..all.len() - 1]);
+    let e = env();
+    let results = tempfile::tempdir().unwrap();
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--load", "cmd:sleep 1000", "--warmup", "0s"])
+        .args(["--trace-threshold", "5ms", "--trace-buffer", "512KiB"])
+        .args(["--duration", "30s", "--quiet", "--no-db", "--cpus"])
+        .arg(measured.to_string())
+        .arg("--results")
+        .arg(results.path())
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reap(child);
+    let pid = child.0.id();
+    let allowed = |task: &str| -> Option<Vec<u32>> {
+        let s = std::fs::read_to_string(format!("{task}/status")).ok()?;
+        let l = s
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
+        latlab_core::cpulist::parse_cpu_list(l.trim()).ok()
+    };
+    // Wait until the measuring thread, the re-arm thread and the load are all there.
+    let ledger = e.rt.path().join(format!("{pid}.json"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (threads, load) = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its threads and load"
+        );
+        let mut threads = Vec::new();
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let task = t.path().display().to_string();
+            let comm = std::fs::read_to_string(format!("{task}/comm")).unwrap_or_default();
+            if let Some(cpus) = allowed(&task) {
+                threads.push((comm.trim().to_string(), cpus));
+            }
+        }
+        let load = ledger_groups(&ledger)
+            .into_iter()
+            .flat_map(latlab_sys::loads::supervisor::group_members)
+            .find_map(|(p, _)| {
+                let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).ok()?;
+                (comm.trim() == "sleep").then(|| allowed(&format!("/proc/{p}")))?
+            });
+        let has = |n: &str| threads.iter().any(|(c, _)| c == n);
+        if let (true, true, Some(l)) = (
+            has(&format!("latlab-cpu{measured}")),
+            has("latlab-rearm") && has("latlab-loads"),
+            load,
+        ) {
+            break (threads, l);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (comm, cpus) in &threads {
+        if comm.starts_with("latlab-cpu") {
+            assert_eq!(cpus, &vec![measured], "{comm}");
+        } else {
+            assert_eq!(
+                cpus, rest,
+                "{comm} may run on {cpus:?}, the measured CPU {measured} among them"
+            );
+        }
+    }
+    assert_eq!(load, all, "the load is confined with latlab's own threads");
+    // SAFETY: plain syscall on our child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    assert!(child.0.wait().unwrap().success());
+    let run = std::fs::read_dir(results.path())
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(
+        v["config"]["housekeeping_cpus"],
+        serde_json::json!(rest),
+        "{}",
+        v["config"]
+    );
+}
+
 #[test]
 fn sigkilled_latlab_takes_its_loads_along() {
     let Some(_g) = latlab_sys::privileged::guard("sigkilled_latlab_takes_its_loads_along") else {

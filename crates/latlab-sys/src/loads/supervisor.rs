@@ -590,13 +590,16 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
     unsafe {
         let param = libc::sched_param { sched_priority: 0 };
         libc::sched_setscheduler(pid, libc::SCHED_OTHER, &param);
-        if let Some(cpus) = &opts.cpus {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &c in cpus {
-                if (c as usize) < libc::CPU_SETSIZE as usize {
-                    libc::CPU_SET(c as usize, &mut set);
-                }
+        // Without --load-cpus: every CPU latlab could use, not the housekeeping CPUs this
+        // thread is confined to (`rt::confine_calling_thread`).
+        let cpus = opts.cpus.clone().unwrap_or_else(crate::rt::initial_cpus);
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in &cpus {
+            if (c as usize) < libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(c as usize, &mut set);
             }
+        }
+        if !cpus.is_empty() {
             libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
         libc::write(wr.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1);

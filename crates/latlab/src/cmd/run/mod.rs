@@ -208,6 +208,17 @@ pub fn run_with(
     let mut p = plan::plan(&a)?;
     let mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
     crate::actions::check(&a.actions, p.max_latency_ns, p.trace_threshold_ns)?;
+    // latlab's own threads, all created from here on, stay off the CPUs it measures (and the
+    // senders' CPUs) when there is one to spare; the measuring threads pin themselves.
+    if matches!(a.backend, Backend::Real) {
+        let mut busy = p.cpus.clone();
+        if let latlab_sys::modes::Mode::Wakeup { sender_cpus, .. } = &mp.mode {
+            busy.extend(sender_cpus);
+        }
+        p.housekeeping = latlab_sys::rt::confine_calling_thread(&busy).map_err(|e| {
+            anyhow::anyhow!("cannot keep latlab's own threads off the measured CPUs: {e}")
+        })?;
+    }
     let loads = if a.loads.is_empty() {
         None
     } else {

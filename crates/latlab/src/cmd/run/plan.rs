@@ -32,6 +32,9 @@ pub struct Plan {
     pub trace: Option<TraceOptions>,
     pub warmup_ns: Nanos,
     pub label: String,
+    /// The CPUs latlab's own threads were confined to (`rt::confine_calling_thread`), set by
+    /// `run_with` once the mode's senders are known; empty: not confined.
+    pub housekeeping: Vec<u32>,
 }
 
 fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
@@ -177,5 +180,6 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         trace,
         warmup_ns,
         label,
+        housekeeping: Vec::new(),
     })
 }

@@ -44,6 +44,7 @@ fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunCo
         interval_ns: Some(p.interval_ns),
         duration_ns: Some(p.duration_ns),
         cpus: p.cpus.clone(),
+        housekeeping_cpus: p.housekeeping.clone(),
         priority: Some(p.priority),
         policy: Some(p.policy.as_str().into()),
         distance_ns: p.distance_ns,
