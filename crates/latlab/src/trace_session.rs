@@ -1564,7 +1564,22 @@ mod tests {
 
     /// A real session on CPUs 0 and 1 with `instances` instances of 256 KiB (all created), its
     /// temp dir and ledger.
+    /// A session of `instances` on CPUs 0 and 1, stepped by the test (no re-arm thread).
     fn session(instances: u32) -> (tempfile::TempDir, Arc<Mutex<Ledger>>, TraceSession) {
+        make_session(instances, false)
+    }
+
+    /// The same with the re-arm thread running, as `latlab run` has it.
+    fn session_with_rearm(instances: u32) -> (tempfile::TempDir, Arc<Mutex<Ledger>>, TraceSession) {
+        let (t, l, s) = make_session(instances, true);
+        assert!(s.rearm.is_some());
+        (t, l, s)
+    }
+
+    fn make_session(
+        instances: u32,
+        rearm: bool,
+    ) -> (tempfile::TempDir, Arc<Mutex<Ledger>>, TraceSession) {
         let t = tempfile::tempdir().unwrap();
         let l = ledger(&t.path().join("run"));
         let mut w = vec![];
@@ -1575,9 +1590,12 @@ mod tests {
             instances,
             required: true,
         };
-        let s = start_stepped(&opts, &[0, 1], l.clone(), &mut w)
-            .unwrap()
-            .unwrap();
+        let start = if rearm {
+            TraceSession::start
+        } else {
+            start_stepped
+        };
+        let s = start(&opts, &[0, 1], l.clone(), &mut w).unwrap().unwrap();
         assert_eq!(s.recorders.len(), instances as usize, "{w:?}");
         (t, l, s)
     }
@@ -1723,20 +1741,7 @@ mod tests {
         ) else {
             return;
         };
-        let t = tempfile::tempdir().unwrap();
-        let l = ledger(&t.path().join("run"));
-        let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 10,
-            instances: 2,
-            required: true,
-        };
-        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
-            .unwrap()
-            .unwrap();
-        assert!(s.rearm.is_some());
+        let (t, _l, mut s) = session_with_rearm(2);
         // Wait for a condition (bounded), never calling poll.
         let wait = |what: &str, f: &dyn Fn() -> bool| {
             let t0 = Instant::now();
@@ -1809,19 +1814,7 @@ mod tests {
         ) else {
             return;
         };
-        let t = tempfile::tempdir().unwrap();
-        let l = ledger(&t.path().join("run"));
-        let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 10,
-            instances: 2,
-            required: true,
-        };
-        let mut s = TraceSession::start(&opts, &[0, 1], l.clone(), &mut w)
-            .unwrap()
-            .unwrap();
+        let (t, _l, mut s) = session_with_rearm(2);
         // A measuring thread on CPU 1: SCHED_FIFO (no timer slack: its hrtimer expires at the
         // intended time exactly), one absolute sleep.
         let (e2, r2) = std::thread::spawn(|| unsafe {
