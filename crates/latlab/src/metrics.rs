@@ -369,30 +369,21 @@ impl Collector for Scrape {
                     .encode_histogram::<NoLabelSet>(c.sum_s, c.count, &c.buckets, None)?;
             }
         }
-        {
-            let mut m = e.encode_descriptor(
-                "latlab_samples",
-                "Samples measured per CPU",
-                None,
-                MetricType::Counter,
-            )?;
-            for c in &self.cpus {
-                let l = label(c);
-                m.encode_family(&l)?
-                    .encode_counter::<NoLabelSet, _, f64>(&c.count, None::<&NoExemplar>)?;
-            }
-        }
-        {
-            let mut m = e.encode_descriptor(
+        type PerCpu = fn(&CpuFigures) -> u64;
+        let counters: [(&str, &str, PerCpu); 2] = [
+            ("latlab_samples", "Samples measured per CPU", |c| c.count),
+            (
                 "latlab_missed_periods",
                 "Wake-up periods missed per CPU (a wake-up later than the next period)",
-                None,
-                MetricType::Counter,
-            )?;
+                |c| c.missed,
+            ),
+        ];
+        for (name, help, f) in counters {
+            let mut m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
             for c in &self.cpus {
                 let l = label(c);
                 m.encode_family(&l)?
-                    .encode_counter::<NoLabelSet, _, f64>(&c.missed, None::<&NoExemplar>)?;
+                    .encode_counter::<NoLabelSet, _, f64>(&f(c), None::<&NoExemplar>)?;
             }
         }
         {
