@@ -79,6 +79,36 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+/// A thread's `"histogram"` object (cyclictest's and oslat's `--json`): bucket number →
+/// count, every key a bucket number and every value a non-negative integer, in file order.
+pub(super) fn histogram_rows(
+    ctx: &Ctx,
+    ln: usize,
+    tnum: u32,
+    hist: &serde_json::Map<String, Value>,
+) -> Result<Vec<(u64, u64)>, ImportError> {
+    let mut rows = Vec::with_capacity(hist.len());
+    for (k, c) in hist {
+        let b: u64 = k.parse().map_err(|_| {
+            ctx.err(
+                ln,
+                format!(
+                    "thread {tnum}: histogram key '{}': expected a bucket number",
+                    super::clip(k)
+                ),
+            )
+        })?;
+        let c = c.as_u64().ok_or_else(|| {
+            ctx.err(
+                ln,
+                format!("thread {tnum}: histogram bucket {b}: expected a count"),
+            )
+        })?;
+        rows.push((b, c));
+    }
+    Ok(rows)
+}
+
 pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let Strict(v) = serde_json::from_slice(bytes)
         .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
@@ -182,29 +212,12 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                     format!("thread {tnum}: \"histogram\": expected an object"),
                 )
             })?;
-            let mut buckets = Vec::with_capacity(hist.len());
             most_keys = most_keys.max(hist.len());
-            for (k, c) in hist {
-                let b: u64 = k.parse().map_err(|_| {
-                    ctx.err(
-                        ln,
-                        format!(
-                            "thread {tnum}: histogram key '{}': expected a bucket number",
-                            super::clip(k)
-                        ),
-                    )
-                })?;
-                let c = c.as_u64().ok_or_else(|| {
-                    ctx.err(
-                        ln,
-                        format!("thread {tnum}: histogram bucket {b}: expected a count"),
-                    )
-                })?;
+            let mut buckets = histogram_rows(ctx, ln, tnum, hist)?;
+            if let Some(&(b, _)) = buckets.iter().max() {
                 max_key = max_key.max(b);
-                if c > 0 {
-                    buckets.push((b, c));
-                }
             }
+            buckets.retain(|&(_, c)| c > 0);
             if cycles > 0 && buckets.is_empty() {
                 return Err(ctx.err(
                 ln,

@@ -354,26 +354,11 @@ pub(crate) fn parse_json(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
             .get("histogram")
             .and_then(Value::as_object)
             .ok_or_else(|| ctx.err(0, format!("thread {tnum}: expected a \"histogram\" object")))?;
-        let mut rows = Vec::with_capacity(hist.len());
-        for (k, c) in hist {
-            let b: u64 = k.parse().map_err(|_| {
-                ctx.err(
-                    0,
-                    format!(
-                        "thread {tnum}: histogram key '{}': expected a bucket number",
-                        clip(k)
-                    ),
-                )
-            })?;
-            let c = c.as_u64().ok_or_else(|| {
-                ctx.err(
-                    0,
-                    format!("thread {tnum}: histogram bucket {b}: expected a count"),
-                )
-            })?;
+        let rows = super::cyclictest_json::histogram_rows(ctx, 0, tnum, hist)?;
+        if let Some(&(b, _)) = rows.iter().max() {
             max_key = max_key.max(b);
-            rows.push((b, c));
         }
+        let mut rows = rows;
         rows.sort_unstable();
         cols.push(Col {
             cpu,
