@@ -535,6 +535,23 @@ pub enum BenchCommand {
         #[arg(long, default_value = "150us")]
         threshold: Latency,
     },
+    /// What `latlab profile` costs: `run` and `profile` alternated (latency ratios), events/s, memory
+    Profile {
+        /// CPU to measure on
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run
+        #[arg(long, default_value = "10s")]
+        duration: Duration,
+        /// Pairs of runs (run and profile, which goes first alternating)
+        #[arg(long, default_value_t = 6)]
+        pairs: u32,
+        /// Load profile to run during both (repeatable); see `latlab loads list`
+        #[arg(long = "load", value_name = "PROFILE")]
+        loads: Vec<String>,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
+    },
     /// `latlab analyze` throughput against `wc -l` on a large trace
     Analyze {
         /// Trace to time, text or trace.dat (default: capture one with the recorder under hackbench, timed in both formats)

@@ -315,3 +315,51 @@ fn no_measure_profile_ends_on_sigterm() {
     assert!(run["warnings"].to_string().contains("interrupted"), "{run}");
     assert!(run["profile"]["events"].as_u64().unwrap() > 0);
 }
+
+/// `latlab bench profile` with tiny settings: its JSON parses and the figures are plausible
+/// (not a timing assertion).
+#[test]
+fn bench_profile_prints_plausible_figures() {
+    let Some(_g) = support::privileged::guard("bench_profile") else {
+        return;
+    };
+    let cpu = (std::thread::available_parallelism().map_or(1, |n| n.get()) - 1).to_string();
+    let o = support::command()
+        .args(["bench", "profile", "--pairs", "1", "--duration", "1s"])
+        .args(["--cpu", &cpu, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{v}");
+    let (run, prof) = (&pairs[0]["run"], &pairs[0]["profile"]);
+    for f in [run, prof] {
+        // 1 s at 1 ms: about 1000 samples each.
+        let n = f["samples"].as_u64().unwrap();
+        assert!((500..=1100).contains(&n), "{f}");
+        assert!(f["p50_ns"].as_u64().unwrap() > 0, "{f}");
+        assert!(f["p99_ns"].as_u64().unwrap() >= f["p50_ns"].as_u64().unwrap());
+        let hwm = f["vm_hwm_kib"].as_u64().unwrap();
+        assert!(
+            (1024..4 << 20).contains(&hwm),
+            "latlab's peak RSS {hwm} KiB: {f}"
+        );
+        assert!(f["ru_maxrss_kib"].as_u64().unwrap() >= hwm, "{f}");
+    }
+    assert!(prof["events"].as_u64().unwrap() > 0, "{prof}");
+    let eps = prof["events_per_s"].as_f64().unwrap();
+    assert!(eps > 0.0 && eps.is_finite(), "{prof}");
+    assert!(prof["series_bytes"].as_u64().unwrap() > 0, "{prof}");
+    assert!(prof["trace_dat_bytes"].as_u64().unwrap() > 0, "{prof}");
+    assert_eq!(v["events_per_s"]["median"].as_f64().unwrap(), eps);
+    let r = pairs[0]["ratio_p99"].as_f64().unwrap();
+    assert!(r > 0.0 && r.is_finite(), "{v}");
+    // No pairs: a one-line error.
+    let o = support::command()
+        .args(["bench", "profile", "--pairs", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pairs 0"));
+}
