@@ -345,7 +345,9 @@ fn bench_profile_prints_plausible_figures() {
             (1024..4 << 20).contains(&hwm),
             "latlab's peak RSS {hwm} KiB: {f}"
         );
-        assert!(f["ru_maxrss_kib"].as_u64().unwrap() >= hwm, "{f}");
+        // wait4's figure covers latlab too (the kernel's RSS counters are approximate: a
+        // little below VmHWM is seen).
+        assert!(f["ru_maxrss_kib"].as_u64().unwrap() * 10 >= hwm * 9, "{f}");
     }
     assert!(prof["events"].as_u64().unwrap() > 0, "{prof}");
     let eps = prof["events_per_s"].as_f64().unwrap();
