@@ -116,6 +116,10 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if let Some(i) = r.config.interval_ns {
         meta.push(format!("interval {}", Human(i)));
     }
+    if r.config.mode == "none" {
+        // `latlab profile --no-measure`: the profile alone.
+        meta.push("no latency measured (profile only)".into());
+    }
     if !r.config.loads.is_empty() {
         meta.push(format!("loads {}", cell(&r.config.loads.join(", "))));
     }

@@ -214,7 +214,12 @@ pub fn heading(m: &RunModel) -> String {
         parts.push(format!("interval {}", Human(i)));
     }
     if let Some(d) = c.measured_ns.or(c.duration_ns) {
-        parts.push(format!("measured {}", format_measured(d)));
+        parts.push(if c.mode == "none" {
+            // `latlab profile --no-measure`: the profile alone.
+            format!("profiled {}, no latency measured", format_measured(d))
+        } else {
+            format!("measured {}", format_measured(d))
+        });
     }
     if let (Some(p), Some(pr)) = (&c.policy, c.priority) {
         parts.push(format!("{} {pr}", escape(p)));

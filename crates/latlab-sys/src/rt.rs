@@ -115,8 +115,11 @@ pub fn set_affinity(cpus: &[u32]) -> io::Result<()> {
 /// use that are not in `busy`: latlab's own threads (collector, recorder re-arm, load
 /// supervisor, metrics, profile reader) then stay off the measured CPUs, as rtla's
 /// housekeeping CPUs and cyclictest's `--mainaffinity` do. Returns the CPUs, or an empty list
-/// when every CPU is busy (nothing changed).
+/// when every CPU is busy or none is (nothing changed).
 pub fn confine_calling_thread(busy: &[u32]) -> io::Result<Vec<u32>> {
+    if busy.is_empty() {
+        return Ok(Vec::new());
+    }
     let free: Vec<u32> = initial_cpus()
         .into_iter()
         .filter(|c| !busy.contains(c))

@@ -151,7 +151,40 @@ pub struct ProfileArgs {
     /// Per-CPU buffer of the profile's tracefs instance
     #[arg(long, default_value = "8MiB", value_name = "SIZE")]
     pub profile_buffer: Size,
+    /// Profile alone: no measuring threads (no real-time threads, no /dev/cpu_dma_latency
+    /// hold, no mlockall); the run directory has the profile and no latency samples
+    #[arg(long, conflicts_with_all = NO_MEASURE_CONFLICTS)]
+    pub no_measure: bool,
 }
+
+/// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
+const NO_MEASURE_CONFLICTS: [&str; 25] = [
+    "interval",
+    "cpus",
+    "priority",
+    "policy",
+    "distance",
+    "aligned",
+    "hist_limit",
+    "trace_threshold",
+    "max_latency",
+    "backend",
+    "sim_seed",
+    "sim_realtime",
+    "metrics_listen",
+    "trace_buffer",
+    "trace_max_spikes",
+    "trace_instances",
+    "trace_required",
+    "mode",
+    "ipc",
+    "cross_cpu",
+    "work",
+    "period",
+    "buffers",
+    "on_threshold",
+    "priospread",
+];
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -501,6 +534,23 @@ pub enum BenchCommand {
         /// --trace-threshold of the traced runs
         #[arg(long, default_value = "150us")]
         threshold: Latency,
+    },
+    /// What `latlab profile` costs: `run` and `profile` alternated (latency ratios), events/s, memory
+    Profile {
+        /// CPU to measure on
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run
+        #[arg(long, default_value = "10s")]
+        duration: Duration,
+        /// Pairs of runs (run and profile, which goes first alternating)
+        #[arg(long, default_value_t = 6)]
+        pairs: u32,
+        /// Load profile to run during both (repeatable); see `latlab loads list`
+        #[arg(long = "load", value_name = "PROFILE")]
+        loads: Vec<String>,
+        #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+        format: RunFormat,
     },
     /// `latlab analyze` throughput against `wc -l` on a large trace
     Analyze {

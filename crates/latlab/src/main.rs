@@ -67,6 +67,25 @@ fn usage_error(e: clap::Error) -> ExitCode {
             }
             ExitCode::from(1)
         }
+        // Two flags that exclude each other: one line naming both (`profile --no-measure
+        // --interval 1ms`: there is no measuring thread to take the interval).
+        ErrorKind::ArgumentConflict => {
+            let name = |k: ContextKind| match e.get(k) {
+                Some(ContextValue::String(a)) => a.split(' ').next().unwrap_or(a).to_string(),
+                Some(ContextValue::Strings(v)) => v
+                    .iter()
+                    .map(|a| a.split(' ').next().unwrap_or(a))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => "another flag".into(),
+            };
+            eprintln!(
+                "latlab: error: {} cannot be used with {}; remove one of them",
+                name(ContextKind::InvalidArg),
+                name(ContextKind::PriorArg)
+            );
+            ExitCode::from(1)
+        }
         _ => {
             let _ = e.print();
             ExitCode::from(1)

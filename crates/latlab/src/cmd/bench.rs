@@ -407,6 +407,19 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             pairs,
             threshold,
         } => super::bench_trace::trace_overhead(cpu, duration.0, pairs, threshold.0),
+        BenchCommand::Profile {
+            cpu,
+            duration,
+            pairs,
+            loads,
+            format,
+        } => super::bench_profile::bench_profile(super::bench_profile::Opts {
+            cpu,
+            duration_ns: duration.0,
+            pairs,
+            loads,
+            format,
+        }),
         BenchCommand::Analyze { trace, size, keep } => {
             super::bench_trace::analyze_bench(trace, size.0, keep)
         }

@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod bench;
 pub mod bench_db;
 pub mod bench_loads;
+pub mod bench_profile;
 pub mod bench_report;
 pub mod bench_trace;
 pub mod bench_wakeup;

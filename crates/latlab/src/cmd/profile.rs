@@ -39,6 +39,7 @@ pub fn profile(a: ProfileArgs) -> anyhow::Result<ExitCode> {
         window_bytes: a.profile_window.0,
         buffer_kb: a.profile_buffer.0.div_ceil(1024).max(64),
         duration_ns: a.run.duration.0,
+        no_measure: a.no_measure,
     };
     crate::cmd::run::run_with(a.run, Some(opts), &mut crate::cmd::run::NoHooks).map(|o| o.code)
 }
@@ -48,6 +49,8 @@ pub struct ProfileOpts {
     pub window_bytes: u64,
     pub buffer_kb: u64,
     pub duration_ns: u64,
+    /// `--no-measure`: the profile alone, no measuring threads (`config.mode` `none`).
+    pub no_measure: bool,
 }
 
 /// What the reader thread hands back.

@@ -7,6 +7,12 @@ use crate::rundir;
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let model = super::db::load_run_arg(&args.run, &args.db)?;
+    if args.format == ReportFormat::Cyclictest && model.cpus.is_empty() {
+        anyhow::bail!(
+            "{}: no latency was measured (a `latlab profile --no-measure` run has only the profile): the cyclictest format has no histogram to show; use --format text, markdown, json or html",
+            args.run.display()
+        );
+    }
     let fmt = match args.format {
         ReportFormat::Text => latlab_report::Format::Text,
         ReportFormat::Markdown => latlab_report::Format::Markdown,

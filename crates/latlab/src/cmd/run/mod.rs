@@ -206,7 +206,13 @@ pub fn run_with(
     // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
     // an error now), before anything is changed.
     let mut p = plan::plan(&a)?;
-    let mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
+    let mut mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
+    // `profile --no-measure`: no measuring thread (its flags were refused by the parser).
+    let no_measure = profile.as_ref().is_some_and(|o| o.no_measure);
+    if no_measure {
+        p.cpus.clear();
+        mp.name = "none";
+    }
     crate::actions::check(&a.actions, p.max_latency_ns, p.trace_threshold_ns)?;
     // latlab's own threads, all created from here on, stay off the CPUs it measures (and the
     // senders' CPUs) when there is one to spare; the measuring threads pin themselves.
@@ -232,7 +238,13 @@ pub fn run_with(
     };
     let mut probe_warnings = Vec::new();
     let dma_us = hooks.dma_latency_us();
-    let _dma = probe(&a, &p, dma_us, &mut probe_warnings)?;
+    // Nothing to protect without measuring threads: no mlockall, no /dev/cpu_dma_latency
+    // hold (the profile sees the machine's own C-states).
+    let _dma = if no_measure {
+        None
+    } else {
+        probe(&a, &p, dma_us, &mut probe_warnings)?
+    };
 
     let need = rundir::estimate_run_bytes(
         p.cpus.len(),
@@ -292,33 +304,35 @@ pub fn run_with(
         _ => None,
     };
 
-    let engine = Engine::start_mode(
-        measure::Config {
-            cpus: p.cpus.clone(),
-            interval_ns: p.interval_ns,
-            distance_ns: p.distance_ns,
-            duration_ns: p.duration_ns,
-            policy: p.policy,
-            priority: p.priority,
-            priority_step: p.priority_step,
-            aligned: a.aligned,
-            layout: p.layout,
-            spike_threshold_ns: p
-                .trace_threshold_ns
-                .unwrap_or(u64::MAX)
-                .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1))
-                .min(hooks.event_threshold_ns()),
-            trace,
-            backend: match a.backend {
-                Backend::Real => measure::Backend::Real,
-                Backend::Sim => measure::Backend::Sim {
-                    seed: a.sim_seed,
-                    realtime: a.sim_realtime,
+    let engine = Measuring::start(no_measure.then_some(p.duration_ns), || {
+        Engine::start_mode(
+            measure::Config {
+                cpus: p.cpus.clone(),
+                interval_ns: p.interval_ns,
+                distance_ns: p.distance_ns,
+                duration_ns: p.duration_ns,
+                policy: p.policy,
+                priority: p.priority,
+                priority_step: p.priority_step,
+                aligned: a.aligned,
+                layout: p.layout,
+                spike_threshold_ns: p
+                    .trace_threshold_ns
+                    .unwrap_or(u64::MAX)
+                    .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1))
+                    .min(hooks.event_threshold_ns()),
+                trace,
+                backend: match a.backend {
+                    Backend::Real => measure::Backend::Real,
+                    Backend::Sim => measure::Backend::Sim {
+                        seed: a.sim_seed,
+                        realtime: a.sim_realtime,
+                    },
                 },
             },
-        },
-        mp.mode.clone(),
-    )?;
+            mp.mode.clone(),
+        )
+    })?;
     // The record's start is the measurement's, after the warm-up.
     s.started_at = rundir::utc_now().0;
     let started = Instant::now();
@@ -352,8 +366,8 @@ pub fn run_with(
     // clock; a fast simulation has no time axis, so it has none.
     let every_ns =
         latlab_sys::hooks::interval_ms().map_or(DEFAULT_INTERVAL_NS, |ms| ms.max(1) * 1_000_000);
-    let mut intervals =
-        (a.backend != Backend::Sim || a.sim_realtime).then(|| IntervalRecorder::new(every_ns));
+    let mut intervals = (!no_measure && (a.backend != Backend::Sim || a.sim_realtime))
+        .then(|| IntervalRecorder::new(every_ns));
     let mut next_close = every_ns;
     let mut last_second = Instant::now();
     // A first checkpoint as soon as measurement starts, so a run killed within its first
@@ -368,7 +382,7 @@ pub fn run_with(
     while !engine.all_done() {
         if s.stopped() && !interrupted {
             interrupted = true;
-            engine.stop.store(true, Ordering::Release);
+            engine.stop();
         }
         let drained_at = Instant::now();
         for t in &threads {
@@ -397,7 +411,7 @@ pub fn run_with(
                 on_threshold.fire(f, &mut s.warnings);
                 if let Some(f) = on_threshold.stop {
                     stopped_by = Some(f);
-                    engine.stop.store(true, Ordering::Release);
+                    engine.stop();
                 }
             }
         }
@@ -414,7 +428,7 @@ pub fn run_with(
         on_threshold.poll(&mut s.warnings);
         if let (Some(f), None) = (on_threshold.stop, stopped_by) {
             stopped_by = Some(f);
-            engine.stop.store(true, Ordering::Release);
+            engine.stop();
         }
         if let Some(tr) = tracer.as_mut() {
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
@@ -434,7 +448,7 @@ pub fn run_with(
         if let Err(e) = s.poll_loads() {
             if load_error.is_none() {
                 s.warnings.push(format!("the run was ended early: {e:#}"));
-                engine.stop.store(true, Ordering::Release);
+                engine.stop();
                 load_error = Some(e);
             }
         }
@@ -624,6 +638,61 @@ pub fn run_with(
         last_ns,
         stopped_by,
     })
+}
+
+/// The measuring threads, or none (`latlab profile --no-measure`: the run lasts its duration,
+/// or until it is stopped, and measures nothing).
+struct Measuring {
+    engine: Option<Engine>,
+    pub threads: Vec<Arc<measure::ThreadShared>>,
+    pub t0_ns: u64,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Without threads: the end.
+    until: Option<Instant>,
+}
+
+impl Measuring {
+    /// `alone_ns`: no threads, `alone_ns` long; otherwise the engine `start` starts.
+    fn start(
+        alone_ns: Option<u64>,
+        start: impl FnOnce() -> Result<Engine, measure::EngineError>,
+    ) -> Result<Measuring, measure::EngineError> {
+        Ok(match alone_ns {
+            Some(ns) => Measuring {
+                engine: None,
+                threads: Vec::new(),
+                t0_ns: rt::now_ns(),
+                stop: Arc::default(),
+                until: Some(Instant::now() + Duration::from_nanos(ns)),
+            },
+            None => {
+                let e = start()?;
+                Measuring {
+                    threads: e.threads.clone(),
+                    t0_ns: e.t0_ns,
+                    stop: e.stop.clone(),
+                    engine: Some(e),
+                    until: None,
+                }
+            }
+        })
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
+    fn all_done(&self) -> bool {
+        match (&self.engine, self.until) {
+            (Some(e), _) => e.all_done(),
+            (None, Some(t)) => self.stop.load(Ordering::Acquire) || Instant::now() >= t,
+            (None, None) => true,
+        }
+    }
+
+    fn join(self) -> Vec<measure::ThreadResult> {
+        self.engine.map(Engine::join).unwrap_or_default()
+    }
 }
 
 /// The bucket counts of all measuring threads merged (the collector's, once per interval).

@@ -35,18 +35,20 @@ impl Measured<'_> {
 
 /// The run's configuration as the record keeps it.
 fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
+    // `profile --no-measure` (mode `none`): no thread, so no interval, priority or policy.
+    let threads = mp.name != "none";
     RunConfig {
         mode: mp.name.into(),
         backend: match a.backend {
             Backend::Real => "real".into(),
             Backend::Sim => "sim".into(),
         },
-        interval_ns: Some(p.interval_ns),
+        interval_ns: threads.then_some(p.interval_ns),
         duration_ns: Some(p.duration_ns),
         cpus: p.cpus.clone(),
         housekeeping_cpus: p.housekeeping.clone(),
-        priority: Some(p.priority),
-        policy: Some(p.policy.as_str().into()),
+        priority: threads.then_some(p.priority),
+        policy: threads.then(|| p.policy.as_str().into()),
         distance_ns: p.distance_ns,
         aligned: a.aligned,
         hist_limit_ns: Some(p.layout.limit_ns()),
