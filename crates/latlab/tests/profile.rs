@@ -39,9 +39,14 @@ fn wait_recording(pid: u32, child: &mut std::process::Child) -> PathBuf {
     let on = PathBuf::from(format!(
         "/sys/kernel/tracing/instances/latlab-{pid}-prof/tracing_on"
     ));
+    // A new instance's `tracing_on` is 1 until latlab configures it (0), enables the events
+    // and starts it (1): only events enabled and on is the start. Taking the first 1 let the
+    // workload begin before the profile did (CI counted 99 of the 100 wake-ups).
+    let switch = on.with_file_name("events/sched/sched_switch/enable");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if std::fs::read_to_string(&on).is_ok_and(|s| s.trim() == "1") {
+        let is_one = |p: &PathBuf| std::fs::read_to_string(p).is_ok_and(|s| s.trim() == "1");
+        if is_one(&switch) && is_one(&on) {
             return on;
         }
         if let Some(st) = child.try_wait().unwrap() {
