@@ -534,6 +534,10 @@ pub enum BenchCommand {
         /// --trace-threshold of the traced runs
         #[arg(long, default_value = "150us")]
         threshold: Latency,
+        /// --trace-instances of the traced runs (each instance's events fire on every
+        /// wake-up, armed or not)
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=8))]
+        trace_instances: u32,
     },
     /// What `latlab profile` costs: `run` and `profile` alternated (latency ratios), events/s, memory
     Profile {

@@ -406,7 +406,14 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             duration,
             pairs,
             threshold,
-        } => super::bench_trace::trace_overhead(cpu, duration.0, pairs, threshold.0),
+            trace_instances,
+        } => super::bench_trace::trace_overhead(
+            cpu,
+            duration.0,
+            pairs,
+            threshold.0,
+            trace_instances,
+        ),
         BenchCommand::Profile {
             cpu,
             duration,

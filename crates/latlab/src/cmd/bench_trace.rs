@@ -27,7 +27,13 @@ struct RunFigures {
     spikes: u64,
 }
 
-fn latlab_run(cpu: u32, duration: &str, threshold: Option<&str>) -> anyhow::Result<RunFigures> {
+/// `latlab run` on `cpu`; traced when `threshold` is given, with `instances` recorder instances.
+fn latlab_run(
+    cpu: u32,
+    duration: &str,
+    threshold: Option<&str>,
+    instances: u32,
+) -> anyhow::Result<RunFigures> {
     let tmp = crate::rundir::private_temp_dir("latlab-bench-trace-")?;
     let results = tmp.path().to_path_buf();
     let exe = std::env::current_exe()?;
@@ -37,7 +43,8 @@ fn latlab_run(cpu: u32, duration: &str, threshold: Option<&str>) -> anyhow::Resu
         .args(["--duration", duration, "--results"])
         .arg(&results);
     if let Some(t) = threshold {
-        cmd.args(["--trace-threshold", t, "--trace-required"]);
+        cmd.args(["--trace-threshold", t, "--trace-required"])
+            .args(["--trace-instances", &instances.to_string()]);
     }
     let out = cmd
         .stdout(Stdio::piped())
@@ -71,6 +78,7 @@ pub fn trace_overhead(
     duration_ns: u64,
     pairs: u32,
     threshold_ns: u64,
+    instances: u32,
 ) -> anyhow::Result<ExitCode> {
     let d = duration_ns;
     let threshold = format!("{threshold_ns}ns");
@@ -80,7 +88,7 @@ pub fn trace_overhead(
     let dur = format_duration((d / 1_000_000_000).max(1) * 1_000_000_000);
     outln!(
         "recorder overhead on CPU {cpu}: FIFO 95, 1 ms interval, {dur} each, \
-         off / on (--trace-threshold {threshold}) alternated"
+         off / on (--trace-threshold {threshold} --trace-instances {instances}) alternated"
     )?;
     outln!(
         "{:<5} {:<9} {:>8} {:>8} {:>9} {:>9} {:>10} {:>10}",
@@ -97,11 +105,11 @@ pub fn trace_overhead(
     for i in 1..=pairs {
         // Which goes first alternates, so the VM's drift within a pair favours neither.
         let (off, on) = if i % 2 == 1 {
-            let off = latlab_run(cpu, &dur, None)?;
-            (off, latlab_run(cpu, &dur, Some(&threshold))?)
+            let off = latlab_run(cpu, &dur, None, instances)?;
+            (off, latlab_run(cpu, &dur, Some(&threshold), instances)?)
         } else {
-            let on = latlab_run(cpu, &dur, Some(&threshold))?;
-            (latlab_run(cpu, &dur, None)?, on)
+            let on = latlab_run(cpu, &dur, Some(&threshold), instances)?;
+            (latlab_run(cpu, &dur, None, instances)?, on)
         };
         let order = if i % 2 == 1 {
             [("off", off), ("on", on)]
