@@ -332,3 +332,113 @@ fn report_html_of_a_profile_has_maps_and_measuring_threads() {
         html.len()
     );
 }
+
+/// A profile run whose series file is damaged, missing, a symlink or outside the run
+/// directory: the report is still written (exit 0, nothing lost), says why it has no maps on
+/// stderr (one escaped line) and in the page; a version 1 file still gives the maps.
+#[test]
+fn report_without_a_readable_series_says_why() {
+    use latlab_core::profile::Profiler;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    support::latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--results",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    let dir = support::only_run_dir(&results);
+    let mut p = Profiler::new(&[0], 0, 10_000_000);
+    p.event(&latlab_core::profile::PEvent {
+        ts: 5_000,
+        cpu: 0,
+        lost_before: false,
+        ev: latlab_core::profile::Ev::Wakeup {
+            pid: 3,
+            prio: 120,
+            target_cpu: Some(0),
+            new: false,
+        },
+    });
+    let (record, series) = p.finish(10_000_000, 5, |_| "t".into(), 0, 0);
+    let mut run = support::read_json(&dir.join("run.json"));
+    let set = |run: &mut serde_json::Value, path: &str| {
+        let mut r = record.clone();
+        r.series = Some(path.into());
+        run["profile"] = serde_json::to_value(&r).unwrap();
+        std::fs::write(dir.join("run.json"), serde_json::to_vec(&*run).unwrap()).unwrap();
+    };
+    let report = || {
+        let out = support::command()
+            .arg("report")
+            .arg(&dir)
+            .args(["--format", "html"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let bin = dir.join("profile/series.bin");
+    let cases: [(&str, Option<&[u8]>, &str); 3] = [
+        (
+            "profile/series.bin",
+            Some(b"LATLABRQ\x02\0\0\0garbage"),
+            "not a series file",
+        ),
+        ("profile/series.bin", None, "No such file"),
+        (
+            "../elsewhere/series.bin",
+            None,
+            "not a path inside the run directory",
+        ),
+    ];
+    for (path, bytes, why) in cases {
+        let _ = std::fs::remove_file(&bin);
+        if let Some(b) = bytes {
+            std::fs::write(&bin, b).unwrap();
+        }
+        set(&mut run, path);
+        let (html, err) = report();
+        assert!(html.contains("<p class=\"warn\">No heat maps: "), "{path}");
+        assert!(html.contains(why), "{path}: {why}");
+        assert!(!html.contains("<img"));
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("latlab: warning: ") && err.contains(why),
+            "{err}"
+        );
+    }
+    // A symlink is not followed.
+    let real = tmp.path().join("real.bin");
+    std::fs::write(&real, series.to_bytes()).unwrap();
+    std::os::unix::fs::symlink(&real, &bin).unwrap();
+    set(&mut run, "profile/series.bin");
+    let (html, err) = report();
+    assert!(
+        !html.contains("<img") && err.contains("no heat maps"),
+        "{err}"
+    );
+    // A version 1 file (written before migrations and names) still draws the maps.
+    std::fs::remove_file(&bin).unwrap();
+    // Version 2 without migrations and names ends with 8 + 8 + 4 bytes of empty tables.
+    assert!(series.migrations.is_empty() && series.names.is_empty());
+    let v2 = series.to_bytes();
+    let mut v1 = v2[..v2.len() - (8 + 8 + 4)].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    assert!(latlab_core::profile::Series::from_bytes(&v1).is_some());
+    std::fs::write(&bin, &v1).unwrap();
+    let (html, err) = report();
+    assert_eq!(html.matches("<img class=\"map\"").count(), 2, "{err}");
+    assert!(err.is_empty(), "{err}");
+}
