@@ -27,8 +27,8 @@ use crate::svg::{self, esc};
 
 /// Pixels per line of a map.
 pub const LINE_PIXELS: usize = 1000;
-/// Lines of one map at most.
-pub const MAX_LINES: usize = 1000;
+/// Lines of one map at most: 12 s of 10 µs series pixels keep ELC's 10 µs × 10 ms.
+pub const MAX_LINES: usize = 1200;
 /// Pixels of all maps of a report together at most (the lines of each map shrink with many
 /// CPUs).
 pub const MAX_TOTAL_PIXELS: usize = 8_000_000;

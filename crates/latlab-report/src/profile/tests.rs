@@ -108,9 +108,12 @@ fn scale_is_chosen_for_long_profiles_and_many_cpus() {
         (s.merge, s.pixel_ns, s.line_ns, s.lines),
         (2, 20_000, 20_000_000, 1000)
     );
-    // 10 min with the series' own coarsening (2^20 pixels of 640 µs... kept as given).
+    // 12 s still fit; 12.001 s do not.
+    assert_eq!(scale(10_000, 1_200_000, 4).merge, 1);
+    assert_eq!(scale(10_000, 1_200_001, 4).merge, 2);
+    // 10 min with the series' own coarsening (2^20 pixels of 655 µs): kept as they are.
     let s = scale(655_360, 1 << 20, 4);
-    assert!(s.lines <= MAX_LINES && s.merge == 2, "{s:?}");
+    assert_eq!((s.merge, s.lines), (1, 1049), "{s:?}");
     // 64 CPUs: 128 maps share the budget.
     let s = scale(10_000, 1_000_000, 128);
     assert!(s.lines * LINE_PIXELS * 128 <= MAX_TOTAL_PIXELS, "{s:?}");
