@@ -178,6 +178,15 @@ fn heading(m: &RunModel) -> String {
 /// The body of the report (without the page around it), reused by nothing else but kept
 /// separate so tests can look at it.
 pub fn body(m: &RunModel) -> String {
+    body_with(m, None)
+}
+
+/// [`body`] with a profile run's side file (`profile/series.bin`) for the heat maps: the
+/// series, or why there is none (None: the run has no series, or it was not looked for).
+pub fn body_with(
+    m: &RunModel,
+    profile_series: Option<Result<&latlab_core::profile::Series, String>>,
+) -> String {
     let r = &m.record;
     let mut o = String::new();
     let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
@@ -389,6 +398,16 @@ pub fn body(m: &RunModel) -> String {
         o.push_str("</table>\n");
     }
 
+    if let Some(p) = &r.profile {
+        let series = profile_series.unwrap_or_else(|| {
+            Err(match &p.series {
+                Some(_) => "the series file was not read (a run from the results database, or a report of run.json alone)".into(),
+                None => "the run has no series file".into(),
+            })
+        });
+        o.push_str(&crate::profile::section(p, series));
+    }
+
     machine_section(&mut o, r);
     o
 }
@@ -541,6 +560,17 @@ fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
 
 pub fn render(model: &RunModel) -> Vec<u8> {
     page(&format!("latlab: {}", model.record.label), &body(model))
+}
+
+/// [`render`] with the profile's series (see [`body_with`]).
+pub fn render_with(
+    model: &RunModel,
+    series: Option<Result<&latlab_core::profile::Series, String>>,
+) -> Vec<u8> {
+    page(
+        &format!("latlab: {}", model.record.label),
+        &body_with(model, series),
+    )
 }
 
 /// The mode's and the scenario's tables (nothing for a timer run).

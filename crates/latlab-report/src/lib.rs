@@ -16,6 +16,7 @@ pub mod json;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;
+pub mod profile;
 pub mod scenario;
 pub mod svg;
 pub mod tables;

@@ -132,13 +132,38 @@ fn legend(out: &mut String, names: &[String]) {
 /// series per histogram. Each bucket is plotted at its midpoint. Returns an empty-plot SVG
 /// saying "no samples" when every histogram is empty.
 pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String {
-    let mut out = String::new();
-    frame(
-        &mut out,
+    let buckets: Vec<(String, Buckets)> = series
+        .iter()
+        .map(|(n, h)| {
+            let v = h
+                .buckets()
+                .map(|(lo, hi, c)| (lo, hi.min(h.max().unwrap_or(hi).max(lo + 1)), c))
+                .collect();
+            (n.clone(), v)
+        })
+        .collect();
+    loglog_buckets(
         title,
         "latency (log scale)",
         "samples per bucket (log scale)",
-    );
+        &buckets,
+    )
+}
+
+/// Non-empty buckets `(lowest, end, count)`, ascending.
+pub type Buckets = Vec<(u64, u64, u64)>;
+
+/// [`loglog_histogram`] of buckets given as `(lowest, end, count)` (ascending; a bucket
+/// touches the next when its end is the next one's lowest): count against value, both
+/// logarithmic, each bucket at its midpoint.
+pub fn loglog_buckets(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Buckets)],
+) -> String {
+    let mut out = String::new();
+    frame(&mut out, title, x_label, y_label);
     // Runs of adjacent non-empty buckets: a line is drawn only where buckets touch, so a
     // line never suggests samples in empty buckets; a lone bucket is a dot.
     let segs: Vec<Vec<Vec<(f64, f64)>>> = series
@@ -146,14 +171,13 @@ pub fn loglog_histogram(title: &str, series: &[(String, &Histogram)]) -> String 
         .map(|(_, h)| {
             let mut segs: Vec<Vec<(f64, f64)>> = Vec::new();
             let mut prev_hi = None;
-            for (lo, hi, c) in h.buckets() {
-                let end = hi.min(h.max().unwrap_or(hi).max(lo + 1));
+            for &(lo, end, c) in h {
                 let p = ((lo as f64 + end as f64) / 2.0, c as f64);
                 match segs.last_mut() {
                     Some(s) if prev_hi == Some(lo) => s.push(p),
                     _ => segs.push(vec![p]),
                 }
-                prev_hi = Some(hi);
+                prev_hi = Some(end);
             }
             segs
         })

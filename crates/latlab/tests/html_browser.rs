@@ -60,6 +60,109 @@ fn png_size(p: &Path) -> (u32, u32) {
     (be(16), be(20))
 }
 
+/// The DOM of `page` after chromium loaded it (scripts run).
+fn dump_dom(page: &Path) -> String {
+    let browser = if browser_installed_as("chromium") {
+        "chromium"
+    } else {
+        "chromium-browser"
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn browser_installed_as(b: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {b}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A copy of run directory `from` at `to` with a profile: two CPUs over 30 ms with known run
+/// queues, switches to named tasks (one name is markup), a migration.
+fn profile_run(from: &Path, to: &Path) -> PathBuf {
+    use latlab_core::profile::{Ev, PEvent, Profiler};
+    std::fs::create_dir_all(to.join("profile")).unwrap();
+    let mut p = Profiler::new(&[0, 1], 0, 30_000_000);
+    p.watch(50, 0);
+    let ev = |ts, cpu, ev| PEvent {
+        ts,
+        cpu,
+        lost_before: false,
+        ev,
+    };
+    let switch = |prev_pid, next_pid| Ev::Switch {
+        prev_pid,
+        prev_prio: 120,
+        prev_runnable: false,
+        prev_dead: false,
+        next_pid,
+        next_prio: 120,
+    };
+    for k in 0..30u64 {
+        let t = k * 1_000_000;
+        let wake = |pid, cpu| Ev::Wakeup {
+            pid,
+            prio: 4,
+            target_cpu: Some(cpu),
+            new: false,
+        };
+        p.event(&ev(t, 0, wake(50, 0)));
+        p.event(&ev(t + 3_000, 0, switch(0, 50)));
+        p.event(&ev(t + 40_000, 0, wake(60 + (k % 3) as i64, 0)));
+        p.event(&ev(t + 60_000, 0, switch(50, 60 + (k % 3) as i64)));
+        p.event(&ev(t + 500_000, 0, switch(60 + (k % 3) as i64, 0)));
+        p.event(&ev(t + 100_000, 1, wake(70, 1)));
+        p.event(&ev(t + 120_000, 1, switch(0, 70)));
+        p.event(&ev(t + 700_000, 1, switch(70, 0)));
+    }
+    p.event(&ev(
+        29_900_000,
+        1,
+        Ev::Migrate {
+            pid: 70,
+            orig: 1,
+            dest: 0,
+        },
+    ));
+    let (mut record, series) = p.finish(
+        30_000_000,
+        50,
+        |pid| match pid {
+            60 => "<script>x</script>".into(),
+            50 => "latlab-cpu0".into(),
+            _ => format!("task{pid}"),
+        },
+        0,
+        0,
+    );
+    record.series = Some("profile/series.bin".into());
+    std::fs::write(to.join("profile/series.bin"), series.to_bytes()).unwrap();
+    let mut run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(from.join("run.json")).unwrap()).unwrap();
+    run["profile"] = serde_json::to_value(&record).unwrap();
+    std::fs::write(to.join("run.json"), serde_json::to_vec(&run).unwrap()).unwrap();
+    to.to_path_buf()
+}
+
 #[test]
 fn html_report_and_compare_render_in_a_headless_browser() {
     let test = "html_report_and_compare_render_in_a_headless_browser";
@@ -139,6 +242,52 @@ fn html_report_and_compare_render_in_a_headless_browser() {
         assert_eq!(png_size(&png), (1200, 2400), "{}", png.display());
         eprintln!("screenshot: {}", png.display());
     }
+
+    // A profile run's report: its heat maps are images the browser decodes, with their
+    // legends. The profile is made here (the sim run plus a reconstruction of known events
+    // and its series file), so this test needs no tracefs; tests/profile.rs has real ones.
+    let prof = profile_run(&sim, &dir.join("profile-run"));
+    let prof_html = dir.join("profile.html");
+    latlab(&[
+        "report".as_ref(),
+        prof.as_os_str(),
+        "--format".as_ref(),
+        "html".as_ref(),
+        "-o".as_ref(),
+        prof_html.as_os_str(),
+    ]);
+    let html = std::fs::read_to_string(&prof_html).unwrap();
+    assert!(!html.contains("<script"), "a task name became a tag");
+    assert_eq!(html.matches("<img class=\"map\"").count(), 4);
+    let (ok, text) = check_html(&[&prof_html]);
+    eprintln!("{text}");
+    assert!(ok, "check-html failed on the profile report:\n{text}");
+    // The report itself has no script: a copy with one that counts, once the page has
+    // loaded, the maps the browser decoded (naturalWidth > 0) and the legend entries.
+    let probe = dir.join("profile-probe.html");
+    std::fs::write(
+        &probe,
+        html.replace(
+            "</body>",
+            "<script>window.addEventListener('load',()=>{const m=[...document.querySelectorAll('img.map')];\
+             document.body.setAttribute('data-maps',m.filter(i=>i.complete&&i.naturalWidth===1000&&i.naturalHeight>0).length+'/'+m.length);\
+             document.body.setAttribute('data-legend',document.querySelectorAll('p.legend > span').length);});</script></body>",
+        ),
+    )
+    .unwrap();
+    let dom = dump_dom(&probe);
+    assert!(
+        dom.contains("data-maps=\"4/4\""),
+        "maps not decoded: {}",
+        &dom[..dom.len().min(300)]
+    );
+    // 7 run-queue entries; idle, the 5 tasks (50, 60, 61, 62, 70), other tasks, migration,
+    // no switch, unknown.
+    assert!(
+        dom.contains("data-legend=\"17\""),
+        "legend: {}",
+        &dom[..dom.len().min(300)]
+    );
 
     // The checker itself catches what it is there for: a script error and no drawn plot.
     let bad = dir.join("bad.html");

@@ -229,3 +229,221 @@ fn child_pid_dir(on: &Path) -> PathBuf {
 fn check_no_instance(dir: PathBuf) {
     assert!(!dir.exists(), "{} left behind", dir.display());
 }
+
+/// `latlab profile --duration 3s`, then `report --format html`: two heat maps per CPU (inline
+/// PNGs, the scale on them, the legends), and latlab's measuring threads found and watched:
+/// one row per measured CPU whose wake-ups match the CPU's samples. Each sample ends one
+/// sleep, so one wake-up; a sample of a missed period did not sleep, and a lost event loses
+/// a wake-up (the lower bound); the thread's own start (two barriers) and end wake it a few
+/// times more (3 seen), so at most 10 more.
+#[test]
+fn report_html_of_a_profile_has_maps_and_measuring_threads() {
+    let Some(_g) = support::privileged::guard("profile_report_html") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    let out = support::command()
+        .args(["profile", "--duration", "3s", "-q", "--results"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = support::only_run_dir(&results);
+    let run = support::read_json(&dir.join("run.json"));
+    let p = &run["profile"];
+    let lost = p["lost_events"].as_u64().unwrap();
+    let measuring = p["measuring"].as_array().unwrap();
+    let cpus = run["cpus"].as_array().unwrap();
+    assert!(!cpus.is_empty());
+    assert_eq!(measuring.len(), cpus.len(), "{measuring:?}");
+    for c in cpus {
+        let cpu = c["cpu"].as_u64().unwrap();
+        let samples = c["samples"].as_u64().unwrap();
+        let missed = c["missed_periods"].as_u64().unwrap();
+        let m = measuring
+            .iter()
+            .find(|m| m["cpu"] == cpu)
+            .unwrap_or_else(|| panic!("no measuring row for CPU {cpu}: {measuring:?}"));
+        let w = m["wakeups"].as_u64().unwrap();
+        eprintln!("CPU {cpu}: {samples} samples ({missed} missed), {w} wake-ups, {lost} lost");
+        assert!(
+            w + missed + lost >= samples && w <= samples + 10,
+            "CPU {cpu}: {w} wake-ups for {samples} samples"
+        );
+        // The cycle is the interval (1 ms by default): the median wake-up interval is within
+        // its bucket (12.5 %).
+        let p50 = m["wake_interval"]["p50_ns"].as_u64().unwrap();
+        assert!((1_000_000..=1_125_000).contains(&p50), "{m}");
+        assert_eq!(m["wake_interval"]["count"].as_u64().unwrap(), w - 1);
+        let hist: u64 = m["rq_wait"]["hist"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[2].as_u64().unwrap())
+            .sum();
+        assert_eq!(hist, m["rq_wait"]["count"].as_u64().unwrap());
+        assert!(
+            m["wake_interval"]["max_over_time"]
+                .as_array()
+                .unwrap()
+                .len()
+                >= 3
+        );
+    }
+
+    let report = support::command()
+        .arg("report")
+        .arg(&dir)
+        .args(["--format", "html"])
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let html = String::from_utf8(report.stdout).unwrap();
+    for c in cpus {
+        let cpu = c["cpu"].as_u64().unwrap();
+        for map in ["run-queue length", "context switches by task switched to"] {
+            let cap = format!("CPU {cpu}: {map}, 1 pixel = 10 µs, 1 line = 10 ms");
+            assert!(html.contains(&cap), "no {cap:?}");
+        }
+    }
+    // Every map an inline PNG ("\x89PNG" in base64), and the legends.
+    let maps = html
+        .matches("<img class=\"map\" src=\"data:image/png;base64,iVBORw0KGgo")
+        .count();
+    assert_eq!(maps, 2 * cpus.len());
+    for l in [
+        "≥ 5 tasks",
+        "unknown (lost events",
+        "migration to the CPU",
+        "other tasks",
+    ] {
+        assert!(html.contains(l), "no legend {l:?}");
+    }
+    for plot in [
+        "measuring threads: time between wake-ups",
+        "measuring threads: time between switch-ins",
+        "measuring threads: run-queue wait",
+    ] {
+        assert!(html.contains(plot), "no plot {plot:?}");
+    }
+    eprintln!(
+        "report.html of a 3 s profile of {} CPUs: {} bytes",
+        cpus.len(),
+        html.len()
+    );
+}
+
+/// A profile run whose series file is damaged, missing, a symlink or outside the run
+/// directory: the report is still written (exit 0, nothing lost), says why it has no maps on
+/// stderr (one escaped line) and in the page; a version 1 file still gives the maps.
+#[test]
+fn report_without_a_readable_series_says_why() {
+    use latlab_core::profile::Profiler;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    support::latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--results",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    let dir = support::only_run_dir(&results);
+    let mut p = Profiler::new(&[0], 0, 10_000_000);
+    p.event(&latlab_core::profile::PEvent {
+        ts: 5_000,
+        cpu: 0,
+        lost_before: false,
+        ev: latlab_core::profile::Ev::Wakeup {
+            pid: 3,
+            prio: 120,
+            target_cpu: Some(0),
+            new: false,
+        },
+    });
+    let (record, series) = p.finish(10_000_000, 5, |_| "t".into(), 0, 0);
+    let mut run = support::read_json(&dir.join("run.json"));
+    let set = |run: &mut serde_json::Value, path: &str| {
+        let mut r = record.clone();
+        r.series = Some(path.into());
+        run["profile"] = serde_json::to_value(&r).unwrap();
+        std::fs::write(dir.join("run.json"), serde_json::to_vec(&*run).unwrap()).unwrap();
+    };
+    let report = || {
+        let out = support::command()
+            .arg("report")
+            .arg(&dir)
+            .args(["--format", "html"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let bin = dir.join("profile/series.bin");
+    let cases: [(&str, Option<&[u8]>, &str); 3] = [
+        (
+            "profile/series.bin",
+            Some(b"LATLABRQ\x02\0\0\0garbage"),
+            "not a series file",
+        ),
+        ("profile/series.bin", None, "No such file"),
+        (
+            "../elsewhere/series.bin",
+            None,
+            "not a path inside the run directory",
+        ),
+    ];
+    for (path, bytes, why) in cases {
+        let _ = std::fs::remove_file(&bin);
+        if let Some(b) = bytes {
+            std::fs::write(&bin, b).unwrap();
+        }
+        set(&mut run, path);
+        let (html, err) = report();
+        assert!(html.contains("<p class=\"warn\">No heat maps: "), "{path}");
+        assert!(html.contains(why), "{path}: {why}");
+        assert!(!html.contains("<img"));
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("latlab: warning: ") && err.contains(why),
+            "{err}"
+        );
+    }
+    // A symlink is not followed.
+    let real = tmp.path().join("real.bin");
+    std::fs::write(&real, series.to_bytes()).unwrap();
+    std::os::unix::fs::symlink(&real, &bin).unwrap();
+    set(&mut run, "profile/series.bin");
+    let (html, err) = report();
+    assert!(
+        !html.contains("<img") && err.contains("no heat maps"),
+        "{err}"
+    );
+    // A version 1 file (written before migrations and names) still draws the maps.
+    std::fs::remove_file(&bin).unwrap();
+    // Version 2 without migrations and names ends with 8 + 8 + 4 bytes of empty tables.
+    assert!(series.migrations.is_empty() && series.names.is_empty());
+    let v2 = series.to_bytes();
+    let mut v1 = v2[..v2.len() - (8 + 8 + 4)].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    assert!(latlab_core::profile::Series::from_bytes(&v1).is_some());
+    std::fs::write(&bin, &v1).unwrap();
+    let (html, err) = report();
+    assert_eq!(html.matches("<img class=\"map\"").count(), 2, "{err}");
+    assert!(err.is_empty(), "{err}");
+}

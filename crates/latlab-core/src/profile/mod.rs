@@ -6,7 +6,10 @@
 //! [`ProfileRecord`] (run.json's `profile`) and a [`Series`] (the side file for the heat maps)
 //! at the end. Memory is bounded whatever the duration: per CPU a fixed number of pixels
 //! (coarser pixels for a longer profile), per task two fixed-size histograms (at most
-//! [`MAX_TASKS`] tasks), at most [`MAX_SWITCH_POINTS`] switch points.
+//! [`MAX_TASKS`] tasks), at most [`MAX_SWITCH_POINTS`] switch points and
+//! [`MAX_MIGRATION_POINTS`] migrations, and for each watched thread (latlab's measuring
+//! threads, [`Profiler::watch`]) three fixed-size histograms and at most
+//! [`MAX_TIME_BUCKETS`] buckets over time.
 //!
 //! The runnable set: a task is *on* CPU c's run queue (running or waiting) from its
 //! `sched_wakeup`/`sched_wakeup_new` (target CPU) or from being switched in on c, until a
@@ -45,6 +48,19 @@ pub const BASE_PIXEL_NS: u64 = 10_000;
 pub const DEFAULT_TOP: usize = 50;
 /// A series pixel with no known state (before the start of a CPU, in a gap).
 pub const PIXEL_UNKNOWN: u8 = 255;
+/// Migrations (into a profiled CPU) kept for the heat map (later ones are counted, not kept).
+pub const MAX_MIGRATION_POINTS: usize = 1 << 18;
+/// Task names the series keeps (the tasks switched to most often).
+pub const SERIES_NAMES: usize = 64;
+/// A name in the series is cut to this many bytes.
+pub const SERIES_NAME_BYTES: usize = 64;
+/// Threads watched at most ([`Profiler::watch`]).
+pub const MAX_WATCHED: usize = 1024;
+/// Buckets of the watched threads' values over time at most: the bucket (1 s) doubles, up
+/// front for the expected duration and again (pairs merged) for a longer profile.
+pub const MAX_TIME_BUCKETS: usize = 1024;
+/// The finest bucket over time.
+pub const BASE_TIME_BUCKET_NS: u64 = 1_000_000_000;
 
 /// One scheduler event, as the reconstruction needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +151,27 @@ impl WaitHist {
         *b = b.saturating_add(1);
     }
 
+    fn clear(&mut self) {
+        if self.n > 0 {
+            self.n = 0;
+            self.max = 0;
+            self.buckets.fill(0);
+        }
+    }
+
+    /// The non-empty buckets: `[lowest, highest, count]` (the highest capped at the max).
+    fn nonempty(&self) -> Vec<[u64; 3]> {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(b, &c)| {
+                let lo = if b == 0 { 0 } else { bucket_top(b - 1) + 1 };
+                [lo, bucket_top(b).min(self.max), c as u64]
+            })
+            .collect()
+    }
+
     fn quantile(&self, q: f64) -> Option<u64> {
         if self.n == 0 {
             return None;
@@ -179,6 +216,82 @@ struct TaskStats {
     preempt: WaitHist,
 }
 
+/// One kind of a watched thread's values: all of them, the current time bucket's, and the
+/// finished buckets' max and p99.
+struct KindAcc {
+    all: WaitHist,
+    cur: WaitHist,
+    cur_bucket: u64,
+    max: Vec<Option<u64>>,
+    p99: Vec<Option<u64>>,
+}
+
+impl KindAcc {
+    fn new() -> KindAcc {
+        KindAcc {
+            all: WaitHist::new(),
+            cur: WaitHist::new(),
+            cur_bucket: 0,
+            max: Vec::new(),
+            p99: Vec::new(),
+        }
+    }
+
+    /// Close the current bucket (its values go to position `cur_bucket`).
+    fn flush(&mut self) {
+        if self.cur.n == 0 {
+            return;
+        }
+        let i = self.cur_bucket as usize;
+        if self.max.len() <= i {
+            self.max.resize(i + 1, None);
+            self.p99.resize(i + 1, None);
+        }
+        // The slot may hold a merged bucket's values already (after a halving).
+        self.max[i] = self.max[i].max(Some(self.cur.max));
+        self.p99[i] = self.p99[i].max(self.cur.quantile(0.99));
+        self.cur.clear();
+    }
+
+    /// Two buckets become one (the larger max and p99).
+    fn halve(&mut self) {
+        fn pairs(v: &[Option<u64>]) -> Vec<Option<u64>> {
+            v.chunks(2)
+                .map(|p| p.iter().flatten().copied().max())
+                .collect()
+        }
+        self.max = pairs(&self.max);
+        self.p99 = pairs(&self.p99);
+        self.cur_bucket /= 2;
+    }
+
+    fn record(&self) -> MeasuringKind {
+        MeasuringKind {
+            count: self.all.n,
+            p50_ns: self.all.quantile(0.5),
+            p99_ns: self.all.quantile(0.99),
+            max_ns: (self.all.n > 0).then_some(self.all.max),
+            hist: self.all.nonempty(),
+            max_over_time: self.max.clone(),
+            p99_over_time: self.p99.clone(),
+        }
+    }
+}
+
+const K_WAKE: usize = 0;
+const K_SWITCH: usize = 1;
+const K_RQ: usize = 2;
+
+struct Watched {
+    cpu: u32,
+    tid: i64,
+    last_wake: Option<u64>,
+    last_in: Option<u64>,
+    wakeups: u64,
+    switch_ins: u64,
+    kinds: [KindAcc; 3],
+}
+
 #[derive(Debug, Clone)]
 struct CpuAcc {
     cpu: u32,
@@ -195,15 +308,19 @@ struct CpuAcc {
 }
 
 /// The heat maps' data: per CPU, the largest run-queue length in each pixel of `pixel_ns`
-/// from `start_ns` ([`PIXEL_UNKNOWN`]: no known state), and the switch points (time, CPU, the
-/// task switched to).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// from `start_ns` ([`PIXEL_UNKNOWN`]: no known state), the switch points (time, CPU, the
+/// task switched to), the migrations into profiled CPUs (time, pid, from, to) and the names of
+/// the tasks switched to most often (untrusted text).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Series {
     pub start_ns: u64,
     pub pixel_ns: u64,
     pub cpus: Vec<(u32, Vec<u8>)>,
     pub switches: Vec<(u64, u32, i64)>,
     pub switches_dropped: u64,
+    pub migrations: Vec<(u64, i64, u32, u32)>,
+    pub migrations_dropped: u64,
+    pub names: Vec<(i64, String)>,
 }
 
 /// run.json's `profile`.
@@ -233,6 +350,45 @@ pub struct ProfileRecord {
     pub wait_top: usize,
     /// Task rows left out past `wait_top`.
     pub wait_dropped: u64,
+    /// latlab's measuring threads: their wake-ups, switch-ins and run-queue waits.
+    #[serde(default)]
+    pub measuring: Vec<MeasuringThread>,
+}
+
+/// One of latlab's measuring threads (`latlab-cpuN` in latlab's own process), as the
+/// scheduler saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MeasuringThread {
+    /// The CPU it measures (N of its name) and its thread id.
+    pub cpu: u32,
+    pub tid: i64,
+    /// The bucket of the `*_over_time` series (1 s, coarser for long profiles).
+    pub bucket_ns: u64,
+    /// Wake-ups seen (`sched_wakeup` while not queued; a new thread's first is not one), and
+    /// switch-ins.
+    pub wakeups: u64,
+    pub switch_ins: u64,
+    /// Time from one wake-up (`sched_waking`, else `sched_wakeup`) to the next.
+    pub wake_interval: MeasuringKind,
+    /// Time from one switch-in to the next.
+    pub switch_interval: MeasuringKind,
+    /// Wake-up → switch-in: the time it waited in the run queue.
+    pub rq_wait: MeasuringKind,
+}
+
+/// The values of one kind: count, quantiles, the histogram and the values over time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MeasuringKind {
+    pub count: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    /// The non-empty buckets: `[lowest_ns, highest_ns, count]` (8 per power of two).
+    pub hist: Vec<[u64; 3]>,
+    /// Per bucket of `bucket_ns` from the profile's start: the largest value, and the p99
+    /// (null: none in it). A bucket merged from two keeps the larger of each.
+    pub max_over_time: Vec<Option<u64>>,
+    pub p99_over_time: Vec<Option<u64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -279,8 +435,14 @@ pub struct Profiler {
     untracked: u64,
     switch_points: Vec<(u64, u32, i64)>,
     switches_dropped: u64,
+    migration_points: Vec<(u64, i64, u32, u32)>,
+    migrations_dropped: u64,
     events: u64,
     seeded: u64,
+    watched: Vec<Watched>,
+    /// Watched tid → index into `watched` (removed when the thread exits).
+    watch_of: HashMap<i64, usize>,
+    bucket_ns: u64,
 }
 
 impl Profiler {
@@ -318,9 +480,61 @@ impl Profiler {
             untracked: 0,
             switch_points: Vec::new(),
             switches_dropped: 0,
+            migration_points: Vec::new(),
+            migrations_dropped: 0,
             events: 0,
             seeded: 0,
+            watched: Vec::new(),
+            watch_of: HashMap::new(),
+            bucket_ns: {
+                let mut b = BASE_TIME_BUCKET_NS;
+                while duration_hint_ns / b >= MAX_TIME_BUCKETS as u64 {
+                    b *= 2;
+                }
+                b
+            },
         }
+    }
+
+    /// Watch thread `tid` (latlab's measuring thread of `cpu`) from its next event on: the
+    /// time between its wake-ups, between its switch-ins, and its run-queue waits. Ignored
+    /// past [`MAX_WATCHED`] or when already watched.
+    pub fn watch(&mut self, tid: i64, cpu: u32) {
+        if tid <= 0 || self.watch_of.contains_key(&tid) || self.watched.len() >= MAX_WATCHED {
+            return;
+        }
+        self.watch_of.insert(tid, self.watched.len());
+        self.watched.push(Watched {
+            cpu,
+            tid,
+            last_wake: None,
+            last_in: None,
+            wakeups: 0,
+            switch_ins: 0,
+            kinds: [KindAcc::new(), KindAcc::new(), KindAcc::new()],
+        });
+    }
+
+    /// Add `v` at time `ts` to kind `k` of watched thread `w`.
+    fn watch_add(&mut self, w: usize, k: usize, ts: u64, v: u64) {
+        let mut b = ts.saturating_sub(self.start_ns) / self.bucket_ns;
+        while b >= MAX_TIME_BUCKETS as u64 {
+            self.bucket_ns *= 2;
+            b /= 2;
+            for x in &mut self.watched {
+                for k in &mut x.kinds {
+                    k.flush();
+                    k.halve();
+                }
+            }
+        }
+        let k = &mut self.watched[w].kinds[k];
+        if b != k.cur_bucket {
+            k.flush();
+            k.cur_bucket = b;
+        }
+        k.all.add(v);
+        k.cur.add(v);
     }
 
     pub fn pixel_ns(&self) -> u64 {
@@ -486,6 +700,7 @@ impl Profiler {
                         if prev_dead {
                             // Gone: a later task with this pid starts afresh (new stats row).
                             self.tasks.remove(&prev_pid);
+                            self.watch_of.remove(&prev_pid);
                         }
                     }
                 }
@@ -504,6 +719,15 @@ impl Profiler {
                         match kind {
                             WaitKind::Wakeup => self.stats[si].wake.add(d),
                             WaitKind::Preempt => self.stats[si].preempt.add(d),
+                        }
+                    }
+                    if let Some(&w) = self.watch_of.get(&next_pid) {
+                        self.watched[w].switch_ins += 1;
+                        if let Some(last) = self.watched[w].last_in.replace(e.ts) {
+                            self.watch_add(w, K_SWITCH, e.ts, e.ts.saturating_sub(last));
+                        }
+                        if let Some((s, WaitKind::Wakeup)) = since {
+                            self.watch_add(w, K_RQ, e.ts, e.ts.saturating_sub(s));
                         }
                     }
                     self.place(next_pid, Some(e.cpu), e.ts);
@@ -552,10 +776,22 @@ impl Profiler {
                     Some((waking.unwrap_or(e.ts), WaitKind::Wakeup))
                 };
                 self.place(pid, Some(target_cpu.unwrap_or(e.cpu)), e.ts);
+                if let (false, Some(&w)) = (new, self.watch_of.get(&pid)) {
+                    let at = waking.unwrap_or(e.ts);
+                    self.watched[w].wakeups += 1;
+                    if let Some(last) = self.watched[w].last_wake.replace(at) {
+                        self.watch_add(w, K_WAKE, at, at.saturating_sub(last));
+                    }
+                }
             }
             Ev::Migrate { pid, orig, dest } => {
                 if let Some(&di) = self.by_cpu.get(&dest) {
                     self.cpus[di].migrations += 1;
+                    if self.migration_points.len() < MAX_MIGRATION_POINTS {
+                        self.migration_points.push((e.ts, pid, orig, dest));
+                    } else {
+                        self.migrations_dropped += 1;
+                    }
                 }
                 if pid <= 0 {
                     return;
@@ -632,6 +868,39 @@ impl Profiler {
         });
         let dropped = rows.len().saturating_sub(top) as u64;
         rows.truncate(top);
+        for w in &mut self.watched {
+            for k in &mut w.kinds {
+                k.flush();
+            }
+        }
+        let measuring = self
+            .watched
+            .iter()
+            .map(|w| MeasuringThread {
+                cpu: w.cpu,
+                tid: w.tid,
+                bucket_ns: self.bucket_ns,
+                wakeups: w.wakeups,
+                switch_ins: w.switch_ins,
+                wake_interval: w.kinds[K_WAKE].record(),
+                switch_interval: w.kinds[K_SWITCH].record(),
+                rq_wait: w.kinds[K_RQ].record(),
+            })
+            .collect();
+        // The names of the tasks switched to most often (the switch map's legend).
+        let mut counts: HashMap<i64, u64> = HashMap::new();
+        for &(_, _, pid) in &self.switch_points {
+            if pid > 0 {
+                *counts.entry(pid).or_default() += 1;
+            }
+        }
+        let mut by_count: Vec<(i64, u64)> = counts.into_iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let names = by_count
+            .iter()
+            .take(SERIES_NAMES)
+            .map(|&(pid, _)| (pid, cut(comm(pid), SERIES_NAME_BYTES)))
+            .collect();
         let record = ProfileRecord {
             start_ns: self.start_ns,
             duration_ns: end - self.start_ns,
@@ -647,6 +916,7 @@ impl Profiler {
             wait: rows,
             wait_top: top,
             wait_dropped: dropped,
+            measuring,
         };
         let series = Series {
             start_ns: self.start_ns,
@@ -654,20 +924,40 @@ impl Profiler {
             cpus: self.cpus.into_iter().map(|c| (c.cpu, c.pixels)).collect(),
             switches: self.switch_points,
             switches_dropped: self.switches_dropped,
+            migrations: self.migration_points,
+            migrations_dropped: self.migrations_dropped,
+            names,
         };
         (record, series)
     }
 }
 
+/// `s` cut to at most `n` bytes, on a character boundary.
+fn cut(mut s: String, n: usize) -> String {
+    if s.len() > n {
+        let mut i = n;
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        s.truncate(i);
+    }
+    s
+}
+
+/// Names kept in a series file at most (a file saying more is not one of latlab's).
+const MAX_SERIES_NAMES: usize = 4096;
+
 impl Series {
     /// The side file `profile/series.bin` (docs/design.md, "Profile"): little-endian,
-    /// `LATLABRQ` magic, u32 version (1), u64 start_ns, u64 pixel_ns, u32 CPUs; per CPU u32
+    /// `LATLABRQ` magic, u32 version (2), u64 start_ns, u64 pixel_ns, u32 CPUs; per CPU u32
     /// cpu, u32 pixel count, the pixels (u8 each); u64 switch points, each u64 ts, u32 cpu,
-    /// i32 pid; u64 switch points dropped.
+    /// i32 pid; u64 switch points dropped; (version 2:) u64 migrations, each u64 ts, i32 pid,
+    /// u32 orig, u32 dest; u64 migrations dropped; u32 names, each i32 pid, u8 length, the
+    /// name's bytes (UTF-8).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut b = Vec::new();
         b.extend_from_slice(b"LATLABRQ");
-        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
         b.extend_from_slice(&self.start_ns.to_le_bytes());
         b.extend_from_slice(&self.pixel_ns.to_le_bytes());
         b.extend_from_slice(&(self.cpus.len() as u32).to_le_bytes());
@@ -676,25 +966,48 @@ impl Series {
             b.extend_from_slice(&(px.len() as u32).to_le_bytes());
             b.extend_from_slice(px);
         }
+        let pid32 = |pid: i64| (pid.clamp(i32::MIN as i64, i32::MAX as i64) as i32).to_le_bytes();
         b.extend_from_slice(&(self.switches.len() as u64).to_le_bytes());
         for &(ts, cpu, pid) in &self.switches {
             b.extend_from_slice(&ts.to_le_bytes());
             b.extend_from_slice(&cpu.to_le_bytes());
-            b.extend_from_slice(
-                &(pid.clamp(i32::MIN as i64, i32::MAX as i64) as i32).to_le_bytes(),
-            );
+            b.extend_from_slice(&pid32(pid));
         }
         b.extend_from_slice(&self.switches_dropped.to_le_bytes());
+        b.extend_from_slice(&(self.migrations.len() as u64).to_le_bytes());
+        for &(ts, pid, orig, dest) in &self.migrations {
+            b.extend_from_slice(&ts.to_le_bytes());
+            b.extend_from_slice(&pid32(pid));
+            b.extend_from_slice(&orig.to_le_bytes());
+            b.extend_from_slice(&dest.to_le_bytes());
+        }
+        b.extend_from_slice(&self.migrations_dropped.to_le_bytes());
+        let names = &self.names[..self.names.len().min(MAX_SERIES_NAMES)];
+        b.extend_from_slice(&(names.len() as u32).to_le_bytes());
+        for (pid, name) in names {
+            let name = cut(name.clone(), 255);
+            b.extend_from_slice(&pid32(*pid));
+            b.push(name.len() as u8);
+            b.extend_from_slice(name.as_bytes());
+        }
         b
     }
 
-    /// Read [`Series::to_bytes`]'s format back; None when the bytes are not one (untrusted).
+    /// Read [`Series::to_bytes`]'s format back (version 2, or 1: no migrations or names);
+    /// None when the bytes are not one (untrusted).
     pub fn from_bytes(b: &[u8]) -> Option<Series> {
         let mut r = Reader { b, at: 0 };
-        if r.take(8)? != b"LATLABRQ" || r.u32()? != 1 {
+        if r.take(8)? != b"LATLABRQ" {
+            return None;
+        }
+        let version = r.u32()?;
+        if !(1..=2).contains(&version) {
             return None;
         }
         let (start_ns, pixel_ns, n) = (r.u64()?, r.u64()?, r.u32()?);
+        if pixel_ns == 0 {
+            return None;
+        }
         let mut cpus = Vec::new();
         for _ in 0..n {
             let cpu = r.u32()?;
@@ -713,13 +1026,37 @@ impl Series {
             switches.push((r.u64()?, r.u32()?, r.u32()? as i32 as i64));
         }
         let switches_dropped = r.u64()?;
-        (r.at == b.len()).then_some(Series {
+        let mut s = Series {
             start_ns,
             pixel_ns,
             cpus,
             switches,
             switches_dropped,
-        })
+            ..Series::default()
+        };
+        if version >= 2 {
+            let k = r.u64()?;
+            if k > MAX_MIGRATION_POINTS as u64 {
+                return None;
+            }
+            s.migrations.reserve(k as usize);
+            for _ in 0..k {
+                s.migrations
+                    .push((r.u64()?, r.u32()? as i32 as i64, r.u32()?, r.u32()?));
+            }
+            s.migrations_dropped = r.u64()?;
+            let k = r.u32()? as usize;
+            if k > MAX_SERIES_NAMES {
+                return None;
+            }
+            for _ in 0..k {
+                let pid = r.u32()? as i32 as i64;
+                let len = r.take(1)?[0] as usize;
+                let name = String::from_utf8_lossy(r.take(len)?).into_owned();
+                s.names.push((pid, name));
+            }
+        }
+        (r.at == b.len()).then_some(s)
     }
 }
 

@@ -168,12 +168,235 @@ fn series_file_round_trips_and_refuses_garbage() {
         cpus: vec![(0, vec![0, 1, 2, 255]), (3, vec![])],
         switches: vec![(7, 0, 42), (9, 3, -1)],
         switches_dropped: 2,
+        migrations: vec![(8, 42, 3, 0), (12, 7, 0, 3)],
+        migrations_dropped: 4,
+        names: vec![(42, "a<b>\n\u{e9}".into()), (7, String::new())],
     };
     let b = s.to_bytes();
-    assert_eq!(Series::from_bytes(&b), Some(s));
+    assert_eq!(&b[8..12], &2u32.to_le_bytes());
+    assert_eq!(Series::from_bytes(&b), Some(s.clone()));
     for cut in 0..b.len() {
-        assert_eq!(Series::from_bytes(&b[..cut]), None);
+        assert_eq!(Series::from_bytes(&b[..cut]), None, "cut at {cut}");
     }
+    // Trailing bytes, another version, a zero pixel: not a series file.
+    let mut longer = b.clone();
+    longer.push(0);
+    assert_eq!(Series::from_bytes(&longer), None);
+    for v in [0u32, 3, u32::MAX] {
+        let mut x = b.clone();
+        x[8..12].copy_from_slice(&v.to_le_bytes());
+        assert_eq!(Series::from_bytes(&x), None, "version {v}");
+    }
+    let mut x = b.clone();
+    x[20..28].copy_from_slice(&0u64.to_le_bytes());
+    assert_eq!(Series::from_bytes(&x), None);
+    // A migration count past the cap is refused before anything is allocated.
+    let v1_len = 8 + 4 + 8 + 8 + 4 + (8 + 4) + (8 + 4) + 8 + 2 * 16 + 8;
+    let mut x = b[..v1_len].to_vec();
+    x.extend_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(Series::from_bytes(&x), None);
+}
+
+/// A version 1 file (written before migrations and names) is still read: as it was, with no
+/// migrations and no names.
+#[test]
+fn series_version_1_is_still_read() {
+    let mut b = Vec::new();
+    b.extend_from_slice(b"LATLABRQ");
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&5u64.to_le_bytes());
+    b.extend_from_slice(&10_000u64.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&2u32.to_le_bytes()); // CPU 2
+    b.extend_from_slice(&3u32.to_le_bytes());
+    b.extend_from_slice(&[0, 4, 255]);
+    b.extend_from_slice(&1u64.to_le_bytes());
+    b.extend_from_slice(&7u64.to_le_bytes());
+    b.extend_from_slice(&2u32.to_le_bytes());
+    b.extend_from_slice(&42i32.to_le_bytes());
+    b.extend_from_slice(&9u64.to_le_bytes());
+    let s = Series::from_bytes(&b).expect("a version 1 file");
+    assert_eq!(
+        s,
+        Series {
+            start_ns: 5,
+            pixel_ns: 10_000,
+            cpus: vec![(2, vec![0, 4, 255])],
+            switches: vec![(7, 2, 42)],
+            switches_dropped: 9,
+            ..Series::default()
+        }
+    );
+    for cut in 0..b.len() {
+        assert_eq!(Series::from_bytes(&b[..cut]), None, "cut at {cut}");
+    }
+}
+
+/// Migrations into a profiled CPU are kept (time, pid, from, to), others only move tasks;
+/// the names are those of the tasks switched to most often, most first.
+#[test]
+fn series_keeps_migrations_into_profiled_cpus_and_top_names() {
+    let mut p = Profiler::new(&[0, 1], 0, 1_000_000);
+    let mig = |ts, pid, orig, dest| PEvent {
+        ts,
+        cpu: orig,
+        lost_before: false,
+        ev: Ev::Migrate { pid, orig, dest },
+    };
+    p.event(&wake(0, 0, 5, 0));
+    p.event(&mig(10, 5, 0, 1));
+    p.event(&mig(20, 5, 1, 7)); // CPU 7 is not profiled
+    p.event(&sw(30, 0, 0, false, 6));
+    p.event(&sw(40, 0, 6, false, 8));
+    p.event(&sw(50, 0, 8, false, 6));
+    p.event(&sw(60, 0, 6, false, 0));
+    let (r, s) = p.finish(100, 10, |pid| format!("task-{pid}"), 0, 0);
+    assert_eq!(s.migrations, vec![(10, 5, 0, 1)]);
+    assert_eq!(s.migrations_dropped, 0);
+    assert_eq!(r.cpus[1].migrations, 1);
+    assert_eq!(
+        s.names,
+        vec![(6, "task-6".to_string()), (8, "task-8".to_string())]
+    );
+    let long = "é".repeat(100);
+    let mut p = Profiler::new(&[0], 0, 1_000);
+    p.event(&sw(1, 0, 0, false, 3));
+    let (_, s) = p.finish(10, 1, |_| long.clone(), 0, 0);
+    assert_eq!(s.names[0].1.len(), SERIES_NAME_BYTES);
+}
+
+fn waking(ts: u64, cpu: u32, pid: i64) -> PEvent {
+    PEvent {
+        ts,
+        cpu,
+        lost_before: false,
+        ev: Ev::Waking { pid },
+    }
+}
+
+/// A watched thread with known cycles: the intervals between wake-ups and between switch-ins
+/// and the run-queue waits are exact, and go to the right 1 s buckets over time.
+#[test]
+fn watched_thread_cycles_and_waits_are_exact() {
+    const S: u64 = 1_000_000_000;
+    let mut p = Profiler::new(&[0], 0, 3 * S);
+    p.watch(9, 0);
+    p.watch(9, 0); // once
+                   // Cycles at 0.5 s, 0.6 s, 1.2 s (none in the second 2 s..3 s), 3.5 s: waking at t,
+                   // wake-up at t + 100 ns, switched in after a wait w, to sleep 1000 ns later.
+    let cycles = [
+        (S / 2, 400),
+        (S / 2 + S / 10, 900),
+        (S + S / 5, 300),
+        (3 * S + S / 2, 50),
+    ];
+    for &(t, w) in &cycles {
+        p.event(&waking(t, 1, 9));
+        p.event(&wake(t + 100, 1, 9, 0));
+        p.event(&sw(t + w, 0, 0, false, 9));
+        p.event(&sw(t + w + 1000, 0, 9, false, 0));
+    }
+    // An unwatched task's cycles change nothing.
+    p.event(&wake(4 * S, 1, 10, 0));
+    p.event(&sw(4 * S + 7, 0, 0, false, 10));
+    let (r, _) = p.finish(5 * S, 10, |_| String::new(), 0, 0);
+    assert_eq!(r.measuring.len(), 1);
+    let m = &r.measuring[0];
+    assert_eq!((m.cpu, m.tid, m.bucket_ns), (0, 9, S));
+    assert_eq!((m.wakeups, m.switch_ins), (4, 4));
+    let w = &m.wake_interval;
+    assert_eq!(w.count, 3);
+    assert_eq!(w.max_ns, Some(S * 23 / 10));
+    // Intervals 0.1 s, 0.6 s, 2.3 s, at 0.6 s, 1.2 s, 3.5 s.
+    assert_eq!(
+        w.max_over_time,
+        vec![Some(S / 10), Some(S * 6 / 10), None, Some(S * 23 / 10)]
+    );
+    let hist_total: u64 = w.hist.iter().map(|b| b[2]).sum();
+    assert_eq!(hist_total, 3);
+    assert!(w.hist.iter().all(|b| b[0] <= b[1]));
+    let rq = &m.rq_wait;
+    assert_eq!(rq.count, 4);
+    assert_eq!(rq.max_ns, Some(900));
+    // Buckets hold 400 and 900, then 300, then none, then 50; a bucket's p99 ≤ its max.
+    assert_eq!(rq.max_over_time, vec![Some(900), Some(300), None, Some(50)]);
+    assert_eq!(rq.p99_over_time.len(), 4);
+    assert_eq!(rq.p99_over_time[1], Some(300));
+    assert_eq!(rq.p99_over_time[3], Some(50));
+    assert!(rq.p99_over_time[0] <= Some(900) && rq.p99_over_time[0] >= Some(800));
+    let sw_i = &m.switch_interval;
+    assert_eq!(sw_i.count, 3);
+    // Switch-ins at 0.5 s + 400, 0.6 s + 900, 1.2 s + 300, 3.5 s + 50.
+    assert_eq!(sw_i.max_ns, Some(S * 23 / 10 + 50 - 300));
+    // The waits are those of the task's wait row too.
+    let row = r.wait.iter().find(|x| x.pid == 9).unwrap();
+    assert_eq!((row.wakeups, row.max_ns), (4, Some(900)));
+}
+
+/// A profile longer than its hint: the buckets over time double (pairs merged, the larger
+/// kept), never more than the cap.
+#[test]
+fn watched_buckets_coarsen_past_the_cap() {
+    const S: u64 = 1_000_000_000;
+    let mut p = Profiler::new(&[0], 0, 10 * S);
+    p.watch(9, 0);
+    let mut t = 0;
+    let mut w = 1;
+    // A wake-up every 100 s for 3000 s, waiting 1, 2, 3, … ns.
+    while t < 3000 * S {
+        p.event(&wake(t, 1, 9, 0));
+        p.event(&sw(t + w, 0, 0, false, 9));
+        p.event(&sw(t + w + 10, 0, 9, false, 0));
+        t += 100 * S;
+        w += 1;
+    }
+    let (r, _) = p.finish(t, 10, |_| String::new(), 0, 0);
+    let m = &r.measuring[0];
+    assert_eq!(m.bucket_ns, 4 * S);
+    let rq = &m.rq_wait;
+    assert!(rq.max_over_time.len() <= MAX_TIME_BUCKETS);
+    assert_eq!(rq.count, 30);
+    // Wake-up k (from 0) at 100k s waits k + 1 ns: bucket 25k of 4 s.
+    for k in 0..30usize {
+        assert_eq!(
+            rq.max_over_time[25 * k],
+            Some(k as u64 + 1),
+            "bucket {}",
+            25 * k
+        );
+    }
+    assert_eq!(rq.max_over_time.iter().flatten().count(), 30);
+    // Ten minutes' hint: a coarser bucket up front.
+    let mut p = Profiler::new(&[0], 0, 3600 * S);
+    p.watch(9, 0);
+    let (r, _) = p.finish(0, 1, |_| String::new(), 0, 0);
+    assert_eq!(r.measuring[0].bucket_ns, 4 * S);
+}
+
+/// A watched thread that exits is no longer watched: a later task with its tid is not it.
+#[test]
+fn a_watched_thread_that_exits_is_dropped() {
+    let mut p = Profiler::new(&[0], 0, 1_000_000);
+    p.watch(9, 0);
+    p.event(&wake(0, 0, 9, 0));
+    p.event(&sw(10, 0, 0, false, 9));
+    p.event(&PEvent {
+        ts: 20,
+        cpu: 0,
+        lost_before: false,
+        ev: Ev::Switch {
+            prev_pid: 9,
+            prev_prio: 120,
+            prev_runnable: false,
+            prev_dead: true,
+            next_pid: 0,
+            next_prio: 120,
+        },
+    });
+    p.event(&wake(30, 0, 9, 0));
+    p.event(&sw(40, 0, 0, false, 9));
+    let (r, _) = p.finish(100, 10, |_| String::new(), 0, 0);
+    assert_eq!((r.measuring[0].wakeups, r.measuring[0].switch_ins), (1, 1));
 }
 
 #[test]

@@ -251,6 +251,7 @@ fn reader(
     let mut window_open = window_cap > 0;
     let (mut lost, mut lost_unknown) = (0u64, 0u64);
     let mut errors = Vec::new();
+    let mut measuring = MeasuringThreads::default();
     loop {
         let last = quit.load(Ordering::Acquire);
         let wm = if last {
@@ -292,6 +293,11 @@ fn reader(
                 }
             }
         }
+        // Before the events up to the watermark: a measuring thread started since the last
+        // scan has no event older than the previous watermark, so none of its is missed.
+        if !last {
+            measuring.scan(&mut prof);
+        }
         pending.sort_by_key(|e| e.ts);
         let n = pending.partition_point(|e| e.ts < wm);
         for e in pending.drain(..n) {
@@ -311,6 +317,56 @@ fn reader(
         names,
         read_errors: errors,
     }
+}
+
+/// latlab's measuring threads (`latlab-cpuN` in this process), found in `/proc/self/task`
+/// at every poll and handed to the profiler to watch.
+#[derive(Default)]
+struct MeasuringThreads {
+    /// Tids settled: watched, or named otherwise (a thread not named yet has its parent's
+    /// name and is looked at again).
+    known: std::collections::HashSet<i64>,
+    main_comm: Option<String>,
+}
+
+impl MeasuringThreads {
+    fn scan(&mut self, prof: &mut Profiler) {
+        let main = self.main_comm.get_or_insert_with(|| {
+            std::fs::read_to_string("/proc/self/comm")
+                .map(|s| s.trim_end_matches('\n').to_string())
+                .unwrap_or_default()
+        });
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for t in dir.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i64>().ok()) else {
+                continue;
+            };
+            if self.known.contains(&tid) {
+                continue;
+            }
+            let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) else {
+                continue;
+            };
+            let comm = comm.trim_end_matches('\n');
+            if let Some(cpu) = measuring_cpu(comm) {
+                prof.watch(tid, cpu);
+                self.known.insert(tid);
+            } else if comm != main.as_str() {
+                self.known.insert(tid);
+            }
+        }
+    }
+}
+
+/// N of a measuring thread's name `latlab-cpuN`.
+fn measuring_cpu(comm: &str) -> Option<u32> {
+    let n = comm.strip_prefix("latlab-cpu")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
 }
 
 /// `dropped events:` of a CPU's stats (events the producer/consumer buffer refused).
@@ -386,5 +442,20 @@ mod tests {
         let s = s.replace(" R ", " S ");
         assert_eq!(super::parse_stat(&s), None);
         assert_eq!(super::parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn measuring_thread_names() {
+        assert_eq!(super::measuring_cpu("latlab-cpu0"), Some(0));
+        assert_eq!(super::measuring_cpu("latlab-cpu17"), Some(17));
+        for n in [
+            "latlab-cpu",
+            "latlab-cpu1x",
+            "latlab-send1",
+            "latlab",
+            "latlab-cpu-1",
+        ] {
+            assert_eq!(super::measuring_cpu(n), None, "{n}");
+        }
     }
 }
