@@ -447,3 +447,121 @@ fn report_without_a_readable_series_says_why() {
     assert_eq!(html.matches("<img class=\"map\"").count(), 2, "{err}");
     assert!(err.is_empty(), "{err}");
 }
+
+/// Events the kernel drops (producer/consumer mode: a full buffer drops new events and marks
+/// no page) are a gap where they happened: latlab is stopped (SIGSTOP) while two threads
+/// ping-pong on one CPU, so its 64 KiB buffer fills and the kernel drops events until latlab
+/// reads again. The gap is counted on that CPU, left out of `rq_share`, and drawn as unknown
+/// pixels inside the stop (give or take the buffer's fill time and one poll).
+#[test]
+fn dropped_events_are_a_gap_where_they_happened() {
+    let Some(_g) = support::privileged::guard("profile_dropped_events") else {
+        return;
+    };
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = ncpu - 1;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    let mut child = support::command()
+        .args(["profile", "--duration", "5s", "--cpus", "0", "-q"])
+        .args(["--profile-buffer", "64KiB", "--results"])
+        .arg(&results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_recording(child.id(), &mut child);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Two threads on `cpu` wake each other through pipes: switches and wake-ups by the
+    // hundred thousand a second.
+    let (mut a, mut b) = ([0i32; 2], [0i32; 2]);
+    // SAFETY: valid 2-element arrays.
+    unsafe {
+        assert_eq!(libc::pipe(a.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(b.as_mut_ptr()), 0);
+    }
+    let pinger = |rd: i32, wr: i32, first: bool, stop: Arc<AtomicBool>| {
+        move || {
+            setup(cpu, None, "prof-pingpong");
+            let mut x = 0u8;
+            // SAFETY: reads and writes of one byte on our pipes.
+            unsafe {
+                if first {
+                    libc::write(wr, (&x as *const u8).cast(), 1);
+                }
+                while !stop.load(Ordering::Relaxed) {
+                    if libc::read(rd, (&mut x as *mut u8).cast(), 1) != 1 {
+                        break;
+                    }
+                    libc::write(wr, (&x as *const u8).cast(), 1);
+                }
+                libc::close(wr);
+            }
+        }
+    };
+    let t1 = std::thread::spawn(pinger(a[0], b[1], true, stop.clone()));
+    let t2 = std::thread::spawn(pinger(b[0], a[1], false, stop.clone()));
+    std::thread::sleep(Duration::from_millis(500));
+    let t_stop = rt::now_ns();
+    // SAFETY: plain signals to our child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(400));
+    let t_cont = rt::now_ns();
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    t1.join().unwrap();
+    t2.join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = support::only_run_dir(&results);
+    let run = support::read_json(&dir.join("run.json"));
+    let p = &run["profile"];
+    assert!(
+        p["lost_events"].as_u64().unwrap() > 0,
+        "nothing dropped: {p}"
+    );
+    let c = p["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == cpu as u64)
+        .expect("the CPU's row");
+    assert!(c["lost_events"].as_u64().unwrap() > 0, "{c}");
+    // At least the stop (the ping-pong may outrun the small buffer after it, too).
+    let gap = c["gap_ns"].as_u64().unwrap();
+    assert!(
+        gap >= (t_cont - t_stop) / 2,
+        "a gap of {gap} ns for a stop of {} ns: {c}",
+        t_cont - t_stop
+    );
+    let sum: f64 = c["rq_share"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-6, "{c}");
+    // The stop is unknown on that CPU's map: the buffer fills within ms of SIGSTOP, and the
+    // first read after SIGCONT comes within a poll (10 ms).
+    let s = Series::from_bytes(&std::fs::read(dir.join("profile/series.bin")).unwrap())
+        .expect("a series");
+    let px = &s.cpus.iter().find(|(c, _)| *c == cpu as u32).unwrap().1;
+    let (from, to) = (t_stop + 30_000_000, t_cont - 20_000_000);
+    let inside: Vec<u8> = px
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (from..to).contains(&(s.start_ns + *i as u64 * s.pixel_ns)))
+        .map(|(_, &v)| v)
+        .collect();
+    let unknown = inside.iter().filter(|&&v| v == PIXEL_UNKNOWN).count();
+    assert!(
+        !inside.is_empty() && unknown * 10 >= inside.len() * 9,
+        "{unknown} of {} pixels in the stop are unknown",
+        inside.len()
+    );
+}

@@ -407,13 +407,9 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             pairs,
             threshold,
             trace_instances,
-        } => super::bench_trace::trace_overhead(
-            cpu,
-            duration.0,
-            pairs,
-            threshold.0,
-            trace_instances,
-        ),
+        } => {
+            super::bench_trace::trace_overhead(cpu, duration.0, pairs, threshold.0, trace_instances)
+        }
         BenchCommand::Profile {
             cpu,
             duration,
