@@ -336,6 +336,7 @@ pub struct ProfileRecord {
     pub lost_unknown: u64,
     /// Tasks found runnable in /proc at the start (the seed).
     pub seeded_tasks: u64,
+    /// Every task the events showed (those that exited before the end too).
     pub tasks_seen: u64,
     /// Tasks beyond the tracked maximum (their waits are not in `wait[]`).
     pub tasks_untracked: u64,
@@ -908,7 +909,8 @@ impl Profiler {
             lost_events,
             lost_unknown,
             seeded_tasks: self.seeded,
-            tasks_seen: self.tasks.len() as u64,
+            // Every task got a stats row or was counted as untracked; rows outlive exits.
+            tasks_seen: (self.stats.len() as u64) + self.untracked,
             tasks_untracked: self.untracked,
             pixel_ns: self.pixel_ns,
             series: None,

@@ -478,3 +478,34 @@ fn a_reused_pid_starts_afresh() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!((rows[0].wakeups, rows[0].max_ns), (1, Some(5)));
 }
+
+/// `tasks_seen` counts every task the profile saw, those that exited before the end too
+/// (it counted only the ones still alive: 463 in a 10-minute hackbench profile).
+#[test]
+fn tasks_seen_counts_tasks_that_exited() {
+    let mut p = Profiler::new(&[0], 0, 10_000);
+    for (k, pid) in [11i64, 12, 13].into_iter().enumerate() {
+        let t = 100 * k as u64;
+        let mut new = wake(t, 0, pid, 0);
+        new.ev = Ev::Wakeup {
+            pid,
+            prio: 120,
+            target_cpu: Some(0),
+            new: true,
+        };
+        p.event(&new);
+        p.event(&sw(t + 10, 0, 0, false, pid));
+        let mut dead = sw(t + 50, 0, pid, false, 0);
+        dead.ev = Ev::Switch {
+            prev_pid: pid,
+            prev_prio: 120,
+            prev_runnable: false,
+            prev_dead: true,
+            next_pid: 0,
+            next_prio: 120,
+        };
+        p.event(&dead);
+    }
+    let (r, _) = p.finish(1_000, 10, |_| String::new(), 0, 0);
+    assert_eq!(r.tasks_seen, 3);
+}
