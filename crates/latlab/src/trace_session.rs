@@ -808,6 +808,7 @@ impl TraceSession {
                     trace_file: None,
                     timeline: vec![outcome.why.clone()],
                     timeline_events: vec![],
+                    lanes: None,
                 }
             }
         };
