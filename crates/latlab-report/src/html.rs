@@ -358,6 +358,7 @@ pub fn body(m: &RunModel) -> String {
             );
         }
         delays_table(&mut o, &r.spikes);
+        o.push_str(&crate::lanes::section(&r.spikes));
     }
 
     if !r.loads.is_empty() || !r.config.loads.is_empty() {
