@@ -1015,6 +1015,38 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
         v["spikes"]
     );
     assert_eq!(v["trace"]["unmatched"], 0, "{:#}", v["trace"]);
+
+    // Issue 17 part 4: every traced spike has its lanes, the helper's bursts among them (a
+    // `task` segment with its pid), and the HTML report draws one lane SVG per spike, the
+    // name escaped.
+    let mut in_lanes = 0;
+    for s in &traced {
+        let segs = s["lanes"]["segments"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a traced spike without lanes: {s:#}"));
+        assert!(!segs.is_empty(), "{s:#}");
+        in_lanes += segs
+            .iter()
+            .any(|g| g["pid"] == tid && g["name"] == NAME && g["lane"] == "task")
+            as usize;
+    }
+    assert!(in_lanes >= 1, "the helper is in no lane: {:#}", v["spikes"]);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["report", "--format", "html"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let html = String::from_utf8(out.stdout).unwrap();
+    let spikes = v["spikes"].as_array().unwrap().len();
+    let drawn = html.matches("class=\"plot lanes\"").count();
+    assert_eq!(drawn, traced.len().min(100), "{spikes} spikes");
+    assert_eq!(
+        html.matches("no lane data in this record").count(),
+        spikes.min(100) - drawn
+    );
+    assert!(html.contains("lat\\u{a}bur\\u{a}st"), "the name, escaped");
+    assert!(!html.contains(NAME), "the name with raw newlines");
 }
 
 /// A traced spike is also saved as trace-cmd's file: trace-cmd reads it back (the oracle) and
@@ -1087,6 +1119,15 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
         "{from_dat}"
     );
     assert_eq!(from_dat, spikes("trace.txt"));
+    // `analyze` gives the spike the lanes the recorder recorded (the same analyzer).
+    let same = from_dat
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["at_ns"] == at)
+        .unwrap_or_else(|| panic!("spike at {at} not in {from_dat:#}"));
+    assert!(rec["spikes"][0]["lanes"]["segments"].is_array(), "{rec:#}");
+    assert_eq!(same["lanes"], rec["spikes"][0]["lanes"]);
 }
 
 fn which(tool: &str) -> Option<PathBuf> {
