@@ -420,6 +420,31 @@ mod tests {
         assert_eq!(section(&[]), "");
     }
 
+    /// A hostile record: extreme offsets, reversed segments, far too many of them, lanes this
+    /// latlab does not know. No panic, at most MAX_SEGMENTS_DRAWN drawn, ticks bounded.
+    #[test]
+    fn hostile_lanes_stay_bounded() {
+        let mut segs = vec![
+            seg(Lane::Task, CauseKind::Task, "a", i64::MIN, i64::MAX),
+            seg(Lane::Irq, CauseKind::Irq, "b", i64::MAX, i64::MIN),
+            seg(Lane::Other, CauseKind::Unknown, "c", 5, 6),
+        ];
+        segs.extend((0..5000).map(|i| seg(Lane::Softirq, CauseKind::Softirq, "s", i, i + 1)));
+        let mut s = spike(Some(SpikeLanes {
+            segments: segs,
+            dropped: u64::MAX,
+        }));
+        s.latency_ns = u64::MAX;
+        let v = svg(&s);
+        assert_eq!(v.matches("<rect class=\"seg\"").count(), MAX_SEGMENTS_DRAWN);
+        assert!(v.matches("stroke=\"#ddd\"").count() <= 64);
+        assert!(v.contains(">other</text>"));
+        assert!(!v.contains("NaN") && !v.contains("inf"), "{}", &v[..2000]);
+        let h = section(&vec![s; MAX_SPIKES_DRAWN + 3]);
+        assert_eq!(h.matches("<svg").count(), MAX_SPIKES_DRAWN);
+        assert!(h.contains("3 more spikes not drawn."));
+    }
+
     #[test]
     fn ticks() {
         assert_eq!(tick_step(840.0, 7.0), 200.0);

@@ -182,9 +182,10 @@ pub(super) struct Window<'a> {
     pub(super) last_key: Option<usize>,
     /// The previous switch-in of this thread on this CPU (for cascades).
     pub(super) prev_switch: Option<Nanos>,
-    /// The stretches charged, in time order: (cause, start, end), trace clock ns; pruned to
-    /// the longest [`MAX_LANE_SEGMENTS`] whenever twice that many pile up.
-    pub(super) segs: Vec<(Key<'a>, Nanos, Nanos)>,
+    /// The stretches charged, in time order: (cause as an index into `acc`, start, end),
+    /// trace clock ns; pruned to the longest [`MAX_LANE_SEGMENTS`] whenever twice that many
+    /// pile up.
+    pub(super) segs: Vec<(usize, Nanos, Nanos)>,
     /// Segments pruned so far.
     pub(super) segs_dropped: u64,
 }
@@ -214,11 +215,11 @@ fn prune_segments<K>(segs: &mut Vec<(K, Nanos, Nanos)>, keep: usize, dropped: &m
 }
 
 impl<'a> Window<'a> {
-    /// The stretch `[from, to)` was charged to `key`: extends the last segment when it is the
-    /// same cause and contiguous.
-    fn segment(&mut self, key: &Key<'a>, from: Nanos, to: Nanos) {
+    /// The stretch `[from, to)` was charged to the cause `acc[i]`: extends the last segment
+    /// when it is the same cause and contiguous.
+    fn segment(&mut self, i: usize, from: Nanos, to: Nanos) {
         if let Some(last) = self.segs.last_mut() {
-            if last.2 == from && last.0 == *key {
+            if last.2 == from && last.0 == i {
                 last.2 = to;
                 return;
             }
@@ -226,7 +227,7 @@ impl<'a> Window<'a> {
         if self.segs.len() >= 2 * MAX_LANE_SEGMENTS {
             prune_segments(&mut self.segs, MAX_LANE_SEGMENTS, &mut self.segs_dropped);
         }
-        self.segs.push((key.clone(), from, to));
+        self.segs.push((i, from, to));
     }
 
     /// The segments as lanes, clipped to `[E, end)`, relative to E.
@@ -235,7 +236,7 @@ impl<'a> Window<'a> {
         let mut segs: Vec<(&Key<'a>, Nanos, Nanos)> = self
             .segs
             .iter()
-            .map(|(k, a, b)| (k, (*a).max(e), (*b).min(end)))
+            .map(|(i, a, b)| (&self.acc[*i].0, (*a).max(e), (*b).min(end)))
             .filter(|(_, a, b)| a < b)
             .collect();
         prune_segments(&mut segs, MAX_LANE_SEGMENTS, &mut dropped);
@@ -262,20 +263,23 @@ impl<'a> Window<'a> {
         SpikeLanes { segments, dropped }
     }
 
-    fn add(&mut self, key: Key<'a>, ns: Nanos) {
+    /// Charge `ns` to `key`; its index in `acc` (None when `ns` is 0).
+    fn add(&mut self, key: Key<'a>, ns: Nanos) -> Option<usize> {
         if ns == 0 {
-            return;
+            return None;
         }
-        match self.acc.iter().position(|(k, _)| *k == key) {
+        let i = match self.acc.iter().position(|(k, _)| *k == key) {
             Some(i) => {
                 self.acc[i].1 += ns;
-                self.last_key = Some(i);
+                i
             }
             None => {
                 self.acc.push((key, ns));
-                self.last_key = Some(self.acc.len() - 1);
+                self.acc.len() - 1
             }
-        }
+        };
+        self.last_key = Some(i);
+        Some(i)
     }
 }
 
@@ -347,8 +351,9 @@ impl<'a> CpuState<'a> {
                     woken: w.woken.is_some(),
                 };
                 let key = classify(&waiter, stack, current, evidence, virtualized);
-                w.segment(&key, from, t);
-                w.add(key, t - from);
+                if let Some(i) = w.add(key, t - from) {
+                    w.segment(i, from, t);
+                }
             }
         }
         for w in self.windows.iter_mut() {
@@ -533,24 +538,26 @@ impl<'a> CpuState<'a> {
     /// moved from the cause last charged (what it interrupted) to an `nmi` cause.
     fn nmi_handler(&mut self, t: Nanos, handler: Cow<'a, str>, delta_ns: Nanos) {
         for w in self.windows.iter_mut() {
-            // The lanes: the NMI's time is cut from the end of the last stretch (up to `t`).
-            if let Some(&(_, a, b)) = w.segs.last() {
-                let take = delta_ns.min(b - a);
-                if b == t && take > 0 {
-                    let last = w.segs.len() - 1;
-                    w.segs[last].2 = b - take;
-                    if w.segs[last].2 == a {
-                        w.segs.pop();
-                    }
-                    w.segs
-                        .push(((CauseKind::Nmi, handler.clone(), 0, 0), b - take, b));
-                }
-            }
             if let Some(i) = w.last_key {
                 let take = delta_ns.min(w.acc[i].1);
                 if take > 0 {
                     w.acc[i].1 -= take;
-                    w.add((CauseKind::Nmi, handler.clone(), 0, 0), take);
+                    let Some(nmi) = w.add((CauseKind::Nmi, handler.clone(), 0, 0), take) else {
+                        continue;
+                    };
+                    // The lanes: the NMI's time is cut from the end of the last stretch (up
+                    // to `t`, this event).
+                    if let Some(&(_, a, b)) = w.segs.last() {
+                        let cut = take.min(b - a);
+                        if b == t && cut > 0 {
+                            let last = w.segs.len() - 1;
+                            w.segs[last].2 = b - cut;
+                            if w.segs[last].2 == a {
+                                w.segs.pop();
+                            }
+                            w.segs.push((nmi, b - cut, b));
+                        }
+                    }
                 }
             }
         }
