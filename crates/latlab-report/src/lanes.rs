@@ -267,6 +267,40 @@ pub fn svg(s: &SpikeRecord) -> String {
             );
         }
     }
+    // The measuring thread runnable but not running: from its wake-up to its switch-in, an
+    // outline in its lane (the stretches above say who had the CPU meanwhile).
+    let at = |m: Moment| {
+        s.timeline_events
+            .iter()
+            .find(|e| e.what == m)
+            .map(|e| e.offset_ns)
+    };
+    if let (Some(w), Some(sw), Some(row)) = (
+        at(Moment::Woken),
+        at(Moment::SwitchedIn),
+        rows.iter().position(|l| *l == Lane::Measuring),
+    ) {
+        if w < sw {
+            let (xa, xb) = (x(w as f64), x(sw as f64));
+            let y = T + row as f64 * ROW + 5.0;
+            let dur = Human(sw.abs_diff(w)).to_string();
+            let _ = write!(
+                o,
+                r##"<rect class="wait" x="{xa:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#009E73" stroke-dasharray="3 2"><title>measuring thread runnable, waiting for the CPU: {dur}</title></rect>"##,
+                (xb - xa).max(2.0),
+                ROW - 10.0
+            );
+            let label = format!("runnable, waiting {dur}");
+            if label.chars().count() as f64 * 6.2 + 6.0 <= xb - xa {
+                let _ = write!(
+                    o,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#006b4f">{label}</text>"##,
+                    xa + 3.0,
+                    y + ROW * 0.5 - 1.0
+                );
+            }
+        }
+    }
     // Moments: vertical marks, each label on the first of three rows where it does not run
     // into the label before it (else the row that ends first).
     let mut ms = moments.clone();
@@ -391,6 +425,25 @@ mod tests {
         assert!(!v.contains(">-0<"), "{v}");
         assert!(v.contains(">clock read</text>") && v.contains(">E</text>"));
         assert!(v.contains(">preempt_off</text>") && v.contains(">irq</text>"));
+        // τ waited from its wake-up to its switch-in: an outline in its lane.
+        assert_eq!(
+            v.matches("<rect class=\"wait\"").count(),
+            0,
+            "no wake-up moment"
+        );
+        let mut w = s.clone();
+        w.timeline_events.insert(
+            2,
+            TimelineEvent {
+                offset_ns: 3_000,
+                what: Moment::Woken,
+                task: None,
+                cascade: false,
+            },
+        );
+        let vw = svg(&w);
+        assert!(vw.contains("runnable, waiting 797 µs</text>"), "{vw}");
+        assert!(vw.contains("waiting for the CPU: 797 µs</title>"));
         for lane in [
             ">IRQ</text>",
             ">softirq</text>",

@@ -505,3 +505,67 @@ fn spike_windows_export_with_their_slices() {
         assert!(name.contains("CPU 0"), "{name}");
     }
 }
+
+/// A spike window saved as text only (`trace.txt`, the recorder's fallback) with a
+/// `CPU:0 [LOST 42 EVENTS]` line between two events of CPU 0: the export shows the gap as a
+/// slice "events lost: 42" between them, on CPU 0's track, the count as an arg. No root.
+#[test]
+fn a_text_window_with_lost_events_shows_the_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    support::latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--results",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    let run = support::only_run_dir(&results);
+    std::fs::create_dir_all(run.join("spikes/001")).unwrap();
+    let l = |pid: i64, ts: &str, body: &str| {
+        format!("{:>16}-{pid:<7} [000] d..2. {ts:>12}: {body}\n", "t")
+    };
+    let text = [
+        l(0, "100.000000", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=5 next_prio=120"),
+        "CPU:0 [LOST 42 EVENTS]\n".to_string(),
+        l(5, "100.000500", "sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120"),
+    ]
+    .concat();
+    std::fs::write(run.join("spikes/001/trace.txt"), text).unwrap();
+    let mut rec = support::read_json(&run.join("run.json"));
+    rec["spikes"] = serde_json::json!([{
+        "cpu": 0, "at_ns": 100_000_100_000u64, "latency_ns": 300_000,
+        "trace_file": "spikes/001/trace.txt"
+    }]);
+    std::fs::write(run.join("run.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+    let out = tmp.path().join("t.pftrace");
+    support::latlab()
+        .args(["export", "--format", "perfetto", "-o"])
+        .arg(&out)
+        .arg(&run)
+        .assert()
+        .success();
+    let d = decode(&std::fs::read(&out).unwrap());
+    assert_eq!(d.evs.len(), 2);
+    let args: BTreeMap<String, String> = [("cpu", "0"), ("lost_events", "42")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(
+        d.marks,
+        [(
+            "CPU 0: events lost".to_string(),
+            100_000_000_000,
+            100_000_500_000,
+            "events lost: 42".to_string(),
+            args
+        )]
+    );
+    assert_eq!(d.slices.len(), 1);
+}

@@ -9,7 +9,9 @@ use std::path::{Component, Path};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use latlab_core::trace::raw::{decode_all, decoder_for, migrations_and_gaps};
+use std::collections::BTreeMap;
+
+use latlab_core::trace::raw::{decode_all, decoder_for, migrations_and_gaps, LostGap};
 use latlab_core::trace::{tracedat, Event, Record};
 use latlab_core::units::Human;
 use latlab_report::perfetto::{Arg, Builder, Mark, SpikeMark};
@@ -129,33 +131,37 @@ fn window_dat(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
         migrations_and_gaps(&dat).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
     b.window_with(&events, &migrations);
     for g in gaps {
-        // From the last event before the loss to the first after it (an instant where only
-        // one of them is in the window; nothing where neither is).
-        let (Some(begin), Some(end)) = (g.after_ns.or(g.before_ns), g.before_ns.or(g.after_ns))
-        else {
-            continue;
-        };
-        b.mark(Mark {
-            track: format!("CPU {}: events lost", g.cpu),
-            begin_ns: begin,
-            end_ns: end,
-            name: match g.events {
-                Some(n) => format!("events lost: {n}"),
-                None => "events lost (how many: not recorded)".into(),
-            },
-            args: vec![
-                ("cpu".into(), Arg::Uint(g.cpu as u64)),
-                (
-                    "lost_events".into(),
-                    match g.events {
-                        Some(n) => Arg::Uint(n),
-                        None => Arg::Str("unknown".into()),
-                    },
-                ),
-            ],
-        });
+        lost_mark(b, g);
     }
     Ok(())
+}
+
+/// A loss as a slice "events lost" on its CPU's track: from the last event before the loss to
+/// the first after it (an instant where only one of them is in the window; nothing where
+/// neither is), the count as an arg.
+fn lost_mark(b: &mut Builder, g: LostGap) {
+    let (Some(begin), Some(end)) = (g.after_ns.or(g.before_ns), g.before_ns.or(g.after_ns)) else {
+        return;
+    };
+    b.mark(Mark {
+        track: format!("CPU {}: events lost", g.cpu),
+        begin_ns: begin,
+        end_ns: end,
+        name: match g.events {
+            Some(n) => format!("events lost: {n}"),
+            None => "events lost (how many: not recorded)".into(),
+        },
+        args: vec![
+            ("cpu".into(), Arg::Uint(g.cpu as u64)),
+            (
+                "lost_events".into(),
+                match g.events {
+                    Some(n) => Arg::Uint(n),
+                    None => Arg::Str("unknown".into()),
+                },
+            ),
+        ],
+    });
 }
 
 fn window_text(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
@@ -163,13 +169,43 @@ fn window_text(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
     let text = String::from_utf8_lossy(&text);
     let recs =
         latlab_core::trace::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e:?}", p.display()))?;
-    let events: Vec<Event> = recs
-        .into_iter()
-        .filter_map(|r| match r {
-            Record::Event(e) => Some(e),
-            _ => None,
-        })
-        .collect();
+    // `CPU:N [LOST M EVENTS]` lines: gaps between that CPU's events around them.
+    let mut events: Vec<Event> = Vec::new();
+    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut pending: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut gaps = Vec::new();
+    for r in recs {
+        match r {
+            Record::Event(e) => {
+                if let Some(n) = pending.remove(&e.cpu) {
+                    gaps.push(LostGap {
+                        cpu: e.cpu,
+                        after_ns: last.get(&e.cpu).copied(),
+                        before_ns: Some(e.ts),
+                        events: Some(n),
+                    });
+                }
+                last.insert(e.cpu, e.ts);
+                events.push(e);
+            }
+            Record::Lost { cpu, events: n, .. } => {
+                let p = pending.entry(cpu).or_default();
+                *p = p.saturating_add(n);
+            }
+            _ => {}
+        }
+    }
+    for (cpu, n) in pending {
+        gaps.push(LostGap {
+            cpu,
+            after_ns: last.get(&cpu).copied(),
+            before_ns: None,
+            events: Some(n),
+        });
+    }
     b.window(&events);
+    for g in gaps {
+        lost_mark(b, g);
+    }
     Ok(())
 }
