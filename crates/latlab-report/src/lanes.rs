@@ -72,7 +72,8 @@ fn us(ns: f64) -> String {
 }
 
 /// The section's HTML for all spikes: a heading, then per spike a line saying which it is and
-/// its SVG, or "no lane data in this record".
+/// its SVG, or "no lane data in this record" (an older record, or a spike not traced), or
+/// why there are no segments.
 pub fn section(spikes: &[SpikeRecord]) -> String {
     let mut o = String::new();
     if spikes.is_empty() {
@@ -102,7 +103,8 @@ pub fn section(spikes: &[SpikeRecord]) -> String {
                     );
                 }
             }
-            _ => o.push_str("<p class=\"meta nolanes\">no lane data in this record</p>\n"),
+            Some(_) => o.push_str("<p class=\"meta nolanes\">no lane segments: the trace covers none of this spike (nothing before its end was traced, or it could not be analyzed)</p>\n"),
+            None => o.push_str("<p class=\"meta nolanes\">no lane data in this record</p>\n"),
         }
     }
     if spikes.len() > MAX_SPIKES_DRAWN {
@@ -468,7 +470,8 @@ mod tests {
     #[test]
     fn a_spike_without_lanes_says_so() {
         let h = section(&[spike(None), spike(Some(SpikeLanes::default()))]);
-        assert_eq!(h.matches("no lane data in this record").count(), 2);
+        assert_eq!(h.matches("no lane data in this record").count(), 1);
+        assert_eq!(h.matches("the trace covers none of this spike").count(), 1);
         assert!(!h.contains("<svg"));
         assert_eq!(section(&[]), "");
     }

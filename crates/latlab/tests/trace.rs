@@ -1020,11 +1020,15 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
     // `task` segment with its pid), and the HTML report draws one lane SVG per spike, the
     // name escaped.
     let mut in_lanes = 0;
+    let mut with_segments = 0;
     for s in &traced {
         let segs = s["lanes"]["segments"]
             .as_array()
             .unwrap_or_else(|| panic!("a traced spike without lanes: {s:#}"));
-        assert!(!segs.is_empty(), "{s:#}");
+        // A spike the trace explains has its stretches (one it does not cover, none).
+        let explained = !s["causes"].as_array().unwrap().is_empty();
+        assert_eq!(!segs.is_empty(), explained, "{s:#}");
+        with_segments += explained as usize;
         in_lanes += segs
             .iter()
             .any(|g| g["pid"] == tid && g["name"] == NAME && g["lane"] == "task")
@@ -1040,10 +1044,15 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
     let html = String::from_utf8(out.stdout).unwrap();
     let spikes = v["spikes"].as_array().unwrap().len();
     let drawn = html.matches("class=\"plot lanes\"").count();
-    assert_eq!(drawn, traced.len().min(100), "{spikes} spikes");
+    assert!(spikes <= 100, "{spikes} spikes: more than the report draws");
+    assert_eq!(drawn, with_segments, "{spikes} spikes");
     assert_eq!(
         html.matches("no lane data in this record").count(),
-        spikes.min(100) - drawn
+        spikes - traced.len()
+    );
+    assert_eq!(
+        html.matches("the trace covers none of this spike").count(),
+        traced.len() - with_segments
     );
     assert!(html.contains("lat\\u{a}bur\\u{a}st"), "the name, escaped");
     assert!(!html.contains(NAME), "the name with raw newlines");
