@@ -282,6 +282,88 @@ pub struct SpikeRecord {
     /// (`latlab_report::timeline`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline_events: Vec<TimelineEvent>,
+    /// What ran on the spike's CPU from its intended wake-up to its clock read, as lanes
+    /// (IRQ, softirq, tasks, the measuring thread): the stretches the analyzer charged to the
+    /// causes. Absent in files written before it existed (reports say "no lane data").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<SpikeLanes>,
+}
+
+/// The most lane segments a spike keeps ([`SpikeLanes::dropped`] counts the shortest left out).
+pub const MAX_LANE_SEGMENTS: usize = 256;
+
+/// A spike's lanes (run.json `spikes[].lanes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct SpikeLanes {
+    /// In time order, disjoint; at most [`MAX_LANE_SEGMENTS`].
+    #[serde(default)]
+    pub segments: Vec<LaneSegment>,
+    /// Segments left out to stay within the cap (the shortest ones).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One stretch of time on a CPU and what it was charged to (run.json
+/// `spikes[].lanes.segments[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaneSegment {
+    pub cpu: u32,
+    pub lane: Lane,
+    /// The cause it was charged to (`causes[].kind`).
+    pub cause: CauseKind,
+    /// The cause's name (`causes[].name`): the IRQ, softirq or task, `switch-to-user (…)` for
+    /// the measuring thread, `timer delivery` for a stall.
+    pub name: String,
+    /// The task's pid (0 for interrupt contexts and stalls).
+    #[serde(default)]
+    pub pid: i64,
+    /// Nanoseconds from the intended wake-up E.
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// The lane a [`LaneSegment`] is drawn in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// A hardirq or CPU vector handler.
+    Irq,
+    Softirq,
+    Nmi,
+    /// A task other than the measuring thread (`cause` says whether it had the right).
+    Task,
+    /// The measuring thread itself, from its switch-in.
+    Measuring,
+    /// Nothing in the trace explains the time (timer delivery silent, idle while runnable).
+    Stall,
+    /// A lane a later latlab knows (kept, drawn without a name).
+    #[serde(other)]
+    Other,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 6] = [
+        Lane::Irq,
+        Lane::Softirq,
+        Lane::Nmi,
+        Lane::Task,
+        Lane::Measuring,
+        Lane::Stall,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Lane::Irq => "irq",
+            Lane::Softirq => "softirq",
+            Lane::Nmi => "nmi",
+            Lane::Task => "task",
+            Lane::Measuring => "measuring",
+            Lane::Stall => "stall",
+            Lane::Other => "other",
+        }
+    }
 }
 
 /// One moment of a spike's timeline (run.json `spikes[].timeline_events[]`).
@@ -774,6 +856,7 @@ mod tests {
             trace_file: None,
             timeline: vec![],
             timeline_events: vec![],
+            lanes: None,
         };
         let mut r = record();
         r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];

@@ -372,6 +372,7 @@ pub fn body_with(
             );
         }
         delays_table(&mut o, &r.spikes);
+        o.push_str(&crate::lanes::section(&r.spikes));
     }
 
     if !r.loads.is_empty() || !r.config.loads.is_empty() {

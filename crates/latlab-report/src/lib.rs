@@ -13,6 +13,7 @@ pub use latlab_core::escape;
 pub mod extra;
 pub mod html;
 pub mod json;
+pub mod lanes;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;

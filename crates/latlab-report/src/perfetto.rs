@@ -3,8 +3,10 @@
 //! (v51.1, as the `perfetto_protos` crate carries them; the tests decode the output with
 //! those). A `Trace` of `TracePacket`s: a `ProcessTree` naming the threads, one
 //! `FtraceEventBundle` per CPU and window (sched_switch, sched_waking, sched_wakeup,
-//! irq_handler_entry/exit, softirq_entry/exit, markers as `print`), and per spike a slice
-//! (intended wake-up → clock read) on a "latlab spikes" track (`TrackEvent`).
+//! irq_handler_entry/exit, softirq_entry/exit, sched_migrate_task, markers as `print`), per
+//! spike a slice (intended wake-up → clock read) on a "latlab spikes" track (`TrackEvent`), and
+//! marks on tracks of their own ([`Mark`]: where the kernel lost events, per CPU, with the
+//! counts as args).
 //!
 //! Times are the trace clock's (`mono` in latlab's instances: CLOCK_MONOTONIC ns), written
 //! as they are; Perfetto shows them on its default clock, so offsets are exact and spikes and
@@ -12,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use latlab_core::trace::raw::Migration;
 use latlab_core::trace::{Event, EventKind};
 use prost::Message;
 
@@ -83,6 +86,22 @@ pub struct FtraceEvent {
     pub irq_handler_entry: Option<IrqHandlerEntryFtraceEvent>,
     #[prost(message, optional, tag = "37")]
     pub irq_handler_exit: Option<IrqHandlerExitFtraceEvent>,
+    #[prost(message, optional, tag = "491")]
+    pub sched_migrate_task: Option<SchedMigrateTaskFtraceEvent>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+pub struct SchedMigrateTaskFtraceEvent {
+    #[prost(string, optional, tag = "1")]
+    pub comm: Option<String>,
+    #[prost(int32, optional, tag = "2")]
+    pub pid: Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub prio: Option<i32>,
+    #[prost(int32, optional, tag = "4")]
+    pub orig_cpu: Option<i32>,
+    #[prost(int32, optional, tag = "5")]
+    pub dest_cpu: Option<i32>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -167,7 +186,41 @@ pub struct TrackEvent {
     pub categories: Vec<String>,
     #[prost(string, optional, tag = "23")]
     pub name: Option<String>,
+    #[prost(message, repeated, tag = "4")]
+    pub debug_annotations: Vec<DebugAnnotation>,
 }
+
+/// A slice's arg (`DebugAnnotation`: a name and an unsigned or a string value).
+#[derive(Clone, PartialEq, Message)]
+pub struct DebugAnnotation {
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
+    #[prost(uint64, optional, tag = "3")]
+    pub uint_value: Option<u64>,
+    #[prost(string, optional, tag = "6")]
+    pub string_value: Option<String>,
+}
+
+/// A value of a [`Mark`]'s arg.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    Uint(u64),
+    Str(String),
+}
+
+/// A slice (or an instant, when it has no length) on a track of its own, by the track's name:
+/// e.g. "CPU 1: events lost" from the last event before a loss to the first after it.
+#[derive(Debug, Clone)]
+pub struct Mark {
+    pub track: String,
+    pub begin_ns: u64,
+    pub end_ns: u64,
+    pub name: String,
+    pub args: Vec<(String, Arg)>,
+}
+
+/// The first uuid of [`Mark`] tracks (one per track name, in order of first use).
+pub const MARK_TRACKS: u64 = 0x1a71ac00;
 
 /// The spikes' track.
 pub const SPIKE_TRACK: u64 = 0x1a71ab;
@@ -211,6 +264,23 @@ pub fn state_bits(s: &str) -> i64 {
 
 fn i32_of(v: i64) -> i32 {
     v.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+}
+
+/// A `sched_migrate_task` (read by [`latlab_core::trace::raw::migrations_and_gaps`]) as
+/// Perfetto's.
+pub fn migrate_event(m: &Migration) -> FtraceEvent {
+    FtraceEvent {
+        timestamp: Some(m.ts),
+        pid: Some(0),
+        sched_migrate_task: Some(SchedMigrateTaskFtraceEvent {
+            comm: Some(m.comm.clone()),
+            pid: Some(i32_of(m.pid)),
+            prio: Some(i32_of(m.prio)),
+            orig_cpu: Some(i32_of(m.orig_cpu)),
+            dest_cpu: Some(i32_of(m.dest_cpu)),
+        }),
+        ..Default::default()
+    }
 }
 
 /// One ftrace event as Perfetto's, or None for a kind Perfetto's bundle does not get here.
@@ -288,6 +358,7 @@ pub struct Builder {
     names: BTreeMap<i64, String>,
     bundles: Vec<TracePacket>,
     spikes: Vec<SpikeMark>,
+    marks: Vec<Mark>,
     /// Events written, and left out (kinds Perfetto's bundle does not get from latlab).
     pub written: u64,
     pub skipped: u64,
@@ -296,7 +367,18 @@ pub struct Builder {
 impl Builder {
     /// A window's events (any CPU order): one bundle per CPU, in time order.
     pub fn window(&mut self, events: &[Event]) {
+        self.window_with(events, &[])
+    }
+
+    /// [`Builder::window`] with the window's migrations, in the bundle of the CPU whose
+    /// buffer recorded them, in time order with its other events.
+    pub fn window_with(&mut self, events: &[Event], migrations: &[Migration]) {
         let mut by_cpu: BTreeMap<u32, Vec<FtraceEvent>> = BTreeMap::new();
+        for m in migrations {
+            self.name(m.pid, &m.comm);
+            self.written += 1;
+            by_cpu.entry(m.cpu).or_default().push(migrate_event(m));
+        }
         let mut sorted: Vec<&Event> = events.iter().collect();
         // In time order: a thread's name is the last it had (a comm changes at exec).
         sorted.sort_by_key(|e| e.ts);
@@ -319,7 +401,9 @@ impl Builder {
                 None => self.skipped += 1,
             }
         }
-        for (cpu, event) in by_cpu {
+        for (cpu, mut event) in by_cpu {
+            // Stable: a CPU's own order is kept among events of one time.
+            event.sort_by_key(|e| e.timestamp);
             self.bundles.push(TracePacket {
                 trusted_packet_sequence_id: Some(SEQ + 1),
                 ftrace_events: Some(FtraceEventBundle {
@@ -339,6 +423,10 @@ impl Builder {
 
     pub fn spike(&mut self, s: SpikeMark) {
         self.spikes.push(s);
+    }
+
+    pub fn mark(&mut self, m: Mark) {
+        self.marks.push(m);
     }
 
     /// The trace's bytes.
@@ -368,6 +456,63 @@ impl Builder {
             ..Default::default()
         });
         packet.extend(self.bundles);
+        let mut tracks: Vec<String> = Vec::new();
+        for m in &self.marks {
+            if !tracks.contains(&m.track) {
+                tracks.push(m.track.clone());
+            }
+        }
+        for (i, t) in tracks.iter().enumerate() {
+            packet.push(TracePacket {
+                trusted_packet_sequence_id: Some(SEQ),
+                track_descriptor: Some(TrackDescriptor {
+                    uuid: Some(MARK_TRACKS + i as u64),
+                    name: Some(t.clone()),
+                }),
+                ..Default::default()
+            });
+        }
+        let mut marks = self.marks;
+        marks.sort_by_key(|m| (m.begin_ns, m.end_ns));
+        for m in marks {
+            let track = MARK_TRACKS + tracks.iter().position(|t| *t == m.track).unwrap_or(0) as u64;
+            let args = m
+                .args
+                .iter()
+                .map(|(k, v)| DebugAnnotation {
+                    name: Some(k.clone()),
+                    uint_value: match v {
+                        Arg::Uint(u) => Some(*u),
+                        Arg::Str(_) => None,
+                    },
+                    string_value: match v {
+                        Arg::Str(s) => Some(s.clone()),
+                        Arg::Uint(_) => None,
+                    },
+                })
+                .collect();
+            let ev = |ty: i32, name: Option<String>, debug_annotations| TrackEvent {
+                r#type: Some(ty),
+                track_uuid: Some(track),
+                categories: vec!["latlab".into()],
+                name,
+                debug_annotations,
+            };
+            let mut push = |ts: u64, e: TrackEvent| {
+                packet.push(TracePacket {
+                    timestamp: Some(ts),
+                    trusted_packet_sequence_id: Some(SEQ),
+                    track_event: Some(e),
+                    ..Default::default()
+                })
+            };
+            if m.end_ns > m.begin_ns {
+                push(m.begin_ns, ev(1, Some(m.name), args));
+                push(m.end_ns, ev(2, None, vec![]));
+            } else {
+                push(m.begin_ns, ev(3, Some(m.name), args));
+            }
+        }
         let mut spikes = self.spikes;
         spikes.sort_by_key(|s| s.intended_ns);
         for s in spikes {
@@ -380,6 +525,7 @@ impl Builder {
                         track_uuid: Some(SPIKE_TRACK),
                         categories: vec!["latlab".into()],
                         name: (ty == 1).then(|| s.name.clone()),
+                        debug_annotations: vec![],
                     }),
                     ..Default::default()
                 });

@@ -100,6 +100,7 @@ mod tests {
             trace_file: None,
             timeline,
             timeline_events: events,
+            lanes: None,
         }
     }
 

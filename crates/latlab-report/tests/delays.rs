@@ -27,6 +27,7 @@ fn spike(latency_ns: u64, causes: Vec<Cause>) -> SpikeRecord {
         trace_file: None,
         timeline: vec![],
         timeline_events: vec![],
+        lanes: None,
     }
 }
 

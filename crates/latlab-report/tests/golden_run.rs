@@ -95,6 +95,7 @@ fn record() -> RunRecord {
             trace_file: Some("spikes/001/trace.txt".into()),
             timeline: vec![],
             timeline_events: vec![],
+            lanes: None,
         }],
         trace: None,
         loads: vec![],

@@ -857,6 +857,7 @@ impl TraceSession {
                     trace_file: None,
                     timeline: vec![outcome.why.clone()],
                     timeline_events: vec![],
+                    lanes: None,
                 }
             }
         };

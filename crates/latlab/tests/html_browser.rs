@@ -301,3 +301,115 @@ fn html_report_and_compare_render_in_a_headless_browser() {
     assert!(text.contains("no_such_function"), "{text}");
     assert!(text.contains("0 drawn series"), "{text}");
 }
+
+/// Issue 17 part 4: a run whose spikes carry lanes (`latlab analyze` of the real 13 ms spike,
+/// spliced into a sim run's record) renders them in a real browser: check-html passes, and the
+/// page's layout (measured by a script added to a copy of the report, read back from the DOM)
+/// has one lane SVG per spike with a non-zero size and its segments drawn.
+#[test]
+fn spike_lanes_render_in_a_headless_browser() {
+    let test = "spike_lanes_render_in_a_headless_browser";
+    if !browser_installed() {
+        if std::env::var("LATLAB_REQUIRE_PRIVILEGED").is_ok_and(|v| v == "1") {
+            panic!("{test}: LATLAB_REQUIRE_PRIVILEGED=1 but chromium is not installed (apt-get install chromium)");
+        }
+        eprintln!("skipping {test}: chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let _lock = privileged::lock();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_browser_lanes");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let results = dir.join("results");
+    latlab(&[
+        "run".as_ref(),
+        "--backend".as_ref(),
+        "sim".as_ref(),
+        "--duration".as_ref(),
+        "1s".as_ref(),
+        "--quiet".as_ref(),
+        "--results".as_ref(),
+        results.as_os_str(),
+    ]);
+    let run = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .expect("the sim run directory");
+    let fixture =
+        repo().join("crates/latlab-core/tests/fixtures/trace/trace-worst-window-cpu1.txt");
+    let analysis: serde_json::Value = serde_json::from_str(&latlab(&[
+        "analyze".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        fixture.as_os_str(),
+    ]))
+    .unwrap();
+    let spikes = analysis["spikes"].as_array().unwrap().clone();
+    assert_eq!(spikes.len(), 2);
+    assert!(spikes.iter().all(|s| s["lanes"]["segments"].is_array()));
+    let p = run.join("run.json");
+    let mut rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    rec["spikes"] = serde_json::Value::Array(spikes);
+    std::fs::write(&p, serde_json::to_vec(&rec).unwrap()).unwrap();
+
+    let report = dir.join("lanes.html");
+    latlab(&[
+        "report".as_ref(),
+        run.as_os_str(),
+        "--format".as_ref(),
+        "html".as_ref(),
+        "-o".as_ref(),
+        report.as_os_str(),
+    ]);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(html.matches("class=\"plot lanes\"").count(), 2);
+    let (ok, text) = check_html(&[&report]);
+    eprintln!("{text}");
+    assert!(ok, "check-html failed:\n{text}");
+    // The three plots and the two spikes' lanes.
+    assert!(text.contains("lanes.html: 5 SVGs"), "{text}");
+
+    // The layout: each lane SVG's size and its segments with a non-zero box, as the browser
+    // laid them out.
+    const MEASURE: &str = "<script>document.body.setAttribute('data-lanes',[...document.querySelectorAll('svg.lanes')].map(s=>{const b=s.getBoundingClientRect();const n=[...s.querySelectorAll('rect.seg')].filter(r=>{const c=r.getBoundingClientRect();return c.width>0&&c.height>0}).length;return Math.round(b.width)+'x'+Math.round(b.height)+':'+n}).join(' '))</script>";
+    let measured = dir.join("measure.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("B=$(command -v chromium || command -v chromium-browser); timeout 120 $B --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking --disable-component-update --disable-sync --user-data-dir=\"$1\" --window-size=1200,2400 --dump-dom \"file://$2\" 2>/dev/null")
+        .arg("sh")
+        .arg(profile.path())
+        .arg(&measured)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let attr = dom
+        .split("data-lanes=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no measurement in the DOM: {}", &dom[..dom.len().min(400)]));
+    let sizes: Vec<(f64, f64, usize)> = attr
+        .split(' ')
+        .map(|m| {
+            let (wh, n) = m.split_once(':').unwrap();
+            let (w, h) = wh.split_once('x').unwrap();
+            (w.parse().unwrap(), h.parse().unwrap(), n.parse().unwrap())
+        })
+        .collect();
+    eprintln!("lane SVGs as laid out (width x height: segments drawn): {attr}");
+    assert_eq!(sizes.len(), 2, "{attr}");
+    for (i, (w, h, n)) in sizes.iter().enumerate() {
+        let segs = rec["spikes"][i]["lanes"]["segments"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert!(*w > 100.0 && *h > 50.0, "{attr}");
+        assert_eq!(*n, segs, "spike {i}: {attr}");
+    }
+}

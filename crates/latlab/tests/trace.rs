@@ -1015,6 +1015,47 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
         v["spikes"]
     );
     assert_eq!(v["trace"]["unmatched"], 0, "{:#}", v["trace"]);
+
+    // Issue 17 part 4: every traced spike has its lanes, the helper's bursts among them (a
+    // `task` segment with its pid), and the HTML report draws one lane SVG per spike, the
+    // name escaped.
+    let mut in_lanes = 0;
+    let mut with_segments = 0;
+    for s in &traced {
+        let segs = s["lanes"]["segments"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a traced spike without lanes: {s:#}"));
+        // A spike the trace explains has its stretches (one it does not cover, none).
+        let explained = !s["causes"].as_array().unwrap().is_empty();
+        assert_eq!(!segs.is_empty(), explained, "{s:#}");
+        with_segments += explained as usize;
+        in_lanes += segs
+            .iter()
+            .any(|g| g["pid"] == tid && g["name"] == NAME && g["lane"] == "task")
+            as usize;
+    }
+    assert!(in_lanes >= 1, "the helper is in no lane: {:#}", v["spikes"]);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["report", "--format", "html"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let html = String::from_utf8(out.stdout).unwrap();
+    let spikes = v["spikes"].as_array().unwrap().len();
+    let drawn = html.matches("class=\"plot lanes\"").count();
+    assert!(spikes <= 100, "{spikes} spikes: more than the report draws");
+    assert_eq!(drawn, with_segments, "{spikes} spikes");
+    assert_eq!(
+        html.matches("no lane data in this record").count(),
+        spikes - traced.len()
+    );
+    assert_eq!(
+        html.matches("the trace covers none of this spike").count(),
+        traced.len() - with_segments
+    );
+    assert!(html.contains("lat\\u{a}bur\\u{a}st"), "the name, escaped");
+    assert!(!html.contains(NAME), "the name with raw newlines");
 }
 
 /// A traced spike is also saved as trace-cmd's file: trace-cmd reads it back (the oracle) and
@@ -1087,6 +1128,15 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
         "{from_dat}"
     );
     assert_eq!(from_dat, spikes("trace.txt"));
+    // `analyze` gives the spike the lanes the recorder recorded (the same analyzer).
+    let same = from_dat
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["at_ns"] == at)
+        .unwrap_or_else(|| panic!("spike at {at} not in {from_dat:#}"));
+    assert!(rec["spikes"][0]["lanes"]["segments"].is_array(), "{rec:#}");
+    assert_eq!(same["lanes"], rec["spikes"][0]["lanes"]);
 }
 
 fn which(tool: &str) -> Option<PathBuf> {
@@ -1095,4 +1145,94 @@ fn which(tool: &str) -> Option<PathBuf> {
         .split(':')
         .map(|d| Path::new(d).join(tool))
         .find(|p| p.is_file())
+}
+
+/// Issue 17 part 4: `latlab analyze` gives each spike its lanes (the kernel fixture: the timer
+/// IRQ from its entry to its exit, the hog to τ's switch-in, τ from there to its clock read),
+/// and the HTML report of a run holding those spikes draws one lane SVG per spike, names
+/// escaped (a hog named `<script>h\nx`), and says "no lane data" for a spike of an older record.
+#[test]
+fn html_report_draws_each_traced_spike_as_lanes() {
+    const ODD: &str = "<script>h\nx";
+    let (code, v, err) = analyze_json(&kernel_trace("odd").replace("hog", ODD));
+    assert_eq!(code, 0, "{err}");
+    let seg = |s: &serde_json::Value| {
+        (
+            s["lane"].as_str().unwrap().to_string(),
+            s["name"].as_str().unwrap().to_string(),
+            s["start_ns"].as_i64().unwrap(),
+            s["end_ns"].as_i64().unwrap(),
+        )
+    };
+    let lanes: Vec<_> = v["spikes"][0]["lanes"]["segments"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no lanes: {v:#}"))
+        .iter()
+        .map(seg)
+        .collect();
+    let own = |l: &str, n: &str, a, b| (l.to_string(), n.to_string(), a, b);
+    assert_eq!(
+        lanes,
+        [
+            own("irq", "local_timer", 0, 2_000),
+            own("task", ODD, 2_000, 800_000),
+            own("measuring", "switch-to-user (tau)", 800_000, 840_000),
+        ]
+    );
+    let (code, worst, err) =
+        analyze_json(&std::fs::read_to_string(fixture("trace-worst-window-cpu1.txt")).unwrap());
+    assert_eq!(code, 0, "{err}");
+
+    // A run holding these spikes, and one from an older record (no lanes).
+    let t = tempfile::tempdir().unwrap();
+    let st = support::command()
+        .args(["run", "--backend", "sim", "--duration", "1s", "--quiet"])
+        .arg("--results")
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = support::only_run_dir(t.path());
+    let mut rec = support::read_json(&run.join("run.json"));
+    let mut old = v["spikes"][0].clone();
+    old.as_object_mut().unwrap().remove("lanes");
+    old.as_object_mut().unwrap().remove("timeline_events");
+    let worst = worst["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["latency_ns"] == 13_351_484)
+        .expect("the 13 ms spike")
+        .clone();
+    rec["spikes"] = serde_json::json!([v["spikes"][0], worst, old]);
+    std::fs::write(run.join("run.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+    let out = support::command()
+        .args(["report", "--format", "html"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(html.matches("class=\"plot lanes\"").count(), 2, "{html}");
+    assert_eq!(html.matches("no lane data in this record").count(), 1);
+    assert!(!html.contains("<script>"), "a task name became a tag");
+    assert!(!html.contains("h\nx"), "a raw newline from a task name");
+    // The hog's segment, labelled with its escaped name and duration; rust-lld's 13 ms, cut
+    // by timer ticks and softirqs into seven stretches (1.4 µs to 3986 µs: the wider ones
+    // labelled, all with their tooltip).
+    assert!(
+        html.contains("&lt;script&gt;h\\u{a}x 798 µs</text>"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("tasks: preempt_off rust-lld (pid 15780)")
+            .count(),
+        7
+    );
+    assert!(html.contains(">rust-lld 3986 µs</text>"), "{html}");
 }

@@ -37,7 +37,10 @@ use std::hash::BuildHasherDefault;
 use super::classify::{classify, sort_causes, switch_to_user, Ctx, Cur, Key, Waiter};
 use super::event::{Event, EventKind, TaskRef};
 use super::parser::Record;
-use crate::record::{Cause, CauseKind, Moment, SpikeRecord, TimelineEvent, TimelineTask};
+use crate::record::{
+    Cause, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, TimelineEvent,
+    TimelineTask, MAX_LANE_SEGMENTS,
+};
 use crate::units::Nanos;
 
 /// How samples are found.
@@ -83,6 +86,9 @@ pub struct Sample {
     /// E lies before the previous sample's switch-in: a consequence of that one's stall.
     pub cascade: bool,
     pub from_marker: bool,
+    /// What ran on the CPU from E to the sample's end, the stretches the causes were charged
+    /// with (run.json `spikes[].lanes`).
+    pub lanes: SpikeLanes,
 }
 
 impl Sample {
@@ -130,6 +136,7 @@ impl Sample {
             trace_file: None,
             timeline: Vec::new(),
             timeline_events: self.timeline_events(),
+            lanes: Some(self.lanes.clone()),
         }
     }
 }
@@ -175,23 +182,104 @@ pub(super) struct Window<'a> {
     pub(super) last_key: Option<usize>,
     /// The previous switch-in of this thread on this CPU (for cascades).
     pub(super) prev_switch: Option<Nanos>,
+    /// The stretches charged, in time order: (cause as an index into `acc`, start, end),
+    /// trace clock ns; pruned to the longest [`MAX_LANE_SEGMENTS`] whenever twice that many
+    /// pile up.
+    pub(super) segs: Vec<(usize, Nanos, Nanos)>,
+    /// Segments pruned so far.
+    pub(super) segs_dropped: u64,
+}
+
+/// Keep the `keep` longest segments (in time order), counting the others in `dropped`.
+fn prune_segments<K>(segs: &mut Vec<(K, Nanos, Nanos)>, keep: usize, dropped: &mut u64) {
+    if segs.len() <= keep {
+        return;
+    }
+    let mut lens: Vec<Nanos> = segs.iter().map(|(_, a, b)| b - a).collect();
+    let cut = lens.len() - keep;
+    let (_, &mut nth, _) = lens.select_nth_unstable(cut);
+    // Shorter than the keep-th longest go; among equals, the earliest go first.
+    let mut equal_out = cut - segs.iter().filter(|(_, a, b)| b - a < nth).count();
+    segs.retain(|(_, a, b)| {
+        let len = b - a;
+        if len < nth {
+            false
+        } else if len == nth && equal_out > 0 {
+            equal_out -= 1;
+            false
+        } else {
+            true
+        }
+    });
+    *dropped += cut as u64;
 }
 
 impl<'a> Window<'a> {
-    fn add(&mut self, key: Key<'a>, ns: Nanos) {
-        if ns == 0 {
-            return;
+    /// The stretch `[from, to)` was charged to the cause `acc[i]`: extends the last segment
+    /// when it is the same cause and contiguous.
+    fn segment(&mut self, i: usize, from: Nanos, to: Nanos) {
+        if let Some(last) = self.segs.last_mut() {
+            if last.2 == from && last.0 == i {
+                last.2 = to;
+                return;
+            }
         }
-        match self.acc.iter().position(|(k, _)| *k == key) {
+        if self.segs.len() >= 2 * MAX_LANE_SEGMENTS {
+            prune_segments(&mut self.segs, MAX_LANE_SEGMENTS, &mut self.segs_dropped);
+        }
+        self.segs.push((i, from, to));
+    }
+
+    /// The segments as lanes, clipped to `[E, end)`, relative to E.
+    fn lanes(&self, cpu: u32, e: Nanos, end: Nanos) -> SpikeLanes {
+        let mut dropped = self.segs_dropped;
+        let mut segs: Vec<(&Key<'a>, Nanos, Nanos)> = self
+            .segs
+            .iter()
+            .map(|(i, a, b)| (&self.acc[*i].0, (*a).max(e), (*b).min(end)))
+            .filter(|(_, a, b)| a < b)
+            .collect();
+        prune_segments(&mut segs, MAX_LANE_SEGMENTS, &mut dropped);
+        let rel = |t: Nanos| (t as i128 - e as i128) as i64;
+        let segments = segs
+            .into_iter()
+            .map(|((kind, name, pid, _), a, b)| LaneSegment {
+                cpu,
+                lane: match kind {
+                    CauseKind::Irq => Lane::Irq,
+                    CauseKind::Softirq => Lane::Softirq,
+                    CauseKind::Nmi => Lane::Nmi,
+                    CauseKind::Hypervisor | CauseKind::Unknown => Lane::Stall,
+                    CauseKind::Task if *pid == self.pid => Lane::Measuring,
+                    CauseKind::Task | CauseKind::PreemptOff | CauseKind::IrqOff => Lane::Task,
+                },
+                cause: *kind,
+                name: name.to_string(),
+                pid: *pid,
+                start_ns: rel(a),
+                end_ns: rel(b),
+            })
+            .collect();
+        SpikeLanes { segments, dropped }
+    }
+
+    /// Charge `ns` to `key`; its index in `acc` (None when `ns` is 0).
+    fn add(&mut self, key: Key<'a>, ns: Nanos) -> Option<usize> {
+        if ns == 0 {
+            return None;
+        }
+        let i = match self.acc.iter().position(|(k, _)| *k == key) {
             Some(i) => {
                 self.acc[i].1 += ns;
-                self.last_key = Some(i);
+                i
             }
             None => {
                 self.acc.push((key, ns));
-                self.last_key = Some(self.acc.len() - 1);
+                self.acc.len() - 1
             }
-        }
+        };
+        self.last_key = Some(i);
+        Some(i)
     }
 }
 
@@ -263,7 +351,9 @@ impl<'a> CpuState<'a> {
                     woken: w.woken.is_some(),
                 };
                 let key = classify(&waiter, stack, current, evidence, virtualized);
-                w.add(key, t - from);
+                if let Some(i) = w.add(key, t - from) {
+                    w.segment(i, from, t);
+                }
             }
         }
         for w in self.windows.iter_mut() {
@@ -352,6 +442,8 @@ impl<'a> CpuState<'a> {
                     at_switch: Vec::new(),
                     last_key: None,
                     prev_switch: self.last_switch.get(&task.pid).copied(),
+                    segs: Vec::new(),
+                    segs_dropped: 0,
                 });
             }
             None => {}
@@ -436,19 +528,36 @@ impl<'a> CpuState<'a> {
                 at_switch: Vec::new(),
                 last_key: None,
                 prev_switch: self.last_switch.get(&ev.pid).copied(),
+                segs: Vec::new(),
+                segs_dropped: 0,
             });
         }
     }
 
     /// `nmi_handler`: an NMI ran for `delta_ns`. It is recorded at its end, so its time is
     /// moved from the cause last charged (what it interrupted) to an `nmi` cause.
-    fn nmi_handler(&mut self, handler: Cow<'a, str>, delta_ns: Nanos) {
+    fn nmi_handler(&mut self, t: Nanos, handler: Cow<'a, str>, delta_ns: Nanos) {
         for w in self.windows.iter_mut() {
             if let Some(i) = w.last_key {
                 let take = delta_ns.min(w.acc[i].1);
                 if take > 0 {
                     w.acc[i].1 -= take;
-                    w.add((CauseKind::Nmi, handler.clone(), 0, 0), take);
+                    let Some(nmi) = w.add((CauseKind::Nmi, handler.clone(), 0, 0), take) else {
+                        continue;
+                    };
+                    // The lanes: the NMI's time is cut from the end of the last stretch (up
+                    // to `t`, this event).
+                    if let Some(&(_, a, b)) = w.segs.last() {
+                        let cut = take.min(b - a);
+                        if b == t && cut > 0 {
+                            let last = w.segs.len() - 1;
+                            w.segs[last].2 = b - cut;
+                            if w.segs[last].2 == a {
+                                w.segs.pop();
+                            }
+                            w.segs.push((nmi, b - cut, b));
+                        }
+                    }
                 }
             }
         }
@@ -701,7 +810,7 @@ impl<'a> Analyzer<'a> {
                 function, expires, ..
             } if function == "hrtimer_wakeup" => st.hrtimer_start(ev, *expires, &mut finished),
             EventKind::HrtimerStart { .. } => {}
-            EventKind::Nmi { handler, delta_ns } => st.nmi_handler(handler.clone(), *delta_ns),
+            EventKind::Nmi { handler, delta_ns } => st.nmi_handler(t, handler.clone(), *delta_ns),
             EventKind::Marker { text } if self.mode == SampleMode::Markers => {
                 self.trace_marker(ev, t, text, &mut finished)
             }
@@ -762,6 +871,8 @@ impl<'a> Analyzer<'a> {
                     at_switch: Vec::new(),
                     last_key: None,
                     prev_switch: None,
+                    segs: Vec::new(),
+                    segs_dropped: 0,
                 },
             };
             finished.push((w, Some((e, r, l, t))));
@@ -822,6 +933,11 @@ impl<'a> Analyzer<'a> {
             .collect();
         sort_causes(&mut causes);
         let cascade = w.prev_switch.is_some_and(|s| e < s);
+        let lanes = if latency >= self.opts.threshold_ns {
+            w.lanes(cpu, e, e.saturating_add(latency))
+        } else {
+            SpikeLanes::default()
+        };
         if let Some(sw) = w.switched {
             st.last_switch.insert(w.pid, sw);
         }
@@ -840,6 +956,7 @@ impl<'a> Analyzer<'a> {
             causes,
             cascade,
             from_marker: marker.is_some(),
+            lanes,
         };
         self.out.samples += 1;
         if sample.latency_ns >= self.opts.threshold_ns {
@@ -1515,6 +1632,254 @@ pub(crate) mod tests {
         assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
     }
 
+    /// The lanes of a sample as (lane, cause, name, pid, start, end) from E.
+    fn lanes(s: &Sample) -> Vec<(Lane, CauseKind, &str, i64, i64, i64)> {
+        s.lanes
+            .segments
+            .iter()
+            .map(|g| {
+                (
+                    g.lane,
+                    g.cause,
+                    g.name.as_str(),
+                    g.pid,
+                    g.start_ns,
+                    g.end_ns,
+                )
+            })
+            .collect()
+    }
+
+    /// Per cause, the segments add up to its `ns`; they are ordered, disjoint, within
+    /// [0, latency] and on the spike's CPU.
+    fn assert_lanes_match_causes(s: &Sample) {
+        let g = &s.lanes.segments;
+        assert!(!g.is_empty(), "{s:#?}");
+        assert!(g.iter().all(|x| x.cpu == s.cpu && x.start_ns < x.end_ns));
+        assert!(g.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{g:#?}");
+        assert!(g[0].start_ns >= 0 && g.last().unwrap().end_ns <= s.latency_ns as i64);
+        for c in &s.causes {
+            let sum: i64 = g
+                .iter()
+                .filter(|x| x.cause == c.kind && x.name == c.name && x.pid == c.pid)
+                .map(|x| x.end_ns - x.start_ns)
+                .sum();
+            assert_eq!(sum, c.ns as i64, "{c:?} in {g:#?}");
+        }
+    }
+
+    /// Part 4: the stretches charged are the lanes: timer delivery (a stall), the timer IRQ
+    /// from its entry to its exit, the task that kept the CPU, and the measuring thread from
+    /// its switch-in to its clock read (the marker's own µs left out).
+    #[test]
+    fn lanes_are_the_charged_stretches() {
+        let x = task("x", 200, 120);
+        let mut b = B::new();
+        b.sleep(x.clone())
+            .timer_irq(E + 5_000, E + 8_000, 200)
+            .switch(E + 508_000, x, task("tau", TAU, 19))
+            .marker(E + 510_000, E + 509_000);
+        let s = &b.run(false, SampleMode::Markers).spikes[0];
+        assert_eq!(
+            lanes(s),
+            [
+                (
+                    Lane::Stall,
+                    CauseKind::Unknown,
+                    "timer delivery",
+                    0,
+                    0,
+                    5_000
+                ),
+                (Lane::Irq, CauseKind::Irq, "local_timer", 0, 5_000, 8_000),
+                (Lane::Task, CauseKind::PreemptOff, "x", 200, 8_000, 508_000),
+                (
+                    Lane::Measuring,
+                    CauseKind::Task,
+                    "switch-to-user (tau)",
+                    TAU,
+                    508_000,
+                    509_000
+                ),
+            ]
+        );
+        assert_eq!(s.lanes.dropped, 0);
+        assert_lanes_match_causes(s);
+        let rec = s.to_spike();
+        assert_eq!(rec.lanes.as_ref(), Some(&s.lanes));
+    }
+
+    /// Nested contexts: the softirq's lane is cut by the hardirq inside it, whose segment is
+    /// exactly its entry → exit; an NMI's time is cut from the end of what it interrupted.
+    #[test]
+    fn lanes_of_nested_contexts_and_an_nmi() {
+        let x = task("x", 200, 120);
+        let mut b = B::new();
+        b.sleep(x.clone()).timer_irq(E, E + 1_000, 200);
+        b.push(
+            E + 1_000,
+            200,
+            "..s..",
+            EventKind::SoftirqEntry {
+                vec: 3,
+                name: "NET_RX".into(),
+            },
+        )
+        .push(
+            E + 11_000,
+            200,
+            "d.H..",
+            EventKind::IrqEntry {
+                irq: 36,
+                name: "virtio1".into(),
+            },
+        )
+        .push(E + 15_000, 200, "d.H..", EventKind::IrqExit { irq: 36 })
+        .push(
+            E + 41_000,
+            200,
+            "..s..",
+            EventKind::SoftirqExit {
+                vec: 3,
+                name: "NET_RX".into(),
+            },
+        )
+        .push(
+            E + 70_000,
+            200,
+            "d.Z..",
+            EventKind::Nmi {
+                handler: "perf_nmi".into(),
+                delta_ns: 20_000,
+            },
+        )
+        .switch(E + 80_000, x, task("tau", TAU, 19));
+        let s = &b.run(false, SampleMode::Wakeups).spikes[0];
+        assert_eq!(
+            lanes(s),
+            [
+                (Lane::Irq, CauseKind::Irq, "local_timer", 0, 0, 1_000),
+                (
+                    Lane::Softirq,
+                    CauseKind::Softirq,
+                    "NET_RX",
+                    0,
+                    1_000,
+                    11_000
+                ),
+                (Lane::Irq, CauseKind::Irq, "virtio1", 0, 11_000, 15_000),
+                (
+                    Lane::Softirq,
+                    CauseKind::Softirq,
+                    "NET_RX",
+                    0,
+                    15_000,
+                    41_000
+                ),
+                (Lane::Task, CauseKind::PreemptOff, "x", 200, 41_000, 50_000),
+                (Lane::Nmi, CauseKind::Nmi, "perf_nmi", 0, 50_000, 70_000),
+                (Lane::Task, CauseKind::PreemptOff, "x", 200, 70_000, 80_000),
+            ]
+        );
+        assert_lanes_match_causes(s);
+    }
+
+    /// The kernel-layout fixture, parsed from text (serially and in blocks): the timer IRQ's
+    /// segment is its local_timer_entry → exit, the hog's runs to τ's switch-in at 800 µs, and
+    /// the measuring thread's starts there and ends at the clock read (840 µs).
+    #[test]
+    fn lanes_of_the_kernel_fixture() {
+        let t = kernel_trace("odd");
+        let a = analyze_text(&t, &markers_opts()).unwrap();
+        let s = &a.spikes[0];
+        assert_eq!(
+            lanes(s),
+            [
+                (Lane::Irq, CauseKind::Irq, "local_timer", 0, 0, 2_000),
+                (Lane::Task, CauseKind::PreemptOff, "hog", 8, 2_000, 800_000),
+                (
+                    Lane::Measuring,
+                    CauseKind::Task,
+                    "switch-to-user (tau)",
+                    7,
+                    800_000,
+                    840_000
+                ),
+            ]
+        );
+        assert_eq!(s.switch_in_ns, Some(s.intended_ns + 800_000));
+        assert_lanes_match_causes(s);
+        for block in [1, 40, 200] {
+            let p = analyze_text_parallel(&t, &markers_opts(), Parallel { threads: 2, block });
+            assert_eq!(p.unwrap().spikes[0].lanes, s.lanes, "block {block}");
+        }
+    }
+
+    /// The real 13 ms spike: every cause is its lanes' sum, in both modes.
+    #[test]
+    fn lanes_of_the_real_13ms_spike_sum_to_its_causes() {
+        for mode in [SampleMode::Markers, SampleMode::Wakeups] {
+            let opts = AnalyzeOptions {
+                threshold_ns: 1_000_000,
+                virtualized: true,
+                mode: Some(mode),
+            };
+            let a = analyze_text(&worst(), &opts).unwrap();
+            let s = &a.spikes[0];
+            assert_lanes_match_causes(s);
+            let hog = s
+                .lanes
+                .segments
+                .iter()
+                .find(|g| g.name == "rust-lld")
+                .unwrap();
+            assert_eq!((hog.lane, hog.pid), (Lane::Task, 15780));
+            let measuring = s.lanes.segments.iter().any(|g| g.lane == Lane::Measuring);
+            // Without markers the sample ends at the switch-in: no measuring segment.
+            assert_eq!(measuring, mode == SampleMode::Markers, "{mode:?}");
+        }
+    }
+
+    /// A storm of short IRQs: the lanes keep the longest MAX_LANE_SEGMENTS in time order and
+    /// count the others; the hog's long stretches and the measuring thread survive.
+    #[test]
+    fn lanes_are_capped_and_say_how_many_were_dropped() {
+        let x = task("x", 200, 120);
+        let mut b = B::new();
+        b.sleep(x.clone()).timer_irq(E, E + 1_000, 200);
+        for i in 0..400u64 {
+            let at = E + 10_000 + i * 10_000;
+            b.push(
+                at,
+                200,
+                "d.h..",
+                EventKind::IrqEntry {
+                    irq: 5,
+                    name: "eth".into(),
+                },
+            )
+            .push(
+                at + 1_000 + i % 3,
+                200,
+                "d.h..",
+                EventKind::IrqExit { irq: 5 },
+            );
+        }
+        b.switch(E + 5_000_000, x, task("tau", TAU, 19))
+            .marker(E + 5_100_000, E + 5_050_000);
+        let s = &b.run(false, SampleMode::Markers).spikes[0];
+        let g = &s.lanes.segments;
+        // 1 timer IRQ + 400 eth + 401 stretches of x + the measuring thread.
+        assert_eq!(g.len(), MAX_LANE_SEGMENTS);
+        assert_eq!(s.lanes.dropped, 803 - MAX_LANE_SEGMENTS as u64);
+        assert!(g.windows(2).all(|w| w[0].end_ns <= w[1].start_ns));
+        assert_eq!(g.last().unwrap().lane, Lane::Measuring);
+        assert!(g.iter().filter(|x| x.name == "x").count() >= 250);
+        // The longest dropped is no longer than the shortest kept.
+        let kept_min = g.iter().map(|x| x.end_ns - x.start_ns).min().unwrap();
+        assert!(kept_min >= 1_000, "{kept_min}");
+    }
+
     #[test]
     fn markers() {
         assert_eq!(
@@ -1562,6 +1927,10 @@ pub(crate) mod tests {
                 proptest::prop_assert!(s.explained_ns() <= s.latency_ns, "{:?}", s);
                 proptest::prop_assert_eq!(s.explained_ns() + s.unexplained_ns, s.latency_ns);
                 proptest::prop_assert!(s.causes.windows(2).all(|w| w[0].ns >= w[1].ns));
+                let g = &s.lanes.segments;
+                proptest::prop_assert!(g.windows(2).all(|w| w[0].end_ns <= w[1].start_ns), "{:?}", g);
+                proptest::prop_assert!(g.iter().all(|x| 0 <= x.start_ns && x.start_ns < x.end_ns && x.end_ns <= s.latency_ns as i64), "{:?}", g);
+                proptest::prop_assert!(g.len() <= MAX_LANE_SEGMENTS);
             }
         }
     }

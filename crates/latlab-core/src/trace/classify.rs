@@ -207,6 +207,7 @@ mod tests {
             trace_file: None,
             timeline: vec![],
             timeline_events: vec![],
+            lanes: None,
         };
         let rows = summarize(&[
             sp(

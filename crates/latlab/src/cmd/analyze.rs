@@ -210,6 +210,8 @@ fn to_json(a: &Analysis) -> serde_json::Value {
                 "unexplained_ns": s.unexplained_ns,
                 "cascade": s.cascade,
                 "switch_in_ns": s.switch_in_ns,
+                "timeline_events": s.timeline_events(),
+                "lanes": s.lanes,
             })
         })
         .collect();

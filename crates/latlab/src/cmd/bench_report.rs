@@ -151,6 +151,7 @@ pub(crate) fn day_record() -> anyhow::Result<RunRecord> {
                     .map(|k| format!("+{k:>4} µs  irq_handler_entry irq=11 name=virtio{k}"))
                     .collect(),
                 timeline_events: vec![],
+                lanes: None,
             }
         })
         .collect();

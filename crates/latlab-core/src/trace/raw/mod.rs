@@ -27,6 +27,7 @@
 //! to the ns), which `latlab analyze` (the text parser) reads back to the same events.
 
 mod dat;
+mod extras;
 mod format;
 mod header;
 mod render;
@@ -35,6 +36,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 pub use dat::{decode_all, decoder_for, named_symbols};
+pub use extras::{migrations_and_gaps, LostGap, Migration};
 pub use format::{parse_format, EventFormat, Field, FieldKind};
 pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout};
 

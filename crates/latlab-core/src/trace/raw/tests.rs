@@ -560,3 +560,94 @@ fn hostile_pages_never_panic() {
         page[i] = keep;
     }
 }
+
+/// A sched_migrate_task record (ID 371: comm as __data_loc at 8, its text at 28; pid 12,
+/// prio 16, orig_cpu 20, dest_cpu 24).
+fn migrate(comm: &str, pid: i32, prio: i32, orig: i32, dest: i32) -> Vec<u8> {
+    let mut r = vec![0u8; 28];
+    r[..2].copy_from_slice(&371u16.to_ne_bytes());
+    r[4..8].copy_from_slice(&0i32.to_ne_bytes());
+    let loc = 28u32 | ((comm.len() as u32 + 1) << 16);
+    r[8..12].copy_from_slice(&loc.to_ne_bytes());
+    for (at, v) in [(12, pid), (16, prio), (20, orig), (24, dest)] {
+        r[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    }
+    r.extend_from_slice(comm.as_bytes());
+    r.push(0);
+    r
+}
+
+/// Issue 17 part 5: a window's migrations with their fields, and its lost-event gaps between
+/// the events around them (a count, no count, a loss after the last event).
+#[test]
+fn migrations_and_lost_gaps_of_a_window() {
+    use crate::trace::tracedat::{CpuData, TraceDat};
+    let mut a = Page::new(100);
+    a.event(1, &timer(7, 236), false); // 101
+    a.event(1, &migrate("kworker/1:0", 42, 120, 1, 3), false); // 102
+    let mut b = Page::new(200);
+    b.missed = Some(Some(7));
+    b.event(1, &timer(7, 236), false); // 201
+    let mut c = Page::new(300);
+    c.missed = Some(None);
+    c.event(5, &migrate("<x>", 9, 19, 3, 0), false); // 305
+    let mut d = Page::new(400);
+    d.missed = Some(Some(3));
+    let mut pages = a.bytes();
+    for p in [&b, &c, &d] {
+        pages.extend(p.bytes());
+    }
+    let b = |s: &'static str| std::borrow::Cow::Borrowed(s.as_bytes());
+    let dat = TraceDat {
+        big_endian: cfg!(target_endian = "big"),
+        long_size: 8,
+        page_size: 4096,
+        clock: "mono".into(),
+        header_page: b(HEADER_PAGE),
+        header_event: b(HEADER_EVENT),
+        ftrace_formats: vec![b(FORMATS[0])],
+        event_formats: vec![
+            ("irq_vectors".into(), vec![b(FORMATS[5]), b(FORMATS[6])]),
+            ("sched".into(), vec![b(FORMATS[7])]),
+        ],
+        kallsyms: None,
+        printk: None,
+        cmdlines: b(""),
+        cpus: vec![CpuData {
+            cpu: 3,
+            pages: pages.into(),
+        }],
+        cpu_stats: vec![],
+    };
+    let (m, g) = migrations_and_gaps(&dat).unwrap();
+    let mig = |ts, comm: &str, pid, prio, orig_cpu, dest_cpu| Migration {
+        cpu: 3,
+        ts,
+        comm: comm.into(),
+        pid,
+        prio,
+        orig_cpu,
+        dest_cpu,
+    };
+    assert_eq!(
+        m,
+        [
+            mig(102, "kworker/1:0", 42, 120, 1, 3),
+            mig(305, "<x>", 9, 19, 3, 0)
+        ]
+    );
+    let gap = |after_ns, before_ns, events| LostGap {
+        cpu: 3,
+        after_ns,
+        before_ns,
+        events,
+    };
+    assert_eq!(
+        g,
+        [
+            gap(Some(102), Some(201), Some(7)),
+            gap(Some(201), Some(305), None),
+            gap(Some(305), None, Some(3)),
+        ]
+    );
+}

@@ -1,0 +1,510 @@
+//! A traced spike as lanes per CPU (issue 17, part 4): one inline SVG per spike, a row per lane
+//! (IRQ, softirq, NMI, tasks, the measuring thread, stalls) holding the stretches the analyzer
+//! charged to the causes (run.json `spikes[].lanes`), from the intended wake-up E to the clock
+//! read, on a time axis in µs relative to E. Each segment is coloured by the cause kind it was
+//! charged to (the legend), labelled with the cause's name and duration where it fits, and
+//! carries both as a tooltip; the timeline's moments (E, timer IRQ, wake-up, switch-in, clock
+//! read) are vertical marks. Names come from the trace: escaped ([`esc`]).
+
+use std::fmt::Write;
+
+use latlab_core::record::{CauseKind, Lane, LaneSegment, Moment, SpikeRecord};
+use latlab_core::units::Human;
+
+use crate::svg::esc;
+
+/// Spikes drawn in a report (the rest are counted).
+pub const MAX_SPIKES_DRAWN: usize = 100;
+/// Segments drawn per spike (a record from elsewhere may hold more than the analyzer keeps).
+pub const MAX_SEGMENTS_DRAWN: usize = 1024;
+
+const W: f64 = 760.0;
+const LW: f64 = 96.0; // lane names
+const RM: f64 = 16.0;
+const T: f64 = 46.0; // moment labels, on three rows
+const ROW: f64 = 24.0;
+
+/// The colour of a cause kind (Okabe–Ito, as the plots).
+pub fn cause_color(k: CauseKind) -> &'static str {
+    match k {
+        CauseKind::Irq => "#D55E00",
+        CauseKind::Softirq => "#E69F00",
+        CauseKind::Task => "#009E73",
+        CauseKind::Nmi => "#CC79A7",
+        CauseKind::PreemptOff => "#0072B2",
+        CauseKind::IrqOff => "#56B4E9",
+        CauseKind::Hypervisor => "#888888",
+        CauseKind::Unknown => "#BBBBBB",
+    }
+}
+
+fn lane_title(l: Lane) -> &'static str {
+    match l {
+        Lane::Irq => "IRQ",
+        Lane::Softirq => "softirq",
+        Lane::Nmi => "NMI",
+        Lane::Task => "tasks",
+        Lane::Measuring => "measuring",
+        Lane::Stall => "stall",
+        Lane::Other => "other",
+    }
+}
+
+/// A step of 1, 2 or 5 × 10^k µs giving about `n` ticks over `span` µs.
+fn tick_step(span: f64, n: f64) -> f64 {
+    let raw = (span / n).max(1e-3);
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+fn us(ns: f64) -> String {
+    // + 0.0: no "-0".
+    let v = ns / 1000.0 + 0.0;
+    if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The section's HTML for all spikes: a heading, then per spike a line saying which it is and
+/// its SVG, or "no lane data in this record" (an older record, or a spike not traced), or
+/// why there are no segments.
+pub fn section(spikes: &[SpikeRecord]) -> String {
+    let mut o = String::new();
+    if spikes.is_empty() {
+        return o;
+    }
+    o.push_str("<h2>Spike timelines</h2>\n<p class=\"meta\">What ran on the spike's CPU from the intended wake-up E to the thread's clock read, lane by lane, each stretch coloured by the cause it was charged to (the causes above add up these stretches); µs from E.</p>\n");
+    for (i, s) in spikes.iter().take(MAX_SPIKES_DRAWN).enumerate() {
+        let _ = writeln!(
+            o,
+            "<h3 class=\"meta\">Spike {} on CPU {} at {}.{:06} s: {}</h3>",
+            i + 1,
+            s.cpu,
+            s.at_ns / 1_000_000_000,
+            s.at_ns % 1_000_000_000 / 1_000,
+            Human(s.latency_ns)
+        );
+        match &s.lanes {
+            Some(l) if !l.segments.is_empty() => {
+                o.push_str(&svg(s));
+                o.push('\n');
+                if l.dropped > 0 {
+                    let _ = writeln!(
+                        o,
+                        "<p class=\"meta\">{} shorter segment{} not kept in the record.</p>",
+                        l.dropped,
+                        if l.dropped == 1 { "" } else { "s" }
+                    );
+                }
+            }
+            Some(_) => o.push_str("<p class=\"meta nolanes\">no lane segments: the trace covers none of this spike (nothing before its end was traced, or it could not be analyzed)</p>\n"),
+            None => o.push_str("<p class=\"meta nolanes\">no lane data in this record</p>\n"),
+        }
+    }
+    if spikes.len() > MAX_SPIKES_DRAWN {
+        let _ = writeln!(
+            o,
+            "<p class=\"meta\">{} more spikes not drawn.</p>",
+            spikes.len() - MAX_SPIKES_DRAWN
+        );
+    }
+    o
+}
+
+/// One spike's lanes as an SVG (`class="plot lanes"`).
+pub fn svg(s: &SpikeRecord) -> String {
+    let empty = Vec::new();
+    let all: &Vec<LaneSegment> = s.lanes.as_ref().map_or(&empty, |l| &l.segments);
+    let segs = &all[..all.len().min(MAX_SEGMENTS_DRAWN)];
+    let latency = s.latency_ns as f64;
+    // Rows: IRQ, softirq, tasks, measuring always; NMI, stall, other when present.
+    let rows: Vec<Lane> = [
+        Lane::Irq,
+        Lane::Softirq,
+        Lane::Nmi,
+        Lane::Task,
+        Lane::Measuring,
+        Lane::Stall,
+        Lane::Other,
+    ]
+    .into_iter()
+    .filter(|l| {
+        matches!(l, Lane::Irq | Lane::Softirq | Lane::Task | Lane::Measuring)
+            || segs.iter().any(|g| g.lane == *l)
+    })
+    .collect();
+    let moments: Vec<(f64, &str)> = s
+        .timeline_events
+        .iter()
+        .map(|e| {
+            let name = match e.what {
+                Moment::TimerDue => "E",
+                Moment::TimerIrq => "timer IRQ",
+                Moment::Woken => "woken",
+                Moment::SwitchedIn => "switch-in",
+                Moment::ClockRead => "clock read",
+                Moment::Other => "?",
+            };
+            (e.offset_ns as f64, name)
+        })
+        .collect();
+    let mut moments = if moments.is_empty() {
+        vec![(0.0, "E"), (latency, "end")]
+    } else {
+        moments
+    };
+    if !moments.iter().any(|m| m.1 == "E") {
+        moments.insert(0, (0.0, "E"));
+    }
+    // The span: E (a little before) to the end of the sample and of what is drawn.
+    let lo = segs
+        .iter()
+        .map(|g| g.start_ns as f64)
+        .chain(moments.iter().map(|m| m.0))
+        .fold(0.0f64, f64::min);
+    let hi = segs
+        .iter()
+        .map(|g| g.end_ns as f64)
+        .chain(moments.iter().map(|m| m.0))
+        .fold(latency, f64::max);
+    let span = (hi - lo).max(1.0);
+    let (lo, hi) = (lo - span * 0.02, hi + span * 0.02);
+    let pw = W - LW - RM;
+    let x = |t: f64| LW + (t - lo) / (hi - lo) * pw;
+    let lanes_h = rows.len() as f64 * ROW;
+    let axis_y = T + lanes_h;
+    let h = axis_y + 62.0;
+    let title = format!(
+        "Spike on CPU {} at {} ns: {} — lanes",
+        s.cpu,
+        s.at_ns,
+        Human(s.latency_ns)
+    );
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot lanes" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}"><title>{t}</title>"##,
+        t = esc(&title)
+    );
+    // Lane rows.
+    for (i, l) in rows.iter().enumerate() {
+        let y = T + i as f64 * ROW;
+        let _ = write!(
+            o,
+            r##"<rect x="{LW}" y="{y}" width="{pw}" height="{ROW}" fill="{}"/><text x="{}" y="{}" text-anchor="end" font-size="12">{}</text>"##,
+            if i % 2 == 0 { "#f7f7f7" } else { "#ffffff" },
+            LW - 6.0,
+            y + ROW * 0.65,
+            lane_title(*l)
+        );
+    }
+    // Ticks.
+    let step = tick_step((hi - lo) / 1000.0, 7.0) * 1000.0;
+    let first = (lo / step).ceil();
+    for k in 0..64 {
+        let t = (first + k as f64) * step;
+        if t > hi {
+            break;
+        }
+        let xt = x(t);
+        let _ = write!(
+            o,
+            r##"<line x1="{xt:.1}" y1="{T}" x2="{xt:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xt:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+            axis_y + 4.0,
+            axis_y + 16.0,
+            us(t)
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">µs from the intended wake-up E</text>"##,
+        LW + pw / 2.0,
+        axis_y + 32.0
+    );
+    // Segments.
+    for g in segs {
+        let Some(row) = rows.iter().position(|l| *l == g.lane) else {
+            continue;
+        };
+        let (a, b) = (g.start_ns as f64, (g.end_ns as f64).max(g.start_ns as f64));
+        let (xa, xb) = (x(a), x(b));
+        let wpx = (xb - xa).max(2.0);
+        let y = T + row as f64 * ROW + 3.0;
+        let dur = Human((g.end_ns.saturating_sub(g.start_ns)).max(0) as u64).to_string();
+        let label = format!("{} {dur}", g.name);
+        let tip = format!(
+            "{}: {} {}{} — {dur}, {} to {} µs from E",
+            lane_title(g.lane),
+            g.cause.as_str(),
+            g.name,
+            if g.pid > 0 {
+                format!(" (pid {})", g.pid)
+            } else {
+                String::new()
+            },
+            us(a),
+            us(b)
+        );
+        let _ = write!(
+            o,
+            r##"<rect class="seg" x="{xa:.1}" y="{y:.1}" width="{wpx:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"##,
+            ROW - 6.0,
+            cause_color(g.cause),
+            esc(&tip)
+        );
+        // The label where it fits (about 6.2 px a character at 11 px).
+        let shown = esc(&label);
+        if (shown.chars().count() as f64) * 6.2 + 6.0 <= wpx {
+            let _ = write!(
+                o,
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#fff">{shown}</text>"##,
+                xa + 3.0,
+                y + ROW * 0.5 + 1.0
+            );
+        }
+    }
+    // The measuring thread runnable but not running: from its wake-up to its switch-in, an
+    // outline in its lane (the stretches above say who had the CPU meanwhile).
+    let at = |m: Moment| {
+        s.timeline_events
+            .iter()
+            .find(|e| e.what == m)
+            .map(|e| e.offset_ns)
+    };
+    if let (Some(w), Some(sw), Some(row)) = (
+        at(Moment::Woken),
+        at(Moment::SwitchedIn),
+        rows.iter().position(|l| *l == Lane::Measuring),
+    ) {
+        if w < sw {
+            let (xa, xb) = (x(w as f64), x(sw as f64));
+            let y = T + row as f64 * ROW + 5.0;
+            let dur = Human(sw.abs_diff(w)).to_string();
+            let _ = write!(
+                o,
+                r##"<rect class="wait" x="{xa:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#009E73" stroke-dasharray="3 2"><title>measuring thread runnable, waiting for the CPU: {dur}</title></rect>"##,
+                (xb - xa).max(2.0),
+                ROW - 10.0
+            );
+            let label = format!("runnable, waiting {dur}");
+            if label.chars().count() as f64 * 6.2 + 6.0 <= xb - xa {
+                let _ = write!(
+                    o,
+                    r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#006b4f">{label}</text>"##,
+                    xa + 3.0,
+                    y + ROW * 0.5 - 1.0
+                );
+            }
+        }
+    }
+    // Moments: vertical marks, each label on the first of three rows where it does not run
+    // into the label before it (else the row that ends first).
+    let mut ms = moments.clone();
+    ms.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut row_end = [f64::MIN; 3];
+    for (t, name) in ms.iter() {
+        let xt = x(*t);
+        let half = name.len() as f64 * 3.2;
+        let row = (0..3)
+            .find(|&r| row_end[r] + 4.0 <= xt - half)
+            .unwrap_or_else(|| {
+                (0..3)
+                    .min_by(|&a, &b| row_end[a].total_cmp(&row_end[b]))
+                    .unwrap()
+            });
+        row_end[row] = xt + half;
+        let c = if *name == "E" || *name == "clock read" {
+            "#c00"
+        } else {
+            "#444"
+        };
+        let _ = write!(
+            o,
+            r##"<line class="moment" x1="{xt:.1}" y1="{:.1}" x2="{xt:.1}" y2="{axis_y}" stroke="{c}" stroke-width="1.2" stroke-dasharray="4 2"><title>{} at {} µs</title></line><text x="{xt:.1}" y="{}" text-anchor="middle" font-size="11" fill="{c}">{}</text>"##,
+            T - 4.0,
+            name,
+            us(*t),
+            12.0 + 12.0 * row as f64,
+            name
+        );
+    }
+    // Legend: the cause kinds drawn.
+    let mut kinds: Vec<CauseKind> = segs.iter().map(|g| g.cause).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut lx = LW;
+    let ly = axis_y + 44.0;
+    for k in kinds {
+        let _ = write!(
+            o,
+            r##"<rect x="{lx:.1}" y="{ly:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="12">{}</text>"##,
+            cause_color(k),
+            lx + 16.0,
+            ly + 10.5,
+            k.as_str()
+        );
+        lx += 24.0 + k.as_str().len() as f64 * 7.0;
+    }
+    o.push_str("</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::record::{SpikeLanes, TimelineEvent};
+
+    fn seg(lane: Lane, cause: CauseKind, name: &str, a: i64, b: i64) -> LaneSegment {
+        LaneSegment {
+            cpu: 1,
+            lane,
+            cause,
+            name: name.into(),
+            pid: 9,
+            start_ns: a,
+            end_ns: b,
+        }
+    }
+
+    fn spike(lanes: Option<SpikeLanes>) -> SpikeRecord {
+        let at = |offset_ns, what| TimelineEvent {
+            offset_ns,
+            what,
+            task: None,
+            cascade: false,
+        };
+        SpikeRecord {
+            cpu: 1,
+            at_ns: 5_000_000_000,
+            latency_ns: 840_000,
+            causes: vec![],
+            trace_file: None,
+            timeline: vec![],
+            timeline_events: vec![
+                at(0, Moment::TimerDue),
+                at(0, Moment::TimerIrq),
+                at(800_000, Moment::SwitchedIn),
+                at(840_000, Moment::ClockRead),
+            ],
+            lanes,
+        }
+    }
+
+    /// Names are escaped (markup and newlines), the big segment is labelled with its name and
+    /// duration, E and the clock read are marked, the legend names the kinds drawn.
+    #[test]
+    fn lanes_svg_escapes_labels_and_marks_e_and_the_clock_read() {
+        let s = spike(Some(SpikeLanes {
+            segments: vec![
+                seg(Lane::Irq, CauseKind::Irq, "local_timer", 0, 2_000),
+                seg(
+                    Lane::Task,
+                    CauseKind::PreemptOff,
+                    "<script>\nx",
+                    2_000,
+                    800_000,
+                ),
+                seg(
+                    Lane::Measuring,
+                    CauseKind::Task,
+                    "switch-to-user (tau)",
+                    800_000,
+                    840_000,
+                ),
+            ],
+            dropped: 0,
+        }));
+        let v = svg(&s);
+        assert!(!v.contains("<script>"), "{v}");
+        assert!(v.contains("&lt;script&gt;\\u{a}x 798 µs"), "{v}");
+        assert_eq!(v.matches("<rect class=\"seg\"").count(), 3);
+        assert!(!v.contains(">-0<"), "{v}");
+        assert!(v.contains(">clock read</text>") && v.contains(">E</text>"));
+        assert!(v.contains(">preempt_off</text>") && v.contains(">irq</text>"));
+        // τ waited from its wake-up to its switch-in: an outline in its lane.
+        assert_eq!(
+            v.matches("<rect class=\"wait\"").count(),
+            0,
+            "no wake-up moment"
+        );
+        let mut w = s.clone();
+        w.timeline_events.insert(
+            2,
+            TimelineEvent {
+                offset_ns: 3_000,
+                what: Moment::Woken,
+                task: None,
+                cascade: false,
+            },
+        );
+        let vw = svg(&w);
+        assert!(vw.contains("runnable, waiting 797 µs</text>"), "{vw}");
+        assert!(vw.contains("waiting for the CPU: 797 µs</title>"));
+        for lane in [
+            ">IRQ</text>",
+            ">softirq</text>",
+            ">tasks</text>",
+            ">measuring</text>",
+        ] {
+            assert!(v.contains(lane), "{lane}");
+        }
+        // The tasks segment spans from 2 µs to 800 µs of an axis 0..840 µs (2 % padding).
+        let x = |t: f64| LW + (t + 16_800.0) / (840_000.0 + 2.0 * 16_800.0) * (W - LW - RM);
+        assert!(
+            v.contains(&format!(
+                "x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\"",
+                x(2_000.0),
+                T + 2.0 * ROW + 3.0,
+                x(800_000.0) - x(2_000.0)
+            )),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_spike_without_lanes_says_so() {
+        let h = section(&[spike(None), spike(Some(SpikeLanes::default()))]);
+        assert_eq!(h.matches("no lane data in this record").count(), 1);
+        assert_eq!(h.matches("the trace covers none of this spike").count(), 1);
+        assert!(!h.contains("<svg"));
+        assert_eq!(section(&[]), "");
+    }
+
+    /// A hostile record: extreme offsets, reversed segments, far too many of them, lanes this
+    /// latlab does not know. No panic, at most MAX_SEGMENTS_DRAWN drawn, ticks bounded.
+    #[test]
+    fn hostile_lanes_stay_bounded() {
+        let mut segs = vec![
+            seg(Lane::Task, CauseKind::Task, "a", i64::MIN, i64::MAX),
+            seg(Lane::Irq, CauseKind::Irq, "b", i64::MAX, i64::MIN),
+            seg(Lane::Other, CauseKind::Unknown, "c", 5, 6),
+        ];
+        segs.extend((0..5000).map(|i| seg(Lane::Softirq, CauseKind::Softirq, "s", i, i + 1)));
+        let mut s = spike(Some(SpikeLanes {
+            segments: segs,
+            dropped: u64::MAX,
+        }));
+        s.latency_ns = u64::MAX;
+        let v = svg(&s);
+        assert_eq!(v.matches("<rect class=\"seg\"").count(), MAX_SEGMENTS_DRAWN);
+        assert!(v.matches("stroke=\"#ddd\"").count() <= 64);
+        assert!(v.contains(">other</text>"));
+        assert!(!v.contains("NaN") && !v.contains("inf"), "{}", &v[..2000]);
+        let h = section(&vec![s; MAX_SPIKES_DRAWN + 3]);
+        assert_eq!(h.matches("<svg").count(), MAX_SPIKES_DRAWN);
+        assert!(h.contains("3 more spikes not drawn."));
+    }
+
+    #[test]
+    fn ticks() {
+        assert_eq!(tick_step(840.0, 7.0), 200.0);
+        assert_eq!(tick_step(13_000.0, 7.0), 2000.0);
+        assert_eq!(tick_step(0.9, 7.0), 0.2);
+    }
+}
