@@ -69,18 +69,7 @@ pub fn sleep_until(t: u64) {
 
 /// Pin the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET indexes within it (checked below).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    set_affinity(&[cpu])
 }
 
 /// The CPUs the process could run on before latlab confined its own threads

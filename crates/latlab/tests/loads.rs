@@ -313,6 +313,35 @@ fn a_load_that_exits_is_restarted_and_counted() {
     assert_clean(&e, &recs);
 }
 
+/// A `latlab` child, killed and reaped when dropped (a failing test leaves no latlab behind).
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `latlab run` for 30 s on `cpus` with `load`, the recorder on (5 ms, small buffers), no
+/// warm-up, no database; results in `results`.
+fn traced_run_with_a_load(e: &Env, load: &str, cpus: &str, results: &Path) -> Reap {
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .env("LATLAB_RUNTIME_DIR", e.rt.path())
+        .args(["run", "--load", load, "--warmup", "0s"])
+        .args(["--trace-threshold", "5ms", "--trace-buffer", "512KiB"])
+        .args(["--duration", "30s", "--quiet", "--no-db", "--cpus", cpus])
+        .arg("--results")
+        .arg(results)
+        .arg("--load-dir")
+        .arg(e.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    Reap(child)
+}
+
 /// A watchdog (latlab's executable, spawned): from the moment the ledger names it, it must
 /// not hold latlab's descriptors (the recorder's tracefs files keep an instance from being
 /// removed; /dev/cpu_dma_latency keeps the latency request alive). It used to hold them until
@@ -326,27 +355,7 @@ fn watchdogs_hold_none_of_latlabs_descriptors() {
     };
     let e = env();
     let results = tempfile::tempdir().unwrap();
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
-        .env("LATLAB_RUNTIME_DIR", e.rt.path())
-        .args(["run", "--load", "cmd:sleep 0.2", "--warmup", "0s"])
-        .args(["--trace-threshold", "5ms", "--trace-buffer", "512KiB"])
-        .args(["--duration", "30s", "--cpus", "0", "--quiet", "--results"])
-        .arg(results.path())
-        .arg("--load-dir")
-        .arg(e.dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Killed and reaped if the test fails, so no latlab outlives it.
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Reap(child);
+    let mut child = traced_run_with_a_load(&e, "cmd:sleep 0.2", "0", results.path());
     let pid = child.0.id();
     let instance = Path::new(latlab_sys::tracefs::DEFAULT_ROOT)
         .join("instances")
@@ -438,28 +447,8 @@ fn own_threads_stay_off_the_measured_cpu_and_loads_do_not() {
     let (measured, rest) = (*all.last().unwrap(), &all[..all.len() - 1]);
     let e = env();
     let results = tempfile::tempdir().unwrap();
-    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("latlab"))
-        .env("LATLAB_RUNTIME_DIR", e.rt.path())
-        .args(["run", "--load", "cmd:sleep 1000", "--warmup", "0s"])
-        .args(["--trace-threshold", "5ms", "--trace-buffer", "512KiB"])
-        .args(["--duration", "30s", "--quiet", "--no-db", "--cpus"])
-        .arg(measured.to_string())
-        .arg("--results")
-        .arg(results.path())
-        .arg("--load-dir")
-        .arg(e.dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Reap(child);
+    let mut child =
+        traced_run_with_a_load(&e, "cmd:sleep 1000", &measured.to_string(), results.path());
     let pid = child.0.id();
     let allowed = |task: &str| -> Option<Vec<u32>> {
         let s = std::fs::read_to_string(format!("{task}/status")).ok()?;

@@ -57,6 +57,21 @@ fn wait_recording(pid: u32, child: &mut std::process::Child) -> PathBuf {
     }
 }
 
+/// `latlab profile -q --cpus 0 ARGS --results RESULTS`, once it records; its `tracing_on`.
+fn start_profile(args: &[&str], results: &Path) -> (std::process::Child, PathBuf) {
+    let mut child = support::command()
+        .args(["profile", "--cpus", "0", "-q"])
+        .args(args)
+        .arg("--results")
+        .arg(results)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let on = wait_recording(child.id(), &mut child);
+    (child, on)
+}
+
 /// A SCHED_OTHER busy loop pinned to a CPU all along, and a FIFO task on the same CPU that
 /// wakes every PERIOD and spins BURST: in that stretch the CPU has ≥ 1 runnable task all the
 /// time and ≥ 2 for about BURST/PERIOD of it (other load on the machine only adds tasks); the
@@ -73,15 +88,7 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
     let cpu = ncpu - 1;
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r");
-    let mut child = support::command()
-        .args(["profile", "--duration", "8s", "--cpus", "0", "-q"])
-        .args(["--profile-top", "100000", "--results"])
-        .arg(&results)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let on = wait_recording(child.id(), &mut child);
+    let (child, on) = start_profile(&["--duration", "8s", "--profile-top", "100000"], &results);
 
     // The threads start on `cpu` (they inherit this thread's affinity): a thread that moves
     // itself to another CPU sleeps until the migration is done, and that wake-up (seen in CI)
@@ -462,15 +469,7 @@ fn dropped_events_are_a_gap_where_they_happened() {
     let cpu = ncpu - 1;
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r");
-    let mut child = support::command()
-        .args(["profile", "--duration", "5s", "--cpus", "0", "-q"])
-        .args(["--profile-buffer", "64KiB", "--results"])
-        .arg(&results)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_recording(child.id(), &mut child);
+    let (child, _) = start_profile(&["--duration", "5s", "--profile-buffer", "64KiB"], &results);
     let stop = Arc::new(AtomicBool::new(false));
     // Two threads on `cpu` wake each other through pipes: switches and wake-ups by the
     // hundred thousand a second.

@@ -1221,8 +1221,9 @@ pub(crate) mod tests {
         assert!(!s.from_marker);
     }
 
-    #[test]
-    fn softirq_with_nested_hardirq_is_net_of_children() {
+    /// x runs; τ's timer at E; a NET_RX softirq from E + 1 µs to E + 41 µs with the virtio1
+    /// IRQ nested in it from E + 11 µs to E + 15 µs (both on x's CPU, pid 200).
+    fn net_rx_with_a_nested_irq() -> (TaskRef<'static>, B) {
         let x = task("x", 200, 120);
         let mut b = B::new();
         b.sleep(x.clone()).timer_irq(E, E + 1_000, 200);
@@ -1253,8 +1254,14 @@ pub(crate) mod tests {
                 vec: 3,
                 name: "NET_RX".into(),
             },
-        )
-        .switch(E + 41_000, x, task("tau", TAU, 19));
+        );
+        (x, b)
+    }
+
+    #[test]
+    fn softirq_with_nested_hardirq_is_net_of_children() {
+        let (x, mut b) = net_rx_with_a_nested_irq();
+        b.switch(E + 41_000, x, task("tau", TAU, 19));
         let a = b.run(false, SampleMode::Wakeups);
         let s = &a.spikes[0];
         assert_eq!(find(s, CauseKind::Softirq, "NET_RX"), 36_000);
@@ -1713,38 +1720,8 @@ pub(crate) mod tests {
     /// exactly its entry → exit; an NMI's time is cut from the end of what it interrupted.
     #[test]
     fn lanes_of_nested_contexts_and_an_nmi() {
-        let x = task("x", 200, 120);
-        let mut b = B::new();
-        b.sleep(x.clone()).timer_irq(E, E + 1_000, 200);
+        let (x, mut b) = net_rx_with_a_nested_irq();
         b.push(
-            E + 1_000,
-            200,
-            "..s..",
-            EventKind::SoftirqEntry {
-                vec: 3,
-                name: "NET_RX".into(),
-            },
-        )
-        .push(
-            E + 11_000,
-            200,
-            "d.H..",
-            EventKind::IrqEntry {
-                irq: 36,
-                name: "virtio1".into(),
-            },
-        )
-        .push(E + 15_000, 200, "d.H..", EventKind::IrqExit { irq: 36 })
-        .push(
-            E + 41_000,
-            200,
-            "..s..",
-            EventKind::SoftirqExit {
-                vec: 3,
-                name: "NET_RX".into(),
-            },
-        )
-        .push(
             E + 70_000,
             200,
             "d.Z..",
