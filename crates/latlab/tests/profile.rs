@@ -196,19 +196,7 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
     // The series over the workload: ≥ 1 runnable all the time, ≥ 2 about BURST/PERIOD of it.
     let rel = p["series"].as_str().unwrap();
     let s = Series::from_bytes(&std::fs::read(dir.join(rel)).unwrap()).unwrap();
-    let px = &s.cpus.iter().find(|(c, _)| *c == cpu as u32).unwrap().1;
-    let (a, z) = (
-        ((t0 - s.start_ns) / s.pixel_ns) as usize,
-        ((t1 - s.start_ns) / s.pixel_ns) as usize,
-    );
-    let window = &px[a..z.min(px.len())];
-    assert!(window.len() as u64 >= (t1 - t0) / s.pixel_ns - 1);
-    let known: Vec<u8> = window
-        .iter()
-        .copied()
-        .filter(|&v| v != PIXEL_UNKNOWN)
-        .collect();
-    assert!(known.len() * 100 >= window.len() * 95, "too much unknown");
+    let known = support::known_pixels(&s, cpu as u32, t0, t1);
     let share = |k: u8| known.iter().filter(|&&v| v >= k).count() as f64 / known.len() as f64;
     assert!(
         share(1) > 0.99,

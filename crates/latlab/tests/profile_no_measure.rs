@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use latlab_core::profile::{Series, PIXEL_UNKNOWN};
+use latlab_core::profile::Series;
 use latlab_sys::rt;
 
 /// The profile's instance of the latlab process `pid`, once it records.
@@ -184,7 +184,6 @@ fn no_measure_profile_of_a_busy_loop() {
     // The busy loop's CPU over its stretch: ≥ 1 runnable all the time.
     let s = Series::from_bytes(&std::fs::read(dir.join(p["series"].as_str().unwrap())).unwrap())
         .unwrap();
-    let px = &s.cpus.iter().find(|(c, _)| *c == cpu as u32).unwrap().1;
     // A margin of 20 ms at each end (the loop's first and last pixels are partial); the loop
     // may start before the profile's own start (a new instance reads tracing_on 1 before
     // latlab has set it up).
@@ -193,18 +192,7 @@ fn no_measure_profile_of_a_busy_loop() {
         to > from + 1_000_000_000,
         "busy loop too short: {from}..{to}"
     );
-    let (a, z) = (
-        ((from - s.start_ns) / s.pixel_ns) as usize,
-        ((to - s.start_ns) / s.pixel_ns) as usize,
-    );
-    let window = &px[a..z.min(px.len())];
-    assert!(window.len() as u64 >= (to - from) / s.pixel_ns - 1);
-    let known: Vec<u8> = window
-        .iter()
-        .copied()
-        .filter(|&v| v != PIXEL_UNKNOWN)
-        .collect();
-    assert!(known.len() * 100 >= window.len() * 95, "too much unknown");
+    let known = support::known_pixels(&s, cpu as u32, from, to);
     let runnable = known.iter().filter(|&&v| v >= 1).count() as f64 / known.len() as f64;
     assert!(runnable > 0.99, "busy loop runnable {runnable} of the time");
 

@@ -79,6 +79,36 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 }
 
+type JsonObject = serde_json::Map<String, Value>;
+
+/// The top of an rt-tests `--json` file (cyclictest's, oslat's): the object, its
+/// `"thread"` object, and the command line (`"cmdline:"`, as rt-tests spells it, or
+/// `"cmdline"`).
+pub(super) fn top_level<'a>(
+    v: &'a Value,
+    ctx: &Ctx,
+    tool: &str,
+) -> Result<(&'a JsonObject, &'a JsonObject, Option<String>), ImportError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| ctx.err(1, format!("expected a JSON object ({tool} --json output)")))?;
+    let threads = obj
+        .get("thread")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            ctx.err(
+                0,
+                format!("expected a \"thread\" object: is this {tool} --json output?"),
+            )
+        })?;
+    let cmd = obj
+        .get("cmdline:")
+        .or_else(|| obj.get("cmdline"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Ok((obj, threads, cmd))
+}
+
 /// A thread's `"histogram"` object (cyclictest's and oslat's `--json`): bucket number →
 /// count, every key a bucket number and every value a non-negative integer, in file order.
 pub(super) fn histogram_rows(
@@ -121,23 +151,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             .map(|p| p + 1)
             .unwrap_or(0)
     };
-    let obj = v
-        .as_object()
-        .ok_or_else(|| ctx.err(1, "expected a JSON object (cyclictest --json output)"))?;
-    let threads = obj
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            ctx.err(
-                0,
-                "expected a \"thread\" object: is this cyclictest --json output?",
-            )
-        })?;
-    let cmd = obj
-        .get("cmdline:")
-        .or_else(|| obj.get("cmdline"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let (obj, threads, cmd) = top_level(&v, ctx, "cyclictest")?;
     let unit: u64 = match obj.get("resolution_in_ns").and_then(Value::as_u64) {
         Some(1) => 1,
         _ => 1_000,

@@ -304,23 +304,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
 pub(crate) fn parse_json(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let Strict(v) = serde_json::from_slice(bytes)
         .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| ctx.err(1, "expected a JSON object (oslat --json output)"))?;
-    let threads = obj
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            ctx.err(
-                0,
-                "expected a \"thread\" object: is this oslat --json output?",
-            )
-        })?;
-    let cmd = obj
-        .get("cmdline:")
-        .or_else(|| obj.get("cmdline"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let (_, threads, cmd) = super::cyclictest_json::top_level(&v, ctx, "oslat")?;
     let buckets = cmd
         .as_deref()
         .and_then(|c| cmdline_opt(c, "-b", "--bucket-size"))

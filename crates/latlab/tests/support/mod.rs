@@ -54,3 +54,28 @@ pub fn cannot_run(test: &str, why: &str) {
     }
     eprintln!("skipping {test}: {why}");
 }
+
+/// The known pixels (run-queue lengths) of `cpu` in a profile's series from `from` to `to`
+/// (CLOCK_MONOTONIC ns), checking that the series covers the stretch and that at least 95 %
+/// of it is known.
+pub fn known_pixels(s: &latlab_core::profile::Series, cpu: u32, from: u64, to: u64) -> Vec<u8> {
+    let px = &s
+        .cpus
+        .iter()
+        .find(|(c, _)| *c == cpu)
+        .expect("the CPU's pixels")
+        .1;
+    let (a, z) = (
+        ((from - s.start_ns) / s.pixel_ns) as usize,
+        ((to - s.start_ns) / s.pixel_ns) as usize,
+    );
+    let window = &px[a..z.min(px.len())];
+    assert!(window.len() as u64 >= (to - from) / s.pixel_ns - 1);
+    let known: Vec<u8> = window
+        .iter()
+        .copied()
+        .filter(|&v| v != latlab_core::profile::PIXEL_UNKNOWN)
+        .collect();
+    assert!(known.len() * 100 >= window.len() * 95, "too much unknown");
+    known
+}

@@ -41,6 +41,21 @@ struct Live {
     total_ns: u64,
 }
 
+/// The first drained sample over `--max-latency`, as `--on-threshold` fires for it.
+fn first_over(
+    events: &[SpikeEvent],
+    max_latency_ns: Option<u64>,
+) -> Option<crate::actions::Firing> {
+    let max = max_latency_ns?;
+    events
+        .iter()
+        .find(|e| e.latency_ns > max)
+        .map(|e| crate::actions::Firing {
+            cpu: e.cpu,
+            latency_ns: e.latency_ns,
+        })
+}
+
 /// `m:ss`, or `h:mm:ss` from an hour on (whole seconds).
 fn clock(s: u64) -> String {
     if s >= 3600 {
@@ -402,17 +417,11 @@ pub fn run_with(
             );
         }
         hooks.on_events(&events);
-        if let (Some(max), None) = (p.max_latency_ns, stopped_by) {
-            if let Some(e) = events.iter().find(|e| e.latency_ns > max) {
-                let f = crate::actions::Firing {
-                    cpu: e.cpu,
-                    latency_ns: e.latency_ns,
-                };
-                on_threshold.fire(f, &mut s.warnings);
-                if let Some(f) = on_threshold.stop {
-                    stopped_by = Some(f);
-                    engine.stop();
-                }
+        if let Some(f) = first_over(&events, p.max_latency_ns).filter(|_| stopped_by.is_none()) {
+            on_threshold.fire(f, &mut s.warnings);
+            if let Some(f) = on_threshold.stop {
+                stopped_by = Some(f);
+                engine.stop();
             }
         }
         if !trace_first {
@@ -529,14 +538,8 @@ pub fn run_with(
     );
     hooks.on_events(&events);
     // A crossing in the last tick fires too (a `stop` then has nothing left to end).
-    if let (Some(max), None) = (p.max_latency_ns, stopped_by) {
-        if let Some(e) = events.iter().find(|e| e.latency_ns > max) {
-            let f = crate::actions::Firing {
-                cpu: e.cpu,
-                latency_ns: e.latency_ns,
-            };
-            on_threshold.fire(f, &mut s.warnings);
-        }
+    if let Some(f) = first_over(&events, p.max_latency_ns).filter(|_| stopped_by.is_none()) {
+        on_threshold.fire(f, &mut s.warnings);
     }
     events.clear();
     // The firing in progress ends before the record is written (its warnings go in it).
