@@ -30,9 +30,12 @@ pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 pub const STOP_TRIGGER: &str = "traceoff if buf ~ \"*LATLAB_STOP*\"";
 
 /// Events the attribution reads: `(system/event, required)`. `irq_vectors` are added from
-/// what the kernel has (they differ between architectures). `sched_wakeup` is not among them:
-/// the analyzer reads the wake-up at `sched_waking` and ignores `sched_wakeup` (one event
-/// less per wake-up on the measured CPU's path).
+/// what the kernel has (they differ between architectures), but the timer's own
+/// (`local_timer_*`). `sched_wakeup` is not among them: the analyzer reads the wake-up at
+/// `sched_waking` and ignores `sched_wakeup`. Every event fired on a measured CPU between
+/// its timer interrupt and its thread's clock read adds to every latency (the first about
+/// 1 µs on this VM, docs/performance.md): [`TIMER_EVENTS`] and the timer vector only with
+/// `--trace-events full`.
 pub const EVENTS: &[(&str, bool)] = &[
     ("sched/sched_switch", true),
     ("sched/sched_waking", true),
@@ -41,9 +44,16 @@ pub const EVENTS: &[(&str, bool)] = &[
     ("irq/softirq_entry", false),
     ("irq/softirq_exit", false),
     ("timer/hrtimer_start", true),
+    ("nmi/nmi_handler", false),
+];
+
+/// The timer interrupt's own events (`--trace-events full`): its hrtimer callbacks (the
+/// analyzer's E when a thread's arming is not in the trace; the recorder's marker carries it)
+/// and, with [`EVENTS`]' vectors, `irq_vectors/local_timer_*` (the timer interrupt's time as
+/// an `irq` cause). Four events on every wake-up of a measuring thread.
+pub const TIMER_EVENTS: &[(&str, bool)] = &[
     ("timer/hrtimer_expire_entry", true),
     ("timer/hrtimer_expire_exit", true),
-    ("nmi/nmi_handler", false),
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +223,8 @@ impl RawLayout {
 pub struct InstanceSpec {
     pub events: &'static [(&'static str, bool)],
     pub vectors: bool,
+    /// [`TIMER_EVENTS`] and the timer's vector too.
+    pub timer_irq: bool,
     pub overwrite: bool,
     pub stop_trigger: bool,
 }
@@ -221,12 +233,19 @@ impl InstanceSpec {
     pub const RECORDER: InstanceSpec = InstanceSpec {
         events: EVENTS,
         vectors: true,
+        timer_irq: false,
         overwrite: true,
         stop_trigger: true,
+    };
+    /// The recorder with the timer interrupt's events (`--trace-events full`).
+    pub const RECORDER_FULL: InstanceSpec = InstanceSpec {
+        timer_irq: true,
+        ..InstanceSpec::RECORDER
     };
     pub const PROFILE: InstanceSpec = InstanceSpec {
         events: PROFILE_EVENTS,
         vectors: false,
+        timer_irq: false,
         overwrite: false,
         stop_trigger: false,
     };
@@ -371,9 +390,11 @@ impl Recorder {
                 if spec.overwrite { "1" } else { "0" },
             )?;
         }
+        let timer: &[(&str, bool)] = if spec.timer_irq { TIMER_EVENTS } else { &[] };
         let mut want: Vec<(String, bool)> = spec
             .events
             .iter()
+            .chain(timer)
             .map(|(e, r)| (e.to_string(), *r))
             .collect();
         let vectors = match spec.vectors {
@@ -385,6 +406,7 @@ impl Recorder {
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| n.ends_with("_entry") || n.ends_with("_exit"))
+                .filter(|n| spec.timer_irq || !n.starts_with("local_timer_"))
                 .map(|n| format!("irq_vectors/{n}"))
                 .collect();
             v.sort();
@@ -670,7 +692,7 @@ mod tests {
 
     /// A fake tracefs tree: the files the recorder writes, as plain files.
     fn fake(root: &Path) {
-        for e in EVENTS.iter().map(|(e, _)| e).chain(
+        for e in EVENTS.iter().chain(TIMER_EVENTS).map(|(e, _)| e).chain(
             [
                 "irq_vectors/local_timer_entry",
                 "irq_vectors/local_timer_exit",
@@ -684,7 +706,7 @@ mod tests {
 
     /// A fake instance as the kernel would populate it on mkdir (we pre-create it).
     fn fake_instance(dir: &Path, with_trigger: bool, with_mono: bool) {
-        for e in EVENTS.iter().map(|(e, _)| e).chain(
+        for e in EVENTS.iter().chain(TIMER_EVENTS).map(|(e, _)| e).chain(
             [
                 "irq_vectors/local_timer_entry",
                 "irq_vectors/local_timer_exit",
@@ -774,13 +796,24 @@ mod tests {
             fs::read_to_string(dir.join("events/sched/sched_switch/enable")).unwrap(),
             "1"
         );
-        assert_eq!(
-            fs::read_to_string(dir.join("events/irq_vectors/local_timer_entry/enable")).unwrap(),
-            "1"
-        );
-        assert!(r
-            .events
-            .contains(&"irq_vectors/local_timer_exit".to_string()));
+        // Not the timer interrupt's own events (on every wake-up's path), but with `full`.
+        let timer = [
+            "irq_vectors/local_timer_entry",
+            "timer/hrtimer_expire_entry",
+        ];
+        for e in timer {
+            let on = dir.join("events").join(e).join("enable");
+            assert_eq!(fs::read_to_string(&on).unwrap(), "0", "{e}");
+            assert!(!r.events.iter().any(|x| x == e), "{e}");
+        }
+        r.events.clear();
+        r.missing.clear();
+        r.configure(&cfg, &InstanceSpec::RECORDER_FULL).unwrap();
+        for e in timer {
+            let on = dir.join("events").join(e).join("enable");
+            assert_eq!(fs::read_to_string(&on).unwrap(), "1", "{e}");
+            assert!(r.events.iter().any(|x| x == e), "{e}");
+        }
         assert_eq!(r.missing, vec!["nmi/nmi_handler".to_string()]);
         assert!(r.trigger);
         assert_eq!(

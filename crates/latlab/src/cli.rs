@@ -158,7 +158,7 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 25] = [
+const NO_MEASURE_CONFLICTS: [&str; 26] = [
     "interval",
     "cpus",
     "priority",
@@ -175,6 +175,7 @@ const NO_MEASURE_CONFLICTS: [&str; 25] = [
     "trace_buffer",
     "trace_max_spikes",
     "trace_instances",
+    "trace_events",
     "trace_required",
     "mode",
     "ipc",
@@ -196,6 +197,14 @@ pub struct ExportArgs {
     /// Where to write (refused if it exists and is not a regular file)
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceEvents {
+    /// Scheduler, IRQ handler, softirq, NMI, other vectors, `hrtimer_start` (the default)
+    Lean,
+    /// `lean` and the timer interrupt's `local_timer_*` and `hrtimer_expire_*`
+    Full,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -312,10 +321,17 @@ pub struct RunExtArgs {
     /// Spikes traced at most (further ones are counted as not traced)
     #[arg(long, default_value_t = 100)]
     pub trace_max_spikes: u32,
-    /// Recorder instances (1-8): one armed while the others' spikes are copied; each holds
-    /// --trace-buffer per CPU
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=8))]
+    /// Recorder instances (1-8), each holding --trace-buffer per CPU. One (the default) runs
+    /// again as soon as a spike stopped it, its copy ending at the stop; more take turns,
+    /// standbys armed while the others' spikes are copied (their events fire on every
+    /// wake-up, armed or not)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub trace_instances: u32,
+    /// Events the recorder enables: `lean` leaves out the timer interrupt's own (every event
+    /// on a wake-up's path adds to every latency); `full` adds them, to time the timer
+    /// interrupt as a cause
+    #[arg(long, value_enum, default_value_t = TraceEvents::Lean)]
+    pub trace_events: TraceEvents,
     /// End with an error when tracing is impossible (default: measure on without it)
     #[arg(long)]
     pub trace_required: bool,
@@ -536,7 +552,7 @@ pub enum BenchCommand {
         threshold: Latency,
         /// --trace-instances of the traced runs (each instance's events fire on every
         /// wake-up, armed or not)
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=8))]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
         trace_instances: u32,
     },
     /// What `latlab profile` costs: `run` and `profile` alternated (latency ratios), events/s, memory

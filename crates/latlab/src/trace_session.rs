@@ -1,8 +1,11 @@
 //! Glue between `latlab run` and the tracefs flight recorder.
 //!
-//! Several recorder instances (`--trace-instances`, default 3) take turns, so the recorder is
-//! re-armed within one collector slice of a spike instead of after its trace was copied:
-//! `latlab-<pid>`, `latlab-<pid>-b`, `latlab-<pid>-c` …, all in the ledger, configured alike.
+//! The recorder is re-armed within a slice of a spike, before its trace is copied. With one
+//! instance (`--trace-instances 1`, the default, read as binary pages) it is re-armed *in
+//! place*: the stopped instance runs again at once, and its copy, made while it runs, ends at
+//! the stop ([`Pending::cut_ns`], pages trimmed by [`RawDecoder::trim_pages`]). With more,
+//! instances take turns: `latlab-<pid>`, `latlab-<pid>-b`, `latlab-<pid>-c` …, all in the
+//! ledger, configured alike; the rest of this paragraph describes that mode.
 //! One is *armed* (running; its `trace_marker` fd is in [`TraceSession::marker_fd`], an atomic
 //! the measurement threads load after taking [`TraceSession::armed`]). A thread that takes
 //! `armed` on a spike writes one `LATLAB_STOP …` marker, which stops that instance in the
@@ -34,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+use latlab_core::trace::raw::{Comms, PageLayout, RawDecoder, Symbols};
 use latlab_core::trace::{
     analyze_events, analyze_text, Analysis, AnalyzeOptions, ParseError, Sample, SampleMode,
 };
@@ -50,6 +53,8 @@ pub struct TraceOptions {
     pub max_spikes: u32,
     /// Instances to create (the first is required; later ones are best effort).
     pub instances: u32,
+    /// `--trace-events full`: the timer interrupt's own events too.
+    pub timer_irq: bool,
     pub required: bool,
 }
 
@@ -80,12 +85,18 @@ struct LastCapture {
     spike: u32,
     slot: usize,
     pages: Vec<(u32, Vec<u8>)>,
+    /// [`Copied::from_ns`] and [`Copied::until_ns`].
+    span: (u64, u64),
 }
 
 /// One stopped instance waiting for its spike.
 struct Pending {
     slot: usize,
     stopped: Instant,
+    /// One instance re-armed in place: CLOCK_MONOTONIC at a moment the instance was seen
+    /// stopped and not yet running again. Every event of this spike's session is older, every
+    /// event of the next one newer: its copy ends at the first page that starts after it.
+    cut_ns: Option<u64>,
     /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
     rearmed_ns: Option<u64>,
     /// Its buffers, copied by the re-arm thread (the instance is then a standby again).
@@ -95,6 +106,11 @@ struct Pending {
 /// A stopped instance's buffers as binary pages, per CPU, with the events the ring overwrote.
 struct Copied {
     pages: Vec<(u32, Vec<u8>)>,
+    /// Events older than this belong to the previous spike of an instance re-armed in place
+    /// (its last page before the cut is read again as this copy's first: 0 = none).
+    from_ns: u64,
+    /// Events from this one on are the next spike's (the cut: u64::MAX = none).
+    until_ns: u64,
     overruns: Vec<(u32, u64)>,
     read_ns: u64,
 }
@@ -117,6 +133,13 @@ struct Arming {
     /// Re-arms without a clear (the copy consumed every event) and with one (it did not).
     reused: u32,
     cleared: u32,
+    /// One instance re-armed in place: the instance stopped and not yet running again.
+    waiting: Option<usize>,
+    /// One instance re-armed in place: per instance and CPU (index in `cpus`), pages a copy
+    /// read past its cut (the next session's first events), the start of the next copy.
+    carry: Vec<Vec<Vec<u8>>>,
+    /// One instance re-armed in place: per instance, the cut of its last copy.
+    last_cut: Vec<u64>,
 }
 
 /// What re-arming needs, shared with the re-arm thread: the state, and per instance its
@@ -130,6 +153,11 @@ struct Arm {
     dirs: Vec<PathBuf>,
     cpus: Vec<u32>,
     raw_page: Option<usize>,
+    /// Re-arm in place (one instance, read as binary pages): the stopped instance runs again
+    /// as soon as the kernel has stopped it, and its copy, made while it runs, ends at the
+    /// stop. No standby instance: each one's probes run on every event, armed or not
+    /// (docs/performance.md).
+    in_place: Option<PageLayout>,
     armed: Arc<AtomicBool>,
     marker_fd: Arc<AtomicI32>,
     trigger: bool,
@@ -168,19 +196,41 @@ impl Arm {
             a.pending.push_back(Pending {
                 slot: x,
                 stopped: Instant::now(),
+                cut_ns: None,
                 rearmed_ns: None,
                 copy: None,
             });
+            if self.in_place.is_some() {
+                a.waiting = Some(x);
+            }
         }
         if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
             return;
         }
-        let Some(next) = a.standby.pop() else {
-            return;
+        let next = match (a.standby.pop(), a.waiting) {
+            (Some(n), _) => n,
+            (None, Some(x)) => {
+                // In place: once the kernel has stopped it (the marker is written just after
+                // `armed` is taken), so that the cut lies between the two sessions.
+                if is_on(&self.dirs[x]) {
+                    return;
+                }
+                let cut = mono_ns();
+                for p in a.pending.iter_mut().filter(|p| p.slot == x) {
+                    p.cut_ns.get_or_insert(cut);
+                }
+                x
+            }
+            (None, None) => return,
         };
         if !set_on(self.fds[next].0, true) {
-            a.standby.push(next);
+            if a.waiting != Some(next) {
+                a.standby.push(next);
+            }
             return;
+        }
+        if a.waiting == Some(next) {
+            a.waiting = None;
         }
         self.marker_fd.store(self.fds[next].1, Ordering::Release);
         a.active = Some(next);
@@ -190,6 +240,14 @@ impl Arm {
             p.rearmed_ns = Some(now);
         }
     }
+}
+
+/// Where the copy of an instance re-armed in place ends ([`Pending::cut_ns`]), and the pages
+/// read past it per CPU (taken first, and refilled).
+struct Cut<'a> {
+    at_ns: u64,
+    layout: PageLayout,
+    carry: &'a mut Vec<Vec<u8>>,
 }
 
 /// Read every CPU's pages of a stopped instance (`trace_pipe_raw`, which consumes them): up to
@@ -203,6 +261,7 @@ fn drain(
     cpus: &[u32],
     page: usize,
     base: &mut [u64],
+    mut cut: Option<Cut<'_>>,
     mut tick: impl FnMut(),
 ) -> (Copied, bool) {
     let t0 = Instant::now();
@@ -210,7 +269,13 @@ fn drain(
     let mut overruns = Vec::with_capacity(cpus.len());
     let mut left = false;
     for (k, &cpu) in cpus.iter().enumerate() {
-        let mut p = Vec::new();
+        // Pages an earlier copy of this running instance read past its cut come first.
+        let mut p = cut
+            .as_mut()
+            .and_then(|c| c.carry.get_mut(k))
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let carried = p.len();
         let mut stats = None;
         for _ in 0..3 {
             p.extend(
@@ -219,13 +284,35 @@ fn drain(
                     .unwrap_or_default(),
             );
             stats = tracefs::cpu_stats_at(dir, cpu);
-            if stats.is_some_and(|(entries, _)| entries == 0) {
+            // A running instance is never empty for long: one pass, up to where it was.
+            if cut.is_some() || stats.is_some_and(|(entries, _)| entries == 0) {
                 break;
+            }
+        }
+        // The ring overwrote events since the carried pages were read: they are no longer the
+        // start of what it holds but an older stretch before a hole, left out.
+        if stats.is_some_and(|(_, o)| base.get(k).is_some_and(|b| o > *b)) {
+            p.drain(..carried);
+        }
+        if let Some(c) = cut.as_mut() {
+            // The first page that starts after the cut, and every later one, belong to the
+            // next session: kept for its copy. So does the last page before it: the kernel
+            // went on writing into it when the instance ran again (the next copy drops its
+            // events older than the cut).
+            let at = p
+                .chunks(page)
+                .position(|pg| c.layout.time_stamp(pg).is_none_or(|t| t >= c.at_ns))
+                .map_or(p.len(), |i| i * page);
+            let next = p[at.saturating_sub(page).min(at)..].to_vec();
+            p.truncate(at);
+            if let Some(slot) = c.carry.get_mut(k) {
+                *slot = next;
             }
         }
         pages.push((cpu, p));
         let (entries, overrun) = stats.unwrap_or((1, 0));
-        left |= entries > 0;
+        // A running instance's events left are the next session's, never cleared.
+        left |= entries > 0 && cut.is_none();
         if let Some(b) = base.get_mut(k) {
             overruns.push((cpu, overrun.saturating_sub(*b)));
             *b = overrun;
@@ -235,6 +322,8 @@ fn drain(
     (
         Copied {
             pages,
+            from_ns: 0,
+            until_ns: u64::MAX,
             overruns,
             read_ns,
         },
@@ -249,36 +338,74 @@ impl Arm {
     /// An instance still on (its trigger not fired yet) waits for a later slice, up to
     /// [`STOP_WAIT`], then is stopped here.
     fn copy_stopped(&self, a: &mut Arming) {
-        let Some(page) = self.raw_page else { return };
         for i in 0..a.pending.len() {
-            if a.pending[i].copy.is_some() {
-                continue;
+            if a.pending[i].copy.is_none() && !self.copy_one(a, i) && self.in_place.is_some() {
+                // In place, copies are made in order: a later one would take this one's pages.
+                break;
             }
-            let slot = a.pending[i].slot;
-            let dir = &self.dirs[slot];
-            let on = std::fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1");
-            if on {
+        }
+    }
+
+    /// Copy pending `i`'s buffers (binary reader only). False while its instance still runs
+    /// without a cut (the trigger has not stopped it yet), up to [`STOP_WAIT`]; then it is
+    /// stopped here.
+    fn copy_one(&self, a: &mut Arming, i: usize) -> bool {
+        let Some(page) = self.raw_page else {
+            return false;
+        };
+        let slot = a.pending[i].slot;
+        let dir = &self.dirs[slot];
+        if a.pending[i].cut_ns.is_none() {
+            if is_on(dir) {
                 if a.pending[i].stopped.elapsed() < STOP_WAIT {
-                    continue;
+                    return false;
                 }
                 let _ = set_on(self.fds[slot].0, false);
             }
-            let (copied, left) = drain(dir, &self.cpus, page, &mut a.overrun_base[slot], || {});
-            // The reads consumed the rings: an empty instance is armed again as it is. A clear
-            // (writing `trace`) waits for an RCU grace period, measured at 22–346 ms under
-            // hackbench on this VM, and re-arming waited for it. Only a ring with events left
-            // (or stats that could not be read) is cleared.
-            if left {
-                let _ = tracefs::clear_at(dir);
-                a.overrun_base[slot].iter_mut().for_each(|b| *b = 0);
-                a.cleared += 1;
-            } else {
-                a.reused += 1;
+            if self.in_place.is_some() {
+                // Stopped, not running again yet: every event of this session is older.
+                a.pending[i].cut_ns = Some(mono_ns());
             }
-            a.pending[i].copy = Some(copied);
+        }
+        let cut = match (self.in_place, a.pending[i].cut_ns) {
+            (Some(layout), Some(at_ns)) => Some(Cut {
+                at_ns,
+                layout,
+                carry: &mut a.carry[slot],
+            }),
+            _ => None,
+        };
+        let from_ns = a.last_cut[slot];
+        let until_ns = cut.as_ref().map_or(u64::MAX, |c| c.at_ns);
+        if let Some(c) = &cut {
+            a.last_cut[slot] = c.at_ns;
+        }
+        let (mut copied, left) =
+            drain(dir, &self.cpus, page, &mut a.overrun_base[slot], cut, || {});
+        (copied.from_ns, copied.until_ns) = (from_ns, until_ns);
+        // The reads consumed the rings: an empty instance is armed again as it is. A clear
+        // (writing `trace`) waits for an RCU grace period, measured at 22–346 ms under
+        // hackbench on this VM, and re-arming waited for it. Only a ring with events left
+        // (or stats that could not be read) is cleared.
+        if left {
+            let _ = tracefs::clear_at(dir);
+            a.overrun_base[slot].iter_mut().for_each(|b| *b = 0);
+            a.cleared += 1;
+        } else {
+            a.reused += 1;
+        }
+        a.pending[i].copy = Some(copied);
+        // In place, the instance is armed again by `step`, never a standby.
+        if self.in_place.is_none() {
             a.standby.push(slot);
         }
+        true
     }
+}
+
+/// True when the instance in `dir` records (its `tracing_on` reads 1).
+fn is_on(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("tracing_on")).is_ok_and(|s| s.trim() == "1")
 }
 
 /// `tracing_on` of an instance, through its pre-opened fd.
@@ -423,7 +550,12 @@ impl TraceSession {
             name: format!("latlab-{}", std::process::id()),
             buffer_kb: opts.buffer_kb,
         };
-        let rec = match Recorder::create(&tfs.root, &cfg, &mut l) {
+        let spec = if opts.timer_irq {
+            tracefs::InstanceSpec::RECORDER_FULL
+        } else {
+            tracefs::InstanceSpec::RECORDER
+        };
+        let rec = match Recorder::create_with(&tfs.root, &cfg, &spec, &mut l) {
             Ok(r) => r,
             Err(e) => {
                 if let Some(id) = tfs.mounted {
@@ -442,12 +574,13 @@ impl TraceSession {
         let mut standbys = Vec::new();
         for k in 1..opts.instances.max(1) {
             let suffix = (b'a' + k as u8) as char;
-            match Recorder::create(
+            match Recorder::create_with(
                 &tfs.root,
                 &RecorderConfig {
                     name: format!("latlab-{}-{suffix}", std::process::id()),
                     buffer_kb: opts.buffer_kb,
                 },
+                &spec,
                 &mut l,
             ) {
                 Ok(r) => standbys.push(r),
@@ -489,6 +622,9 @@ impl TraceSession {
                 overrun_base: vec![vec![0; cpus.len()]; recorders.len()],
                 reused: 0,
                 cleared: 0,
+                waiting: None,
+                carry: vec![vec![Vec::new(); cpus.len()]; recorders.len()],
+                last_cut: vec![0; recorders.len()],
             }),
             fds: recorders
                 .iter()
@@ -497,6 +633,11 @@ impl TraceSession {
             dirs: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
             cpus: cpus.to_vec(),
             raw_page: binary.as_ref().ok().map(|d| d.page_size()),
+            in_place: binary
+                .as_ref()
+                .ok()
+                .filter(|_| recorders.len() == 1)
+                .map(|d| d.page_layout()),
             armed: armed.clone(),
             marker_fd: marker_fd.clone(),
             trigger: recorders.iter().all(|r| r.trigger),
@@ -586,14 +727,23 @@ impl TraceSession {
         loop {
             let p = {
                 let mut a = self.arm.lock();
-                match a.pending.front() {
-                    Some(p) if p.stopped + ORPHAN_AFTER <= drained_at => a.pending.pop_front(),
-                    _ => None,
+                let (old, copied) = match a.pending.front() {
+                    Some(p) => (p.stopped + ORPHAN_AFTER <= drained_at, p.copy.is_some()),
+                    None => (false, false),
+                };
+                // In place, its pages are read up to its cut (the instance runs again): in
+                // order, or the next copy would take them.
+                if old && (copied || self.arm.in_place.is_none() || self.arm.copy_one(&mut a, 0)) {
+                    a.pending.pop_front()
+                } else {
+                    None
                 }
             };
             let Some(p) = p else { break };
             match p.copy {
                 Some(c) => self.count_overruns(&c.overruns),
+                // In place, every pending instance is copied before it is taken (below).
+                None if self.arm.in_place.is_some() => {}
                 None => self.recycle(p.slot),
             }
             self.orphaned += 1;
@@ -622,7 +772,7 @@ impl TraceSession {
         let dir = self.recorders[slot].dir().to_path_buf();
         let cpus = self.cpus.clone();
         let mut base = self.arm.lock().overrun_base[slot].clone();
-        let (copied, left) = drain(&dir, &cpus, page, &mut base, || self.poll());
+        let (copied, left) = drain(&dir, &cpus, page, &mut base, None, || self.poll());
         if left {
             let _ = self.recorders[slot].clear();
         }
@@ -698,6 +848,17 @@ impl TraceSession {
             if !marker_written || a.traced >= self.max_spikes {
                 None
             } else {
+                // In place, copied here unless the re-arm thread did (in order, under the
+                // lock: the next copy of the running instance would take its pages), once
+                // the kernel has stopped it ([`Arm::copy_one`] stops it after STOP_WAIT).
+                while self.arm.in_place.is_some()
+                    && a.pending.front().is_some_and(|p| p.copy.is_none())
+                    && !self.arm.copy_one(&mut a, 0)
+                {
+                    drop(a);
+                    std::thread::sleep(Duration::from_millis(1));
+                    a = self.arm.lock();
+                }
                 // None: its instance was already recycled as an orphan.
                 a.pending.pop_front().inspect(|_| a.traced += 1)
             }
@@ -747,8 +908,10 @@ impl TraceSession {
             Some(c) => Some(c),
             None => self.drain_polling(p.slot),
         };
+        let mut span = (0, u64::MAX);
         let copied = match copy {
             Some(c) => {
+                span = (c.from_ns, c.until_ns);
                 self.count_overruns(&c.overruns);
                 cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
                 cap.read_ns = c.read_ns;
@@ -760,6 +923,7 @@ impl TraceSession {
                     spike: n,
                     slot: p.slot,
                     pages: others,
+                    span,
                 });
                 Some(mine.into_iter().next().map(|x| x.1).unwrap_or_default())
             }
@@ -779,7 +943,7 @@ impl TraceSession {
                     cpu,
                     &pages,
                     &opts,
-                    (intended_ns, None),
+                    (intended_ns, None, span),
                     &mut cap,
                 );
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -901,7 +1065,7 @@ impl TraceSession {
         }
         let (_, pages) = last.pages.iter().find(|x| u64::from(x.0) == cpu)?;
         let dec = self.binary.as_ref().ok()?;
-        let (slot, of_spike, stop_ns) = (last.slot, last.spike, last.stop_ns);
+        let (slot, of_spike, stop_ns, span) = (last.slot, last.spike, last.stop_ns, last.span);
         let layout = self.recorders[slot].raw.as_ref().ok();
         let clock = self.recorders[slot].clock.clone();
         let opts = AnalyzeOptions {
@@ -929,7 +1093,7 @@ impl TraceSession {
             cpu as u32,
             pages,
             &opts,
-            (intended_ns, Some(s)),
+            (intended_ns, Some(s), span),
             &mut cap,
         );
         cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -1139,7 +1303,7 @@ fn binary_outcome(
     cpu: u32,
     pages: &[u8],
     opts: &AnalyzeOptions,
-    (intended_ns, end): (u64, Option<[u64; 4]>),
+    (intended_ns, end, (from_ns, until_ns)): (u64, Option<[u64; 4]>, (u64, u64)),
     cap: &mut SpikeCapture,
 ) -> Outcome {
     cap.read_as = "binary".into();
@@ -1147,6 +1311,14 @@ fn binary_outcome(
     let mut comms = Comms::default();
     let _ = dec.learn_comms(pages, &mut comms);
     let mut events = Vec::new();
+    // A copy of an instance re-armed in place: this spike's session only.
+    let trimmed;
+    let pages = if (from_ns, until_ns) == (0, u64::MAX) {
+        pages
+    } else {
+        trimmed = dec.trim_pages(pages, from_ns..until_ns);
+        &trimmed[..]
+    };
     let mut st = dec.decode_cpu(cpu, pages, &comms, &mut events);
     // Pids the pages' scheduler events do not name (a task running since before the buffer's
     // start): their `/proc/PID/comm`, a few small reads. Not the kernel's `saved_cmdlines`:
@@ -1437,6 +1609,7 @@ mod tests {
             buffer_kb: 64,
             max_spikes: 1,
             instances: 2,
+            timer_irq: false,
             required: false,
         };
         let s =
@@ -1473,6 +1646,7 @@ mod tests {
             buffer_kb: 256,
             max_spikes: 1,
             instances: 2,
+            timer_irq: false,
             required: true,
         };
         let mut s = start_stepped(&opts, &[0], l.clone(), &mut w)
@@ -1589,6 +1763,7 @@ mod tests {
             buffer_kb: 256,
             max_spikes: 10,
             instances,
+            timer_irq: false,
             required: true,
         };
         let start = if rearm {
@@ -1692,6 +1867,68 @@ mod tests {
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
         assert_eq!(l.lock().unwrap().entries().count(), 0);
+    }
+
+    /// Write `text` to the armed instance's marker on `cpu` (a plain marker: no stop).
+    fn note(s: &TraceSession, cpu: u32, text: &str) {
+        latlab_sys::rt::set_affinity(&[cpu]).unwrap();
+        let fd = s.marker_fd().load(Ordering::SeqCst);
+        // SAFETY: plain syscall with a valid buffer.
+        let n = unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
+        assert_eq!(n as usize, text.len());
+    }
+
+    /// One instance (the default) is re-armed in place: running again at the next poll,
+    /// before its copy, with no standby. Its copy ends at the stop: what the kernel wrote
+    /// after the re-arm (here into the same page as the first marker) and a second spike
+    /// stopped before the first copy belong to the second capture, and nothing of the first
+    /// is in it. Without the cut, capture 1 holds the note and the second marker.
+    #[test]
+    fn one_instance_rearms_in_place_and_its_copy_ends_at_the_stop() {
+        let Some(_g) = latlab_sys::privileged::guard(
+            "one_instance_rearms_in_place_and_its_copy_ends_at_the_stop",
+        ) else {
+            return;
+        };
+        let (t, _l, mut s) = session(1);
+        assert!(s.arm.in_place.is_some(), "binary pages on this kernel");
+        let fd = s.marker_fd().load(Ordering::SeqCst);
+        let (e1, r1) = mark(&s, 1);
+        assert!(!s.recorders[0].is_on(), "the marker stopped it");
+        s.poll();
+        assert!(s.armed().load(Ordering::SeqCst), "re-armed before the copy");
+        assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd);
+        assert!(s.recorders[0].is_on());
+        note(&s, 1, "AFTER_REARM_1\n");
+        let (e2, r2) = mark(&s, 1);
+        s.poll();
+        assert!(s.armed().load(Ordering::SeqCst), "re-armed again");
+        let run = t.path().join("rundir");
+        s.on_spike(1, e1, r1, r1 - e1, true, &run).expect("traced");
+        s.on_spike(1, e2, r2, r2 - e2, true, &run).expect("traced");
+        let read =
+            |n: u32| std::fs::read_to_string(run.join(format!("spikes/{n:03}/trace.txt"))).unwrap();
+        let (t1, t2) = (read(1), read(2));
+        assert!(t1.contains(&format!("intended={e1}")), "{t1}");
+        assert!(!t1.contains("AFTER_REARM_1"), "{t1}");
+        assert!(!t1.contains(&format!("intended={e2}")), "{t1}");
+        assert!(t2.contains("AFTER_REARM_1"), "{t2}");
+        assert!(t2.contains(&format!("intended={e2}")), "{t2}");
+        assert!(!t2.contains(&format!("intended={e1}")), "{t2}");
+        // trace-cmd's file holds the same span: its pages are trimmed, not just the text.
+        let dat = |n: u32| std::fs::read(run.join(format!("spikes/{n:03}/trace.dat"))).unwrap();
+        let has = |b: &[u8], w: &str| b.windows(w.len()).any(|x| x == w.as_bytes());
+        let (d1, d2) = (dat(1), dat(2));
+        assert!(has(&d1, &format!("intended={e1}")) && !has(&d1, "AFTER_REARM_1"));
+        assert!(!has(&d1, &format!("intended={e2}")));
+        assert!(has(&d2, "AFTER_REARM_1") && !has(&d2, &format!("intended={e1}")));
+        assert!(s.recorders[0].is_on(), "still armed after both copies");
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["traced"], 2);
+        assert_eq!(v["rearm_cleared"], 0, "{v}");
+        assert_eq!(v["instances"].as_array().map(Vec::len), Some(1), "{v}");
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
     }
 
     /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and

@@ -23,6 +23,13 @@ impl PageLayout {
     pub fn page_size(&self) -> usize {
         self.data_offset + self.data_size
     }
+
+    /// The page's `timestamp` (its first event's time at most: the base of the deltas), or
+    /// None when `page` is shorter than the header. Host byte order, as the decoder reads.
+    pub fn time_stamp(&self, page: &[u8]) -> Option<u64> {
+        let b = page.get(self.ts_offset..self.ts_offset + 8)?;
+        Some(u64::from_ne_bytes(b.try_into().ok()?))
+    }
 }
 
 /// The event header's encoding (`header_event`).

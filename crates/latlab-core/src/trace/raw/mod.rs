@@ -381,6 +381,11 @@ impl RawDecoder {
         self.page.page_size()
     }
 
+    /// Where the page header's fields are (for a reader that splits pages by time).
+    pub fn page_layout(&self) -> PageLayout {
+        self.page
+    }
+
     pub fn symbols(&self) -> &Symbols {
         &self.symbols
     }
@@ -439,6 +444,7 @@ impl RawDecoder {
             }
             let data = &page[self.page.data_offset..data_end];
             let mut pos = 0usize;
+            let (mut group, mut base) = (0usize, ts);
             while pos + 4 <= data.len() {
                 let w = rd_u32(data, pos);
                 let type_len = w & tl_mask;
@@ -505,13 +511,90 @@ impl RawDecoder {
                     Item::Event {
                         ts,
                         data: &data[start..start + len],
+                        group,
+                        base,
+                        end: next.min(data.len()),
                     },
                     stats,
                 );
                 pos = next;
+                (group, base) = (pos, ts);
             }
         }
         Ok(())
+    }
+
+    /// `pages` with only the events whose time is in `span`: pages wholly outside it are
+    /// left out, and a page holding events on both sides is rewritten to hold only those
+    /// inside (its time stamp set to the time before the first one kept, the records kept
+    /// moved to the start of its data). A recorder re-armed in place copies the end of the
+    /// previous session and the start of the next with a spike's: each spike's `trace.dat`
+    /// and text hold its own session only. Pages the decoder finds damaged are kept as they
+    /// are (it says so when they are decoded); so is everything when `pages` is not a whole
+    /// number of pages.
+    pub fn trim_pages(&self, pages: &[u8], span: std::ops::Range<u64>) -> Vec<u8> {
+        let ps = self.page.page_size();
+        if !pages.len().is_multiple_of(ps) {
+            return pages.to_vec();
+        }
+        const MISSED: u64 = 1 << 31;
+        const STORED: u64 = 1 << 30;
+        const FLAGS: u64 = MISSED | STORED;
+        let mut out = Vec::with_capacity(pages.len());
+        for page in pages.chunks_exact(ps) {
+            let mut kept: Option<(usize, u64, usize)> = None;
+            let (mut outside, mut past) = (false, false);
+            let mut st = CpuStats::default();
+            let walked = self.walk(page, &mut st, |item, _| {
+                if let Item::Event {
+                    ts,
+                    group,
+                    base,
+                    end,
+                    ..
+                } = item
+                {
+                    if span.contains(&ts) {
+                        let k = kept.get_or_insert((group, base, end));
+                        k.2 = end;
+                    } else {
+                        outside = true;
+                        past |= ts >= span.end;
+                    }
+                }
+            });
+            if walked.is_err() || st.bad_pages > 0 || !outside {
+                out.extend_from_slice(page);
+                continue;
+            }
+            if let Some((a, base, z)) = kept {
+                let mut p = page.to_vec();
+                let d = self.page.data_offset;
+                let commit = rd_u64(page, self.page.commit_offset);
+                let size = (commit & ((1 << 27) - 1)) as usize;
+                // The loss a page reports is before its first event: kept with that event.
+                let mut flags = if a == 0 { commit & MISSED } else { 0 };
+                if a == 0 && commit & STORED != 0 && d + z + 8 <= ps && d + size + 8 <= ps {
+                    let n = rd_u64(page, d + size);
+                    p[d + z..d + z + 8].copy_from_slice(&n.to_ne_bytes());
+                    flags |= STORED;
+                }
+                let rest = (commit & !((1 << 27) - 1)) & !FLAGS;
+                let new_commit = rest | flags | (z - a) as u64;
+                p[self.page.ts_offset..self.page.ts_offset + 8]
+                    .copy_from_slice(&base.to_ne_bytes());
+                p[self.page.commit_offset..self.page.commit_offset + 8]
+                    .copy_from_slice(&new_commit.to_ne_bytes());
+                p.copy_within(d + a..d + z, d);
+                let stored = if flags & STORED != 0 { 8 } else { 0 };
+                p[d + z - a + stored..].fill(0);
+                out.extend_from_slice(&p);
+            }
+            if past {
+                break;
+            }
+        }
+        out
     }
 
     fn known_of(&self, data: &[u8]) -> Option<&Known> {
@@ -570,7 +653,7 @@ impl RawDecoder {
                 before: out.len() - first,
                 events: n,
             }),
-            Item::Event { ts, data } => {
+            Item::Event { ts, data, .. } => {
                 let Some(k) = self.known_of(data) else {
                     stats.unknown_events += 1;
                     return;
@@ -601,7 +684,7 @@ impl RawDecoder {
         let mut n = 0usize;
         self.walk(pages, &mut stats, |item, stats| match item {
             Item::Lost(k) => f(RawItem::Lost(k)),
-            Item::Event { ts, data } => {
+            Item::Event { ts, data, .. } => {
                 let Some(k) = self.known_of(data) else {
                     stats.unknown_events += 1;
                     return;
@@ -793,6 +876,11 @@ enum Item<'p> {
     Event {
         ts: u64,
         data: &'p [u8],
+        /// Where its records start in the page's data (after the previous event: time
+        /// extends, padding and the event itself), the time before them, and where it ends.
+        group: usize,
+        base: u64,
+        end: usize,
     },
 }
 

@@ -43,7 +43,7 @@ impl RawDecoder {
                     }
                 }
             }
-            Item::Event { ts, data } => {
+            Item::Event { ts, data, .. } => {
                 let Some(k) = self.known_of(data) else {
                     stats.unknown_events += 1;
                     return;

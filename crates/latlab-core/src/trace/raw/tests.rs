@@ -651,3 +651,66 @@ fn migrations_and_lost_gaps_of_a_window() {
         ]
     );
 }
+
+/// Trimming to a time span keeps exactly the events inside it, on the kernel's own pages (any
+/// span between two of its events) and on hand-built ones (time extends, absolute stamps,
+/// a discarded event, a stored loss count that stays with the page's first event).
+#[test]
+fn trimmed_pages_hold_the_events_of_their_span_only() {
+    let d = decoder();
+    let ts_of = |pages: &[u8]| -> Vec<u64> { decode(pages).0.iter().map(|e| e.ts).collect() };
+    let all = ts_of(PAGES);
+    assert!(all.len() > 100, "{}", all.len());
+    let n = all.len();
+    for (i, j) in [
+        (0, n),
+        (1, n),
+        (n / 3, 2 * n / 3),
+        (n / 2, n / 2 + 1),
+        (n - 1, n),
+        (5, 5),
+    ] {
+        let from = all[i];
+        let until = all.get(j).copied().unwrap_or(u64::MAX);
+        let want: Vec<u64> = all
+            .iter()
+            .copied()
+            .filter(|t| (from..until).contains(t))
+            .collect();
+        let trimmed = d.trim_pages(PAGES, from..until);
+        assert_eq!(trimmed.len() % 4096, 0);
+        assert_eq!(ts_of(&trimmed), want, "span {i}..{j}");
+        assert_eq!(decode(&trimmed).1.bad_pages, 0);
+    }
+    // Untouched when every event is inside.
+    assert_eq!(d.trim_pages(PAGES, 0..u64::MAX), PAGES);
+
+    let mut p = Page::new(1_000_000_000);
+    p.event(5, &timer(7, 236), false);
+    p.word(30, 9);
+    p.u32(3);
+    p.event(1, &timer(7, 1), true);
+    p.word(29, 1);
+    p.u32(12);
+    p.data.extend_from_slice(&[0xee; 8]);
+    p.event(2, &timer(8, 2), false);
+    p.event(4, &print(8, "last"), false);
+    p.missed = Some(Some(42));
+    let page = p.bytes();
+    let all = ts_of(&page);
+    assert_eq!(all.len(), 4);
+    for (i, j) in [(0, 1), (0, 3), (1, 3), (2, 4), (3, 4), (1, 2)] {
+        let until = all.get(j).copied().unwrap_or(u64::MAX);
+        let t = d.trim_pages(&page, all[i]..until);
+        let (ev, st) = decode(&t);
+        let got: Vec<u64> = ev.iter().map(|e| e.ts).collect();
+        assert_eq!(got, all[i..j], "span {i}..{j}");
+        // The loss before the page's first event stays with it, with its count.
+        let lost = if i == 0 { 42 } else { 0 };
+        assert_eq!(st.lost_events, lost, "span {i}..{j}");
+        assert_eq!(st.bad_pages, 0);
+    }
+    // Nothing of the page inside: nothing left.
+    assert!(d.trim_pages(&page, 0..1).is_empty());
+    assert!(d.trim_pages(&page, all[3] + 1..u64::MAX).is_empty());
+}

@@ -158,6 +158,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         buffer_kb: buffer / 1024,
         max_spikes: a.ext.trace_max_spikes,
         instances: a.ext.trace_instances,
+        timer_irq: a.ext.trace_events == crate::cli::TraceEvents::Full,
         required: a.ext.trace_required,
     });
     let warmup_ns = a.ext.warmup.0;
