@@ -13,6 +13,7 @@ pub mod live;
 pub mod loads;
 pub mod measure;
 pub mod modes;
+pub mod pimutex;
 /// Support for the test suites (root checks, the machine-wide lock): only in test builds.
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod privileged;

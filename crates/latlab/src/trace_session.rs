@@ -43,6 +43,7 @@ use latlab_core::trace::{
 };
 use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::ledger::Ledger;
+use latlab_sys::pimutex::{PiGuard, PiMutex};
 use latlab_sys::tracefs::{self, RawLayout, Recorder, RecorderConfig, Tracefs};
 
 pub struct TraceOptions {
@@ -67,6 +68,9 @@ const RAW_POLL_EVERY: usize = 64 << 10;
 
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
+
+/// In place: how long the collector waits for a spike's copy before it gives the spike up.
+const COPY_WAIT: Duration = Duration::from_secs(2);
 
 /// A stopped instance whose spike has not been handed over by a drain of the spike rings that
 /// began this long after the stop is an orphan (its spike record was dropped: ring full). The
@@ -99,11 +103,14 @@ struct Pending {
     cut_ns: Option<u64>,
     /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
     rearmed_ns: Option<u64>,
+    /// Not re-armed because it took the last slot of `--trace-max-spikes`.
+    capped: bool,
     /// Its buffers, copied by the re-arm thread (the instance is then a standby again).
     copy: Option<Copied>,
 }
 
 /// A stopped instance's buffers as binary pages, per CPU, with the events the ring overwrote.
+#[derive(Default)]
 struct Copied {
     pages: Vec<(u32, Vec<u8>)>,
     /// Events older than this belong to the previous spike of an instance re-armed in place
@@ -140,13 +147,18 @@ struct Arming {
     carry: Vec<Vec<Vec<u8>>>,
     /// One instance re-armed in place: per instance, the cut of its last copy.
     last_cut: Vec<u64>,
+    /// One instance re-armed in place: a copy is being read (with the lock released).
+    copying: bool,
 }
 
 /// What re-arming needs, shared with the re-arm thread: the state, and per instance its
 /// `tracing_on` and `trace_marker` fds (valid until the thread is joined; the instances are
 /// removed after that).
 struct Arm {
-    st: Mutex<Arming>,
+    /// With priority inheritance: the collector (a normal task) holding it runs at the re-arm
+    /// thread's priority while the thread waits (a plain mutex: re-arms of 345 ms under
+    /// hackbench, the holder preempted).
+    st: PiMutex<Arming>,
     fds: Vec<(RawFd, RawFd)>,
     /// With the binary reader: the instances' directories, the CPUs and the page size, for
     /// the thread's copies.
@@ -176,8 +188,8 @@ const HOT_SLICE: Duration = Duration::from_micros(100);
 const HOT_FOR: Duration = Duration::from_millis(20);
 
 impl Arm {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Arming> {
-        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> PiGuard<'_, Arming> {
+        self.st.lock()
     }
 
     /// When a marker has disarmed the recorder: move the stopped instance to the pending queue
@@ -198,6 +210,7 @@ impl Arm {
                 stopped: Instant::now(),
                 cut_ns: None,
                 rearmed_ns: None,
+                capped: false,
                 copy: None,
             });
             if self.in_place.is_some() {
@@ -205,6 +218,10 @@ impl Arm {
             }
         }
         if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
+            // Every slot of --trace-max-spikes is taken: never re-armed, so no re-arm time.
+            for p in a.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
+                p.capped = true;
+            }
             return;
         }
         let next = match (a.standby.pop(), a.waiting) {
@@ -339,50 +356,109 @@ impl Arm {
     /// [`STOP_WAIT`], then is stopped here.
     fn copy_stopped(&self, a: &mut Arming) {
         for i in 0..a.pending.len() {
-            if a.pending[i].copy.is_none() && !self.copy_one(a, i) && self.in_place.is_some() {
-                // In place, copies are made in order: a later one would take this one's pages.
-                break;
+            if a.pending[i].copy.is_none() {
+                self.copy_one(a, i);
             }
         }
     }
 
-    /// Copy pending `i`'s buffers (binary reader only). False while its instance still runs
-    /// without a cut (the trigger has not stopped it yet), up to [`STOP_WAIT`]; then it is
-    /// stopped here.
+    /// In place: copy the oldest pending spike not copied yet, reading its pages with the lock
+    /// released, so that a spike during the copy (ms of reads) is re-armed at once, by the
+    /// reads' tick or by the collector's poll. One copy at a time (`copying`), in order: a
+    /// later one would take this one's pages. False when there was none to copy, another copy
+    /// is under way, or its instance still runs without a cut (the trigger has not stopped it
+    /// yet; after [`STOP_WAIT`] it is stopped here).
+    fn copy_in_place(&self) -> bool {
+        let (Some(page), Some(layout)) = (self.raw_page, self.in_place) else {
+            return false;
+        };
+        let (slot, at_ns, from_ns, mut carry, mut base) = {
+            let mut a = self.lock();
+            if a.copying {
+                return false;
+            }
+            let Some(p) = a.pending.iter_mut().find(|p| p.copy.is_none()) else {
+                return false;
+            };
+            let slot = p.slot;
+            let at_ns = match p.cut_ns {
+                Some(c) => c,
+                None => {
+                    if is_on(&self.dirs[slot]) {
+                        if p.stopped.elapsed() < STOP_WAIT {
+                            return false;
+                        }
+                        let _ = set_on(self.fds[slot].0, false);
+                    }
+                    // Stopped, not running again yet: every event of this session is older.
+                    *p.cut_ns.insert(mono_ns())
+                }
+            };
+            a.copying = true;
+            let carry = std::mem::take(&mut a.carry[slot]);
+            (
+                slot,
+                at_ns,
+                a.last_cut[slot],
+                carry,
+                a.overrun_base[slot].clone(),
+            )
+        };
+        let cut = Cut {
+            at_ns,
+            layout,
+            carry: &mut carry,
+        };
+        let (mut copied, _) = drain(
+            &self.dirs[slot],
+            &self.cpus,
+            page,
+            &mut base,
+            Some(cut),
+            || {
+                if !self.armed.load(Ordering::Acquire) {
+                    let mut a = self.lock();
+                    self.step(&mut a);
+                }
+            },
+        );
+        (copied.from_ns, copied.until_ns) = (from_ns, at_ns);
+        let mut a = self.lock();
+        a.carry[slot] = carry;
+        a.overrun_base[slot] = base;
+        a.last_cut[slot] = at_ns;
+        a.reused += 1;
+        a.copying = false;
+        // Still the oldest not copied: nobody else copies, and none is taken uncopied.
+        if let Some(p) = a.pending.iter_mut().find(|p| p.copy.is_none()) {
+            p.copy = Some(copied);
+        }
+        true
+    }
+
+    /// Copy pending `i`'s buffers (binary reader, instances taking turns). False while its
+    /// instance still runs (the trigger has not stopped it yet), up to [`STOP_WAIT`]; then it
+    /// is stopped here.
     fn copy_one(&self, a: &mut Arming, i: usize) -> bool {
         let Some(page) = self.raw_page else {
             return false;
         };
         let slot = a.pending[i].slot;
         let dir = &self.dirs[slot];
-        if a.pending[i].cut_ns.is_none() {
-            if is_on(dir) {
-                if a.pending[i].stopped.elapsed() < STOP_WAIT {
-                    return false;
-                }
-                let _ = set_on(self.fds[slot].0, false);
+        if is_on(dir) {
+            if a.pending[i].stopped.elapsed() < STOP_WAIT {
+                return false;
             }
-            if self.in_place.is_some() {
-                // Stopped, not running again yet: every event of this session is older.
-                a.pending[i].cut_ns = Some(mono_ns());
-            }
+            let _ = set_on(self.fds[slot].0, false);
         }
-        let cut = match (self.in_place, a.pending[i].cut_ns) {
-            (Some(layout), Some(at_ns)) => Some(Cut {
-                at_ns,
-                layout,
-                carry: &mut a.carry[slot],
-            }),
-            _ => None,
-        };
-        let from_ns = a.last_cut[slot];
-        let until_ns = cut.as_ref().map_or(u64::MAX, |c| c.at_ns);
-        if let Some(c) = &cut {
-            a.last_cut[slot] = c.at_ns;
-        }
-        let (mut copied, left) =
-            drain(dir, &self.cpus, page, &mut a.overrun_base[slot], cut, || {});
-        (copied.from_ns, copied.until_ns) = (from_ns, until_ns);
+        let (copied, left) = drain(
+            dir,
+            &self.cpus,
+            page,
+            &mut a.overrun_base[slot],
+            None,
+            || {},
+        );
         // The reads consumed the rings: an empty instance is armed again as it is. A clear
         // (writing `trace`) waits for an RCU grace period, measured at 22–346 ms under
         // hackbench on this VM, and re-arming waited for it. Only a ring with events left
@@ -395,10 +471,7 @@ impl Arm {
             a.reused += 1;
         }
         a.pending[i].copy = Some(copied);
-        // In place, the instance is armed again by `step`, never a standby.
-        if self.in_place.is_none() {
-            a.standby.push(slot);
-        }
+        a.standby.push(slot);
         true
     }
 }
@@ -436,7 +509,9 @@ fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> {
                     let mut a = arm.lock();
                     arm.step(&mut a);
                 }
-                if arm.raw_page.is_some() {
+                if arm.in_place.is_some() {
+                    while arm.copy_in_place() {}
+                } else if arm.raw_page.is_some() {
                     let mut a = arm.lock();
                     if a.pending.iter().any(|p| p.copy.is_none()) {
                         arm.copy_stopped(&mut a);
@@ -569,10 +644,16 @@ impl TraceSession {
             }
         };
         // Standbys: while one stopped instance is copied, another is armed, and a third can
-        // take over when that one stops too (spikes come in bursts under load). Without any,
-        // re-arming waits for the copy.
+        // take over when that one stops too (spikes come in bursts under load). One instance
+        // read as binary pages is re-armed in place; read as text (a layout latlab does not
+        // decode) it could not be re-armed before its copy, so it gets two standbys.
+        let binary = binary_decoder(&rec.raw);
+        let instances = match (&binary, opts.instances) {
+            (Err(_), 1) => 3,
+            (_, n) => n.max(1),
+        };
         let mut standbys = Vec::new();
-        for k in 1..opts.instances.max(1) {
+        for k in 1..instances {
             let suffix = (b'a' + k as u8) as char;
             match Recorder::create_with(
                 &tfs.root,
@@ -588,7 +669,7 @@ impl TraceSession {
                     warnings.push(format!(
                         "only {} recorder instance(s) of {} ({e}): the recorder re-arms less often while spikes are copied",
                         k,
-                        opts.instances
+                        instances
                     ));
                     break;
                 }
@@ -602,7 +683,6 @@ impl TraceSession {
             ));
         }
         warnings.extend(rec.warnings.iter().cloned());
-        let binary = binary_decoder(&rec.raw);
         if let Err(why) = &binary {
             warnings.push(format!(
                 "the recorder reads spikes' buffers as text (slower, and it delays the measured CPUs): {why}"
@@ -614,7 +694,7 @@ impl TraceSession {
         let marker_fd = Arc::new(AtomicI32::new(-1));
         let armed = Arc::new(AtomicBool::new(false));
         let arm = Arc::new(Arm {
-            st: Mutex::new(Arming {
+            st: PiMutex::new(Arming {
                 active: None,
                 pending: VecDeque::new(),
                 standby: (0..recorders.len()).rev().collect(),
@@ -625,6 +705,7 @@ impl TraceSession {
                 waiting: None,
                 carry: vec![vec![Vec::new(); cpus.len()]; recorders.len()],
                 last_cut: vec![0; recorders.len()],
+                copying: false,
             }),
             fds: recorders
                 .iter()
@@ -731,9 +812,18 @@ impl TraceSession {
                     Some(p) => (p.stopped + ORPHAN_AFTER <= drained_at, p.copy.is_some()),
                     None => (false, false),
                 };
-                // In place, its pages are read up to its cut (the instance runs again): in
-                // order, or the next copy would take them.
-                if old && (copied || self.arm.in_place.is_none() || self.arm.copy_one(&mut a, 0)) {
+                // In place, its pages are read up to its cut (the instance runs again), in
+                // order, or the next copy would take them: by the re-arm thread when there is
+                // one, else here.
+                let in_place = self.arm.in_place.is_some();
+                if old && !copied && in_place && self.rearm.is_none() {
+                    drop(a);
+                    if self.arm.copy_in_place() {
+                        continue;
+                    }
+                    break;
+                }
+                if old && (copied || !in_place) {
                     a.pending.pop_front()
                 } else {
                     None
@@ -848,15 +938,21 @@ impl TraceSession {
             if !marker_written || a.traced >= self.max_spikes {
                 None
             } else {
-                // In place, copied here unless the re-arm thread did (in order, under the
-                // lock: the next copy of the running instance would take its pages), once
-                // the kernel has stopped it ([`Arm::copy_one`] stops it after STOP_WAIT).
+                // In place, the re-arm thread copies right after it re-arms, in order. The
+                // collector, a normal task that waits long for a CPU under load, waits for
+                // that copy, and copies itself only without the thread or when the thread did
+                // not within STOP_WAIT; after COPY_WAIT the spike is given up (an empty
+                // capture) rather than the collector stalled.
+                let t0 = Instant::now();
                 while self.arm.in_place.is_some()
                     && a.pending.front().is_some_and(|p| p.copy.is_none())
-                    && !self.arm.copy_one(&mut a, 0)
+                    && t0.elapsed() < COPY_WAIT
                 {
                     drop(a);
-                    std::thread::sleep(Duration::from_millis(1));
+                    let mine = self.rearm.is_none() || t0.elapsed() > STOP_WAIT;
+                    if !(mine && self.arm.copy_in_place()) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                     a = self.arm.lock();
                 }
                 // None: its instance was already recycled as an orphan.
@@ -869,7 +965,10 @@ impl TraceSession {
                 return Some(sp);
             }
             self.not_traced += 1;
-            if self.arm.lock().traced >= self.max_spikes {
+            // Over the cap also when the stops waiting for collection take its last slots (the
+            // recorder is not re-armed after them).
+            let a = self.arm.lock();
+            if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
                 self.over_max_spikes += 1;
             }
             return None;
@@ -906,6 +1005,8 @@ impl TraceSession {
         // Not copied by the re-arm thread yet: every CPU's pages are read here the same way.
         let copy = match p.copy {
             Some(c) => Some(c),
+            // In place and not copied within COPY_WAIT: nothing of it is read.
+            None if self.arm.in_place.is_some() => Some(Copied::default()),
             None => self.drain_polling(p.slot),
         };
         let mut span = (0, u64::MAX);
@@ -982,9 +1083,10 @@ impl TraceSession {
             }
         };
         self.captures.push(cap);
-        // The last spike before `--trace-max-spikes` is never followed by a re-arm: not
-        // counted (it would count the time until its collection).
-        if p.rearmed_ns.is_some() || n < self.max_spikes {
+        // The spikes that took the last slots of `--trace-max-spikes` are never followed by a
+        // re-arm: not counted (it would count the time until their collection). Others not
+        // re-armed yet count until now, a lower bound.
+        if !p.capped && (p.rearmed_ns.is_some() || n < self.max_spikes) {
             let rearmed = p.rearmed_ns.unwrap_or_else(mono_ns);
             let d = rearmed.saturating_sub(actual_ns);
             self.rearm_ns = (
@@ -1869,6 +1971,15 @@ mod tests {
         assert_eq!(l.lock().unwrap().entries().count(), 0);
     }
 
+    /// Wait for a condition (bounded), never calling poll.
+    fn wait(what: &str, f: &dyn Fn() -> bool) {
+        let t0 = Instant::now();
+        while !f() && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        assert!(f(), "{what}");
+    }
+
     /// Write `text` to the armed instance's marker on `cpu` (a plain marker: no stop).
     fn note(s: &TraceSession, cpu: u32, text: &str) {
         latlab_sys::rt::set_affinity(&[cpu]).unwrap();
@@ -1931,6 +2042,52 @@ mod tests {
         assert!(instances_left().is_empty());
     }
 
+    /// The same with the re-arm thread, as `latlab run` has it: the thread re-arms the instance
+    /// in place and copies it with no call from the collector (its reads made with the lock
+    /// released); what the kernel wrote after that copy, and a second spike, are the second
+    /// capture's only.
+    #[test]
+    fn the_rearm_thread_rearms_in_place_and_copies() {
+        let Some(_g) = latlab_sys::privileged::guard("the_rearm_thread_rearms_in_place_and_copies")
+        else {
+            return;
+        };
+        let (t, _l, mut s) = session_with_rearm(1);
+        let fd = s.marker_fd().load(Ordering::SeqCst);
+        let (e1, r1) = mark(&s, 1);
+        wait("re-armed in place by the thread", &|| {
+            s.armed().load(Ordering::SeqCst)
+        });
+        assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd);
+        wait("copied by the thread", &|| {
+            s.arm
+                .lock()
+                .pending
+                .front()
+                .is_some_and(|p| p.copy.is_some())
+        });
+        assert!(s.arm.lock().pending[0].rearmed_ns.expect("re-armed") > r1);
+        note(&s, 1, "AFTER_COPY_1\n");
+        let (e2, r2) = mark(&s, 1);
+        wait("re-armed again", &|| s.armed().load(Ordering::SeqCst));
+        let run = t.path().join("rundir");
+        s.on_spike(1, e1, r1, r1 - e1, true, &run).expect("traced");
+        s.on_spike(1, e2, r2, r2 - e2, true, &run).expect("traced");
+        let read =
+            |n: u32| std::fs::read_to_string(run.join(format!("spikes/{n:03}/trace.txt"))).unwrap();
+        let (t1, t2) = (read(1), read(2));
+        assert!(t1.contains(&format!("intended={e1}")), "{t1}");
+        assert!(!t1.contains("AFTER_COPY_1") && !t1.contains(&format!("intended={e2}")));
+        assert!(t2.contains("AFTER_COPY_1") && t2.contains(&format!("intended={e2}")));
+        assert!(!t2.contains(&format!("intended={e1}")), "{t2}");
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["traced"], 2);
+        assert_eq!(v["rearm_reused"], 2, "{v}");
+        assert_eq!(v["rearm_cleared"], 0, "{v}");
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
+    }
+
     /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and
     /// a session without a decoder reads spikes as text and says so in run.json.
     #[test]
@@ -1980,14 +2137,6 @@ mod tests {
             return;
         };
         let (t, _l, mut s) = session_with_rearm(2);
-        // Wait for a condition (bounded), never calling poll.
-        let wait = |what: &str, f: &dyn Fn() -> bool| {
-            let t0 = Instant::now();
-            while !f() && t0.elapsed() < Duration::from_secs(2) {
-                std::thread::sleep(Duration::from_micros(200));
-            }
-            assert!(f(), "{what}");
-        };
         let (e1, r1) = mark(&s, 0);
         wait("B armed by the thread", &|| {
             s.armed().load(Ordering::SeqCst)
