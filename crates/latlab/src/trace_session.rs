@@ -2015,24 +2015,40 @@ mod tests {
         s.poll();
         assert!(s.armed().load(Ordering::SeqCst), "re-armed again");
         let run = t.path().join("rundir");
-        s.on_spike(1, e1, r1, r1 - e1, true, &run).expect("traced");
-        s.on_spike(1, e2, r2, r2 - e2, true, &run).expect("traced");
-        let read =
-            |n: u32| std::fs::read_to_string(run.join(format!("spikes/{n:03}/trace.txt"))).unwrap();
-        let (t1, t2) = (read(1), read(2));
-        assert!(t1.contains(&format!("intended={e1}")), "{t1}");
-        assert!(!t1.contains("AFTER_REARM_1"), "{t1}");
-        assert!(!t1.contains(&format!("intended={e2}")), "{t1}");
-        assert!(t2.contains("AFTER_REARM_1"), "{t2}");
-        assert!(t2.contains(&format!("intended={e2}")), "{t2}");
-        assert!(!t2.contains(&format!("intended={e1}")), "{t2}");
-        // trace-cmd's file holds the same span: its pages are trimmed, not just the text.
-        let dat = |n: u32| std::fs::read(run.join(format!("spikes/{n:03}/trace.dat"))).unwrap();
+        two_sessions_apart(s, &run, [(e1, r1), (e2, r2)], "AFTER_REARM_1");
+    }
+
+    /// Hand both spikes (on CPU 1: intended, actual) to the collector and check that each
+    /// capture holds its own session: `note` (written after spike 1's re-arm) and spike 2's
+    /// marker in capture 2 only, in its text and in its `trace.dat` (trimmed pages, not just
+    /// the text), nothing of spike 1 there. Then finish: two traced, no clear, nothing left.
+    fn two_sessions_apart(
+        mut s: TraceSession,
+        run: &Path,
+        spikes: [(u64, u64); 2],
+        note: &str,
+    ) -> serde_json::Value {
+        for (e, r) in spikes {
+            s.on_spike(1, e, r, r - e, true, run).expect("traced");
+        }
+        let [(e1, _), (e2, _)] = spikes;
+        let (m1, m2) = (format!("intended={e1}"), format!("intended={e2}"));
         let has = |b: &[u8], w: &str| b.windows(w.len()).any(|x| x == w.as_bytes());
-        let (d1, d2) = (dat(1), dat(2));
-        assert!(has(&d1, &format!("intended={e1}")) && !has(&d1, "AFTER_REARM_1"));
-        assert!(!has(&d1, &format!("intended={e2}")));
-        assert!(has(&d2, "AFTER_REARM_1") && !has(&d2, &format!("intended={e1}")));
+        for ext in ["txt", "dat"] {
+            let read =
+                |n: u32| std::fs::read(run.join(format!("spikes/{n:03}/trace.{ext}"))).unwrap();
+            let (c1, c2) = (read(1), read(2));
+            assert!(has(&c1, &m1), "capture 1 ({ext}) lacks its marker");
+            assert!(
+                !has(&c1, note) && !has(&c1, &m2),
+                "capture 1 ({ext}) holds session 2"
+            );
+            assert!(
+                has(&c2, note) && has(&c2, &m2),
+                "capture 2 ({ext}) lacks its session"
+            );
+            assert!(!has(&c2, &m1), "capture 2 ({ext}) holds spike 1");
+        }
         assert!(s.recorders[0].is_on(), "still armed after both copies");
         let v = serde_json::to_value(s.finish()).unwrap();
         assert_eq!(v["traced"], 2);
@@ -2040,6 +2056,7 @@ mod tests {
         assert_eq!(v["instances"].as_array().map(Vec::len), Some(1), "{v}");
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
+        v
     }
 
     /// The same with the re-arm thread, as `latlab run` has it: the thread re-arms the instance
@@ -2052,7 +2069,7 @@ mod tests {
         else {
             return;
         };
-        let (t, _l, mut s) = session_with_rearm(1);
+        let (t, _l, s) = session_with_rearm(1);
         let fd = s.marker_fd().load(Ordering::SeqCst);
         let (e1, r1) = mark(&s, 1);
         wait("re-armed in place by the thread", &|| {
@@ -2071,21 +2088,8 @@ mod tests {
         let (e2, r2) = mark(&s, 1);
         wait("re-armed again", &|| s.armed().load(Ordering::SeqCst));
         let run = t.path().join("rundir");
-        s.on_spike(1, e1, r1, r1 - e1, true, &run).expect("traced");
-        s.on_spike(1, e2, r2, r2 - e2, true, &run).expect("traced");
-        let read =
-            |n: u32| std::fs::read_to_string(run.join(format!("spikes/{n:03}/trace.txt"))).unwrap();
-        let (t1, t2) = (read(1), read(2));
-        assert!(t1.contains(&format!("intended={e1}")), "{t1}");
-        assert!(!t1.contains("AFTER_COPY_1") && !t1.contains(&format!("intended={e2}")));
-        assert!(t2.contains("AFTER_COPY_1") && t2.contains(&format!("intended={e2}")));
-        assert!(!t2.contains(&format!("intended={e1}")), "{t2}");
-        let v = serde_json::to_value(s.finish()).unwrap();
-        assert_eq!(v["traced"], 2);
+        let v = two_sessions_apart(s, &run, [(e1, r1), (e2, r2)], "AFTER_COPY_1");
         assert_eq!(v["rearm_reused"], 2, "{v}");
-        assert_eq!(v["rearm_cleared"], 0, "{v}");
-        assert!(v["removal_error"].is_null(), "{v}");
-        assert!(instances_left().is_empty());
     }
 
     /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and
