@@ -164,27 +164,6 @@ pub fn set_policy(policy: Policy, priority: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Keep the heap (glibc): one arena, no block mapped on its own, nothing trimmed; then
-/// allocate, touch and free `reserve` bytes, so it starts that large. Under `mlockall(MCL_FUTURE)`
-/// every new mapping is populated and locked inside the call that makes it (`brk`, `mmap`, a
-/// thread arena's `mprotect`) and every unmapping unlocks and frees its pages, in the kernel,
-/// on whatever CPU the allocating thread runs: on a preempt=none kernel, a stretch a measuring
-/// thread woken there waits for (the recorder's collector copies and decodes MiBs per spike).
-/// With the heap kept, memory freed is reused, not returned: the advice of the Linux RT wiki
-/// for programs that lock their memory. Call before [`lock_memory`] and before threads start.
-pub fn keep_heap(reserve: usize) {
-    // SAFETY: mallopt takes plain integers; the reserve is an ordinary allocation.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_MAX, 0);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, -1);
-    }
-    if reserve > 0 {
-        let v = vec![1u8; reserve];
-        std::hint::black_box(&v);
-    }
-}
-
 /// Lock all current and future memory: no page fault on the hot path.
 pub fn lock_memory() -> io::Result<()> {
     // SAFETY: plain syscall.

@@ -151,13 +151,6 @@ fn probe(
             ));
         }
     }
-    // The recorder's collector copies, decodes and writes several times --trace-buffer per
-    // spike: a heap that starts that large and is kept allocates nothing from the kernel.
-    let reserve = p.trace.as_ref().map_or(0, |t| {
-        let per_spike = (t.buffer_kb as usize * 1024).saturating_mul(p.cpus.len() + 4);
-        per_spike.min(256 << 20)
-    });
-    rt::keep_heap(reserve);
     if let Err(e) = rt::lock_memory() {
         if p.policy.is_rt() {
             bail!("mlockall failed ({e}): run as root, or use --backend sim");
