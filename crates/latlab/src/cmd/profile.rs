@@ -258,13 +258,14 @@ struct CpuSource {
 
 /// Producer/consumer mode: a full buffer drops new events and marks no page, so a loss is
 /// found in `per_cpu/cpuN/stats` (`dropped events`), read right after each read of the CPU's
-/// pages ([`count_drops`]), and placed by [`place_drops`] among the events that read returned
-/// (this CPU's, in time order). The read emptied the buffer, and while it was full nothing was
-/// written: the loss is put before the event that ends the longest silence since the CPU's
-/// previous event. The kernel drops only when the buffer is full, i.e. when the CPU is busy,
-/// so that silence is the drop's; on a CPU that is also idle for long at times the placement
-/// is uncertain (docs/design.md, "Profile"). Drops in the instant between the read and the
-/// `stats` read are placed one read early.
+/// pages ([`count_drops`]), and placed by [`place_drops`] among the events of the next read
+/// that returns events (this CPU's, in time order): the drops came after every event the full
+/// buffer held, which that read returned. The loss is put before the event that ends the
+/// longest silence since the CPU's previous event (which begins at the last event kept). The
+/// kernel drops only when the buffer is full, i.e. when the CPU is busy, so that silence is
+/// the drop's; on a CPU that is also idle for long at times the placement is uncertain
+/// (docs/design.md, "Profile"). Placed among the events of the read that found them, the
+/// drops of a reader stopped just before a read were drawn before the stop.
 fn count_drops(src: &mut CpuSource, lost: &mut u64) {
     let dropped = dropped_events(&src.dir, src.cpu);
     if dropped > src.dropped {
@@ -274,8 +275,8 @@ fn count_drops(src: &mut CpuSource, lost: &mut u64) {
     }
 }
 
-fn place_drops(src: &mut CpuSource, new: &mut [PEvent]) {
-    if src.drop_pending && !new.is_empty() {
+fn place_drops(src: &mut CpuSource, new: &mut [PEvent], pending: bool) {
+    if pending && !new.is_empty() {
         let mut prev = src.last_ts.unwrap_or(new[0].ts);
         let mut at = (0, 0u64);
         for (k, e) in new.iter().enumerate() {
@@ -286,7 +287,8 @@ fn place_drops(src: &mut CpuSource, new: &mut [PEvent]) {
             prev = e.ts;
         }
         new[at.0].lost_before = true;
-        src.drop_pending = false;
+    } else if pending {
+        src.drop_pending = true;
     }
     if let Some(e) = new.last() {
         src.last_ts = Some(e.ts);
@@ -319,17 +321,20 @@ fn reader(
         for (i, src) in files.iter_mut().enumerate() {
             let (cpu, f) = (&src.cpu.clone(), &mut src.file);
             let first = pending.len();
+            let dropped_before = std::mem::take(&mut src.drop_pending);
             let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
                 Ok(p) => p,
                 Err(e) => {
                     if errors.len() < 4 {
                         errors.push(format!("profile: CPU {cpu}: read: {e}"));
                     }
+                    src.drop_pending |= dropped_before;
                     continue;
                 }
             };
             count_drops(src, &mut lost);
             if pages.is_empty() {
+                src.drop_pending |= dropped_before;
                 continue;
             }
             let lf = lost_flag.entry(*cpu).or_default();
@@ -344,7 +349,7 @@ fn reader(
                     }
                 }
             }
-            place_drops(src, &mut pending[first..]);
+            place_drops(src, &mut pending[first..], dropped_before);
             if window_open {
                 let w = &mut window[i].1;
                 if (w.len() + pages.len()) as u64 <= window_cap {
