@@ -46,10 +46,24 @@ pub struct TraceSummary {
     /// Traced spikes whose marker the analysis did not find.
     #[serde(default)]
     pub unmatched: u32,
-    /// From a spike's clock read to the recorder running again.
+    /// From a spike's clock read to the recorder running again (null when it never stopped).
     pub rearm_mean_ns: Option<Nanos>,
     #[serde(default)]
     pub rearm_max_ns: Nanos,
+    /// The recorder that never stops: from a spike's clock read to its pages read into
+    /// latlab's memory by the copier (the ring holds seconds; this is how close it came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_delay_mean_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_delay_max_ns: Option<Nanos>,
+    /// Spikes whose files were written while the threads measured (more waited in memory
+    /// than latlab keeps, or a `trace` action wanted them at once); the others' were written
+    /// when the measurement ended.
+    #[serde(default)]
+    pub files_written_while_measuring: u32,
+    /// Pages of history dropped because the collector fell a whole ring behind the copier.
+    #[serde(default)]
+    pub dropped_pages: u64,
     /// Events the kernel overwrote or dropped, per CPU.
     #[serde(default)]
     pub overruns: Vec<CpuOverruns>,

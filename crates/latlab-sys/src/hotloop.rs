@@ -7,7 +7,7 @@
 //! stores into memory the thread owns, prepared before the run starts; on a spike above the
 //! trace threshold one marker written to a pre-opened tracefs fd.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 use std::sync::Arc;
 
 use latlab_core::record::SampleSpike;
@@ -26,16 +26,24 @@ pub enum Backend {
 /// Largest samples each thread keeps.
 pub const TOP_N: usize = 16;
 
-/// The tracefs hook: on a sample at or above `threshold_ns`, the first thread to take
-/// `armed` writes one marker to the fd in `marker_fd` (which stops the recorder in the
-/// kernel). The fd is an atomic because the collector ping-pongs between two recorder
-/// instances: it stores the standby's fd, then sets `armed` (Release), so a thread that takes
-/// `armed` (Acquire) always writes to the instance that is running.
+/// The tracefs hook: on a sample at or above `threshold_ns`, a thread writes one marker to
+/// the fd in `marker_fd`.
+///
+/// - With `marks` (the default recorder, which never stops), every such sample writes its
+///   marker while `armed` is set (the recorder clears it at `--trace-max-spikes`), then counts
+///   it in `marks[cpu]` (Release), which tells the recorder's copier that the CPU's ring holds
+///   a marker to read.
+/// - Without (instances taking turns), the first thread to take `armed` writes the marker,
+///   which stops the armed instance in the kernel. The fd is an atomic because the recorder
+///   switches instances: it stores the standby's fd, then sets `armed` (Release), so a thread
+///   that takes `armed` (Acquire) always writes to the instance that is running.
 #[derive(Clone)]
 pub struct TraceHook {
     pub marker_fd: Arc<AtomicI32>,
     pub threshold_ns: u64,
     pub armed: Arc<AtomicBool>,
+    /// Markers written, by CPU number (the recorder that never stops).
+    pub marks: Option<Arc<[AtomicU64]>>,
 }
 
 /// Where the loop gets its time from.
@@ -172,13 +180,20 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
             let mut wrote = false;
             if lat >= trace_thr {
                 if let Some(t) = &p.trace {
-                    if t.armed.swap(false, AcqRel) {
+                    let take = match &t.marks {
+                        Some(_) => t.armed.load(Acquire),
+                        None => t.armed.swap(false, AcqRel),
+                    };
+                    if take {
                         let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
                         let fd = t.marker_fd.load(Acquire);
                         // SAFETY: fd was opened before the run and stays open until the
                         // engine is joined; buffer is valid for n bytes.
                         unsafe { libc::write(fd, marker.as_ptr().cast(), n) };
                         wrote = true;
+                        if let Some(m) = t.marks.as_ref().and_then(|m| m.get(sh.cpu as usize)) {
+                            m.fetch_add(1, Release);
+                        }
                     }
                 }
             }

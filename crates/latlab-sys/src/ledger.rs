@@ -390,11 +390,16 @@ pub fn undo_checked(e: &Entry) -> (String, bool) {
 }
 
 /// Write a ledger file atomically (temp file with an unpredictable name, O_EXCL|O_NOFOLLOW,
-/// mode 0600, fsync, rename). `latlab cleanup` uses it to keep what it could not undo in a dead
-/// run's ledger.
+/// mode 0600, rename). `latlab cleanup` uses it to keep what it could not undo in a dead
+/// run's ledger. No fsync: a ledger must outlive latlab's process (the page cache does), not
+/// the machine, whose reboot ends the processes, instances and settings it lists (`/run` is
+/// a tmpfs on most systems, where an fsync does nothing). Under a load that restarts, each
+/// restart writes the ledger twice, and on a disk-backed `/run` an fsync put the load's
+/// supervisor in the kernel for up to 986 µs on a CPU that may be measured
+/// (docs/performance.md).
 pub fn write_file(path: &Path, file: &LedgerFile) -> io::Result<()> {
     let bytes = serde_json::to_vec_pretty(file).map_err(io::Error::other)?;
-    crate::safefile::write_atomic_mode(path, &bytes, 0o600)
+    crate::safefile::write_atomic_mode_unsynced(path, &bytes, 0o600)
 }
 
 /// Ledgers in `dir` whose owner is no longer alive (pid gone, or recycled). Untrusted ones

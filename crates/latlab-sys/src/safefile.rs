@@ -39,6 +39,13 @@ pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_safely(path, bytes, 0o666, false)
 }
 
+/// [`write_atomic_unsynced`] with the new file's `mode` (less the umask): for state that only
+/// has to outlive latlab's process, not the machine (a run's checkpoint, a ledger). The page
+/// cache outlives a SIGKILL, and the rename still gives a reader the old or the new file.
+pub fn write_atomic_mode_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_safely(path, bytes, mode, false)
+}
+
 fn write_safely(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     let lmeta = match fs::symlink_metadata(path) {
         Ok(m) => Some(m),

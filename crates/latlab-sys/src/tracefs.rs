@@ -457,6 +457,15 @@ impl Recorder {
         Ok(())
     }
 
+    /// Take the stop trigger off (a recorder that never stops: its markers are plain events).
+    pub fn drop_trigger(&mut self) -> io::Result<()> {
+        if self.trigger {
+            fs::write(self.dir.join("events/ftrace/print/trigger"), "!traceoff")?;
+            self.trigger = false;
+        }
+        Ok(())
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -627,6 +636,20 @@ pub fn cpu_stats_at(dir: &Path, cpu: u32) -> Option<(u64, u64)> {
     Some((field("entries:")?, field("overrun:")?))
 }
 
+/// [`cpu_stats_at`] through an open `per_cpu/cpuN/stats` file (read again from its start).
+pub fn cpu_stats_of(f: &File) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 512];
+    let n = f.read_at(&mut buf, 0).ok()?;
+    let s = std::str::from_utf8(&buf[..n]).ok()?;
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("entries:")?, field("overrun:")?))
+}
+
 /// `per_cpu/cpuN/trace_pipe_raw` of the instance at `dir`, opened non-blocking (for a thread
 /// without the [`Recorder`] at hand; [`Recorder::open_cpu_raw`] is this).
 pub fn open_cpu_raw_at(dir: &Path, cpu: u32) -> io::Result<File> {
@@ -642,13 +665,28 @@ pub fn open_cpu_raw_at(dir: &Path, cpu: u32) -> io::Result<File> {
 /// calling `tick` every `every` bytes. A read that returns less than a page ends the copy
 /// (the whole pages before it are kept: the decoder reads whole pages only).
 pub fn read_pages(
-    mut f: impl io::Read,
+    f: impl io::Read,
     page: usize,
     every: usize,
-    mut tick: impl FnMut(),
+    tick: impl FnMut(),
 ) -> io::Result<Vec<u8>> {
-    let page = page.max(1);
     let mut out = Vec::new();
+    read_pages_into(f, page, &mut out, every, tick)?;
+    Ok(out)
+}
+
+/// [`read_pages`], appending to `out` (whose capacity a caller may keep from copy to copy, so
+/// a copy allocates nothing once it has grown). Returns the bytes appended; on an error, the
+/// pages read before it stay in `out`.
+pub fn read_pages_into(
+    mut f: impl io::Read,
+    page: usize,
+    out: &mut Vec<u8>,
+    every: usize,
+    mut tick: impl FnMut(),
+) -> io::Result<usize> {
+    let page = page.max(1);
+    let start = out.len();
     let mut since = 0usize;
     loop {
         let len = out.len();
@@ -663,12 +701,12 @@ pub fn read_pages(
             }
             Ok(_) => {
                 out.truncate(len);
-                return Ok(out);
+                return Ok(len - start);
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => out.truncate(len),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 out.truncate(len);
-                return Ok(out);
+                return Ok(len - start);
             }
             Err(e) => {
                 out.truncate(len);

@@ -321,10 +321,10 @@ pub struct RunExtArgs {
     /// Spikes traced at most (further ones are counted as not traced)
     #[arg(long, default_value_t = 100)]
     pub trace_max_spikes: u32,
-    /// Recorder instances (1-8), each holding --trace-buffer per CPU. One (the default) runs
-    /// again as soon as a spike stopped it, its copy ending at the stop; more take turns,
-    /// standbys armed while the others' spikes are copied (their events fire on every
-    /// wake-up, armed or not)
+    /// Recorder instances (1-8), each holding --trace-buffer per CPU. One (the default) never
+    /// stops: each spike's trace is its CPU's events from the previous spike's marker to its
+    /// own. More take turns, a spike's marker stopping the armed one and a standby taking
+    /// over (their events fire on every wake-up, armed or not)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub trace_instances: u32,
     /// Events the recorder enables: `lean` leaves out the timer interrupt's own (every event

@@ -457,7 +457,7 @@ fn own_threads_stay_off_the_measured_cpu_and_loads_do_not() {
             .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;
         latlab_core::cpulist::parse_cpu_list(l.trim()).ok()
     };
-    // Wait until the measuring thread, the re-arm thread and the load are all there.
+    // Wait until the measuring thread, the recorder's copier and the load are all there.
     let ledger = e.rt.path().join(format!("{pid}.json"));
     let deadline = Instant::now() + Duration::from_secs(20);
     let (threads, load) = loop {
@@ -487,7 +487,7 @@ fn own_threads_stay_off_the_measured_cpu_and_loads_do_not() {
         let has = |n: &str| threads.iter().any(|(c, _)| c == n);
         if let (true, true, Some(l)) = (
             has(&format!("latlab-cpu{measured}")),
-            has("latlab-rearm") && has("latlab-loads"),
+            has("latlab-trace") && has("latlab-loads"),
             load,
         ) {
             break (threads, l);

@@ -160,6 +160,11 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         instances: a.ext.trace_instances,
         timer_irq: a.ext.trace_events == crate::cli::TraceEvents::Full,
         required: a.ext.trace_required,
+        // A `trace` action must find the spike's files saved before the actions after it.
+        defer_files: !a
+            .actions
+            .on_threshold
+            .contains(&crate::actions::Action::Trace),
     });
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend {

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use latlab_core::escape::escape;
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::raw::{Comms, PageLayout, RawDecoder, Symbols};
+use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
 use latlab_core::trace::{
     analyze_events, analyze_text, Analysis, AnalyzeOptions, ParseError, Sample, SampleMode,
 };
@@ -45,6 +45,9 @@ use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::pimutex::{PiGuard, PiMutex};
 use latlab_sys::tracefs::{self, RawLayout, Recorder, RecorderConfig, Tracefs};
+
+mod running;
+use running::Running;
 
 pub struct TraceOptions {
     /// The measuring threads' threshold (they hold it; kept here for the caller's record).
@@ -57,6 +60,40 @@ pub struct TraceOptions {
     /// `--trace-events full`: the timer interrupt's own events too.
     pub timer_irq: bool,
     pub required: bool,
+    /// Keep the spikes' files in memory until the measurement ends ([`DEFER_MAX_BYTES`]).
+    pub defer_files: bool,
+}
+
+/// The spikes' files wait in memory, as the pages they are rendered from, until the measuring
+/// threads have stopped: writing them (megabytes per spike, a directory and three files)
+/// puts the collector in the kernel for 40–150 µs at a time (`mkdir`, `openat`, `rename`,
+/// page-cache allocation), on a measured CPU when every CPU is measured, where a kernel
+/// without full preemption makes a woken measuring thread wait for it. Past this many bytes
+/// waiting (or a sixteenth of the memory available, if less), a spike's files are written at
+/// once.
+const DEFER_MAX_BYTES: usize = 128 << 20;
+
+/// The bytes of spike files kept in memory until the run ends: [`DEFER_MAX_BYTES`], or a
+/// sixteenth of the memory available if less (the run's heap reserve includes them).
+pub fn defer_budget() -> usize {
+    latlab_sys::rt::mem_available()
+        .map_or(DEFER_MAX_BYTES, |m| (m / 16) as usize)
+        .min(DEFER_MAX_BYTES)
+}
+
+/// A spike's files, written when the run ends (or at once).
+struct SpikeFiles {
+    dir: PathBuf,
+    analysis: String,
+    /// Binary pages of one CPU, rendered as `trace.txt` and `trace.dat` when written.
+    raw: Option<RawFiles>,
+}
+
+struct RawFiles {
+    cpu: u32,
+    pages: Vec<u8>,
+    comms: Comms,
+    slot: usize,
 }
 
 /// Bytes of a spike's copy between two polls of the armed instance (about 2 ms of reading under
@@ -89,18 +126,12 @@ struct LastCapture {
     spike: u32,
     slot: usize,
     pages: Vec<(u32, Vec<u8>)>,
-    /// [`Copied::from_ns`] and [`Copied::until_ns`].
-    span: (u64, u64),
 }
 
 /// One stopped instance waiting for its spike.
 struct Pending {
     slot: usize,
     stopped: Instant,
-    /// One instance re-armed in place: CLOCK_MONOTONIC at a moment the instance was seen
-    /// stopped and not yet running again. Every event of this spike's session is older, every
-    /// event of the next one newer: its copy ends at the first page that starts after it.
-    cut_ns: Option<u64>,
     /// CLOCK_MONOTONIC when the other instance took over (None: not re-armed yet).
     rearmed_ns: Option<u64>,
     /// Not re-armed because it took the last slot of `--trace-max-spikes`.
@@ -113,11 +144,6 @@ struct Pending {
 #[derive(Default)]
 struct Copied {
     pages: Vec<(u32, Vec<u8>)>,
-    /// Events older than this belong to the previous spike of an instance re-armed in place
-    /// (its last page before the cut is read again as this copy's first: 0 = none).
-    from_ns: u64,
-    /// Events from this one on are the next spike's (the cut: u64::MAX = none).
-    until_ns: u64,
     overruns: Vec<(u32, u64)>,
     read_ns: u64,
 }
@@ -140,15 +166,6 @@ struct Arming {
     /// Re-arms without a clear (the copy consumed every event) and with one (it did not).
     reused: u32,
     cleared: u32,
-    /// One instance re-armed in place: the instance stopped and not yet running again.
-    waiting: Option<usize>,
-    /// One instance re-armed in place: per instance and CPU (index in `cpus`), pages a copy
-    /// read past its cut (the next session's first events), the start of the next copy.
-    carry: Vec<Vec<Vec<u8>>>,
-    /// One instance re-armed in place: per instance, the cut of its last copy.
-    last_cut: Vec<u64>,
-    /// One instance re-armed in place: a copy is being read (with the lock released).
-    copying: bool,
 }
 
 /// What re-arming needs, shared with the re-arm thread: the state, and per instance its
@@ -165,11 +182,6 @@ struct Arm {
     dirs: Vec<PathBuf>,
     cpus: Vec<u32>,
     raw_page: Option<usize>,
-    /// Re-arm in place (one instance, read as binary pages): the stopped instance runs again
-    /// as soon as the kernel has stopped it, and its copy, made while it runs, ends at the
-    /// stop. No standby instance: each one's probes run on every event, armed or not
-    /// (docs/performance.md).
-    in_place: Option<PageLayout>,
     armed: Arc<AtomicBool>,
     marker_fd: Arc<AtomicI32>,
     trigger: bool,
@@ -208,14 +220,10 @@ impl Arm {
             a.pending.push_back(Pending {
                 slot: x,
                 stopped: Instant::now(),
-                cut_ns: None,
                 rearmed_ns: None,
                 capped: false,
                 copy: None,
             });
-            if self.in_place.is_some() {
-                a.waiting = Some(x);
-            }
         }
         if a.traced as usize + a.pending.len() >= self.max_spikes as usize {
             // Every slot of --trace-max-spikes is taken: never re-armed, so no re-arm time.
@@ -224,30 +232,12 @@ impl Arm {
             }
             return;
         }
-        let next = match (a.standby.pop(), a.waiting) {
-            (Some(n), _) => n,
-            (None, Some(x)) => {
-                // In place: once the kernel has stopped it (the marker is written just after
-                // `armed` is taken), so that the cut lies between the two sessions.
-                if is_on(&self.dirs[x]) {
-                    return;
-                }
-                let cut = mono_ns();
-                for p in a.pending.iter_mut().filter(|p| p.slot == x) {
-                    p.cut_ns.get_or_insert(cut);
-                }
-                x
-            }
-            (None, None) => return,
+        let Some(next) = a.standby.pop() else {
+            return;
         };
         if !set_on(self.fds[next].0, true) {
-            if a.waiting != Some(next) {
-                a.standby.push(next);
-            }
+            a.standby.push(next);
             return;
-        }
-        if a.waiting == Some(next) {
-            a.waiting = None;
         }
         self.marker_fd.store(self.fds[next].1, Ordering::Release);
         a.active = Some(next);
@@ -257,14 +247,6 @@ impl Arm {
             p.rearmed_ns = Some(now);
         }
     }
-}
-
-/// Where the copy of an instance re-armed in place ends ([`Pending::cut_ns`]), and the pages
-/// read past it per CPU (taken first, and refilled).
-struct Cut<'a> {
-    at_ns: u64,
-    layout: PageLayout,
-    carry: &'a mut Vec<Vec<u8>>,
 }
 
 /// Read every CPU's pages of a stopped instance (`trace_pipe_raw`, which consumes them): up to
@@ -278,7 +260,6 @@ fn drain(
     cpus: &[u32],
     page: usize,
     base: &mut [u64],
-    mut cut: Option<Cut<'_>>,
     mut tick: impl FnMut(),
 ) -> (Copied, bool) {
     let t0 = Instant::now();
@@ -286,50 +267,19 @@ fn drain(
     let mut overruns = Vec::with_capacity(cpus.len());
     let mut left = false;
     for (k, &cpu) in cpus.iter().enumerate() {
-        // Pages an earlier copy of this running instance read past its cut come first.
-        let mut p = cut
-            .as_mut()
-            .and_then(|c| c.carry.get_mut(k))
-            .map(std::mem::take)
-            .unwrap_or_default();
-        let carried = p.len();
+        let mut p = Vec::new();
         let mut stats = None;
         for _ in 0..3 {
-            p.extend(
-                tracefs::open_cpu_raw_at(dir, cpu)
-                    .and_then(|f| tracefs::read_pages(f, page, RAW_POLL_EVERY, &mut tick))
-                    .unwrap_or_default(),
-            );
+            let _ = tracefs::open_cpu_raw_at(dir, cpu)
+                .and_then(|f| tracefs::read_pages_into(f, page, &mut p, RAW_POLL_EVERY, &mut tick));
             stats = tracefs::cpu_stats_at(dir, cpu);
-            // A running instance is never empty for long: one pass, up to where it was.
-            if cut.is_some() || stats.is_some_and(|(entries, _)| entries == 0) {
+            if stats.is_some_and(|(entries, _)| entries == 0) {
                 break;
-            }
-        }
-        // The ring overwrote events since the carried pages were read: they are no longer the
-        // start of what it holds but an older stretch before a hole, left out.
-        if stats.is_some_and(|(_, o)| base.get(k).is_some_and(|b| o > *b)) {
-            p.drain(..carried);
-        }
-        if let Some(c) = cut.as_mut() {
-            // The first page that starts after the cut, and every later one, belong to the
-            // next session: kept for its copy. So does the last page before it: the kernel
-            // went on writing into it when the instance ran again (the next copy drops its
-            // events older than the cut).
-            let at = p
-                .chunks(page)
-                .position(|pg| c.layout.time_stamp(pg).is_none_or(|t| t >= c.at_ns))
-                .map_or(p.len(), |i| i * page);
-            let next = p[at.saturating_sub(page).min(at)..].to_vec();
-            p.truncate(at);
-            if let Some(slot) = c.carry.get_mut(k) {
-                *slot = next;
             }
         }
         pages.push((cpu, p));
         let (entries, overrun) = stats.unwrap_or((1, 0));
-        // A running instance's events left are the next session's, never cleared.
-        left |= entries > 0 && cut.is_none();
+        left |= entries > 0;
         if let Some(b) = base.get_mut(k) {
             overruns.push((cpu, overrun.saturating_sub(*b)));
             *b = overrun;
@@ -339,8 +289,6 @@ fn drain(
     (
         Copied {
             pages,
-            from_ns: 0,
-            until_ns: u64::MAX,
             overruns,
             read_ns,
         },
@@ -362,80 +310,6 @@ impl Arm {
         }
     }
 
-    /// In place: copy the oldest pending spike not copied yet, reading its pages with the lock
-    /// released, so that a spike during the copy (ms of reads) is re-armed at once, by the
-    /// reads' tick or by the collector's poll. One copy at a time (`copying`), in order: a
-    /// later one would take this one's pages. False when there was none to copy, another copy
-    /// is under way, or its instance still runs without a cut (the trigger has not stopped it
-    /// yet; after [`STOP_WAIT`] it is stopped here).
-    fn copy_in_place(&self) -> bool {
-        let (Some(page), Some(layout)) = (self.raw_page, self.in_place) else {
-            return false;
-        };
-        let (slot, at_ns, from_ns, mut carry, mut base) = {
-            let mut a = self.lock();
-            if a.copying {
-                return false;
-            }
-            let Some(p) = a.pending.iter_mut().find(|p| p.copy.is_none()) else {
-                return false;
-            };
-            let slot = p.slot;
-            let at_ns = match p.cut_ns {
-                Some(c) => c,
-                None => {
-                    if is_on(&self.dirs[slot]) {
-                        if p.stopped.elapsed() < STOP_WAIT {
-                            return false;
-                        }
-                        let _ = set_on(self.fds[slot].0, false);
-                    }
-                    // Stopped, not running again yet: every event of this session is older.
-                    *p.cut_ns.insert(mono_ns())
-                }
-            };
-            a.copying = true;
-            let carry = std::mem::take(&mut a.carry[slot]);
-            (
-                slot,
-                at_ns,
-                a.last_cut[slot],
-                carry,
-                a.overrun_base[slot].clone(),
-            )
-        };
-        let cut = Cut {
-            at_ns,
-            layout,
-            carry: &mut carry,
-        };
-        let (mut copied, _) = drain(
-            &self.dirs[slot],
-            &self.cpus,
-            page,
-            &mut base,
-            Some(cut),
-            || {
-                if !self.armed.load(Ordering::Acquire) {
-                    let mut a = self.lock();
-                    self.step(&mut a);
-                }
-            },
-        );
-        (copied.from_ns, copied.until_ns) = (from_ns, at_ns);
-        let mut a = self.lock();
-        a.carry[slot] = carry;
-        a.overrun_base[slot] = base;
-        a.last_cut[slot] = at_ns;
-        a.reused += 1;
-        a.copying = false;
-        // Still the oldest not copied: nobody else copies, and none is taken uncopied.
-        if let Some(p) = a.pending.iter_mut().find(|p| p.copy.is_none()) {
-            p.copy = Some(copied);
-        }
-        true
-    }
-
     /// Copy pending `i`'s buffers (binary reader, instances taking turns). False while its
     /// instance still runs (the trigger has not stopped it yet), up to [`STOP_WAIT`]; then it
     /// is stopped here.
@@ -451,14 +325,7 @@ impl Arm {
             }
             let _ = set_on(self.fds[slot].0, false);
         }
-        let (copied, left) = drain(
-            dir,
-            &self.cpus,
-            page,
-            &mut a.overrun_base[slot],
-            None,
-            || {},
-        );
+        let (copied, left) = drain(dir, &self.cpus, page, &mut a.overrun_base[slot], || {});
         // The reads consumed the rings: an empty instance is armed again as it is. A clear
         // (writing `trace`) waits for an RCU grace period, measured at 22–346 ms under
         // hackbench on this VM, and re-arming waited for it. Only a ring with events left
@@ -509,9 +376,7 @@ fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> {
                     let mut a = arm.lock();
                     arm.step(&mut a);
                 }
-                if arm.in_place.is_some() {
-                    while arm.copy_in_place() {}
-                } else if arm.raw_page.is_some() {
+                if arm.raw_page.is_some() {
                     let mut a = arm.lock();
                     if a.pending.iter().any(|p| p.copy.is_none()) {
                         arm.copy_stopped(&mut a);
@@ -560,6 +425,24 @@ pub struct TraceSession {
     /// The decoder of the instances' binary pages (Err: why spikes are read as text).
     binary: Result<RawDecoder, String>,
     captures: Vec<SpikeCapture>,
+    /// The default recorder, which never stops (one instance read as binary pages); None
+    /// when instances take turns (`--trace-instances` > 1, or spikes read as text).
+    running: Option<Arc<Running>>,
+    /// Per measured CPU (index in `cpus`): markers handed to the collector so far.
+    handed: Vec<u64>,
+    /// Spike (its clock read) → its pages read by the copier: (sum, max, n).
+    copy_delay_ns: (u64, u64, u64),
+    /// Pages a tape dropped because the collector fell a ring behind.
+    dropped_pages: u64,
+    defer_files: bool,
+    /// [`DEFER_MAX_BYTES`], or less on a small machine.
+    defer_max: usize,
+    pending_files: Vec<SpikeFiles>,
+    pending_bytes: usize,
+    /// Spikes whose files were written during the run (past [`DEFER_MAX_BYTES`]).
+    written_during_run: u32,
+    /// Per instance, its layout (kept for the files written after the instances are gone).
+    layouts: Vec<Option<RawLayout>>,
 }
 
 impl TraceSession {
@@ -690,6 +573,24 @@ impl TraceSession {
         }
         let mut recorders = vec![rec];
         recorders.extend(standbys);
+        // One instance read as binary pages never stops: its markers are plain events.
+        let running = match (&binary, recorders.len()) {
+            (Ok(dec), 1) => {
+                if let Err(e) = recorders[0].drop_trigger() {
+                    return fail(format!("cannot take the stop trigger off: {e}"), warnings);
+                }
+                match Running::open(
+                    recorders[0].dir(),
+                    cpus,
+                    dec.page_layout(),
+                    recorders[0].buffer_kb,
+                ) {
+                    Ok(r) => Some(Arc::new(r)),
+                    Err(e) => return fail(format!("trace_pipe_raw: {e}"), warnings),
+                }
+            }
+            _ => None,
+        };
         let r = &recorders[0];
         let marker_fd = Arc::new(AtomicI32::new(-1));
         let armed = Arc::new(AtomicBool::new(false));
@@ -702,10 +603,6 @@ impl TraceSession {
                 overrun_base: vec![vec![0; cpus.len()]; recorders.len()],
                 reused: 0,
                 cleared: 0,
-                waiting: None,
-                carry: vec![vec![Vec::new(); cpus.len()]; recorders.len()],
-                last_cut: vec![0; recorders.len()],
-                copying: false,
             }),
             fds: recorders
                 .iter()
@@ -714,17 +611,16 @@ impl TraceSession {
             dirs: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
             cpus: cpus.to_vec(),
             raw_page: binary.as_ref().ok().map(|d| d.page_size()),
-            in_place: binary
-                .as_ref()
-                .ok()
-                .filter(|_| recorders.len() == 1)
-                .map(|d| d.page_layout()),
             armed: armed.clone(),
             marker_fd: marker_fd.clone(),
             trigger: recorders.iter().all(|r| r.trigger),
             max_spikes: opts.max_spikes,
             quit: AtomicBool::new(false),
         });
+        let layouts = recorders
+            .iter()
+            .map(|r| r.raw.as_ref().ok().cloned())
+            .collect();
         let mut s = TraceSession {
             instance: r.dir().to_path_buf(),
             instances: recorders.iter().map(|r| r.dir().to_path_buf()).collect(),
@@ -755,9 +651,31 @@ impl TraceSession {
             rearm_ns: (0, 0, 0),
             binary,
             captures: Vec::new(),
+            handed: vec![0; cpus.len()],
+            copy_delay_ns: (0, 0, 0),
+            dropped_pages: 0,
+            defer_files: opts.defer_files,
+            defer_max: defer_budget(),
+            pending_files: Vec::new(),
+            pending_bytes: 0,
+            written_during_run: 0,
+            layouts,
+            running,
         };
         for r in &s.recorders {
             r.clear()?;
+        }
+        if let Some(run) = &s.running {
+            let rec = &s.recorders[0];
+            if !set_on(rec.tracing_on_fd(), true) {
+                return fail("cannot start the recorder (tracing_on)".into(), warnings);
+            }
+            s.marker_fd.store(rec.marker_fd(), Ordering::Release);
+            s.armed.store(true, Ordering::Release);
+            if thread {
+                s.rearm = running::spawn_copier(run.clone());
+            }
+            return Ok(Some(s));
         }
         s.poll();
         if thread {
@@ -779,10 +697,22 @@ impl TraceSession {
         self.marker_fd.clone()
     }
 
+    /// The markers' counters for the measuring threads' hook: Some when the recorder never
+    /// stops (every spike writes its marker and counts it).
+    pub fn marks(&self) -> Option<Arc<[std::sync::atomic::AtomicU64]>> {
+        self.running.as_ref().map(|r| r.marks())
+    }
+
     /// True when a stopped instance waits for its spike to be collected (the collector should
     /// drain the spike rings now).
     pub fn wants_collector(&self) -> bool {
-        !self.arm.lock().pending.is_empty()
+        self.running.is_none() && !self.arm.lock().pending.is_empty()
+    }
+
+    /// A marker stops the recorder (instances taking turns): the collector looks every slice
+    /// to re-arm it. False for the default recorder, which never stops.
+    pub fn stops(&self) -> bool {
+        self.running.is_none()
     }
 
     /// Shared flag: true while the armed instance runs and may be stopped by a marker.
@@ -794,7 +724,7 @@ impl TraceSession {
     /// has disarmed the recorder, move the stopped instance to the pending queue and arm the
     /// standby at once. Cheap when nothing happened (one atomic load).
     pub fn poll(&mut self) {
-        if self.armed.load(Ordering::Acquire) {
+        if self.running.is_some() || self.armed.load(Ordering::Acquire) {
             return;
         }
         let mut a = self.arm.lock();
@@ -805,25 +735,17 @@ impl TraceSession {
     /// stopped before `drained_at - ORPHAN_AFTER` that no spike claimed lost their spike record
     /// (spike ring full): clear them and make them standbys, so the recorder re-arms.
     pub fn reap(&mut self, drained_at: Instant) {
+        if self.running.is_some() {
+            return;
+        }
         loop {
             let p = {
                 let mut a = self.arm.lock();
-                let (old, copied) = match a.pending.front() {
-                    Some(p) => (p.stopped + ORPHAN_AFTER <= drained_at, p.copy.is_some()),
-                    None => (false, false),
-                };
-                // In place, its pages are read up to its cut (the instance runs again), in
-                // order, or the next copy would take them: by the re-arm thread when there is
-                // one, else here.
-                let in_place = self.arm.in_place.is_some();
-                if old && !copied && in_place && self.rearm.is_none() {
-                    drop(a);
-                    if self.arm.copy_in_place() {
-                        continue;
-                    }
-                    break;
-                }
-                if old && (copied || !in_place) {
+                let old = a
+                    .pending
+                    .front()
+                    .is_some_and(|p| p.stopped + ORPHAN_AFTER <= drained_at);
+                if old {
                     a.pending.pop_front()
                 } else {
                     None
@@ -832,8 +754,6 @@ impl TraceSession {
             let Some(p) = p else { break };
             match p.copy {
                 Some(c) => self.count_overruns(&c.overruns),
-                // In place, every pending instance is copied before it is taken (below).
-                None if self.arm.in_place.is_some() => {}
                 None => self.recycle(p.slot),
             }
             self.orphaned += 1;
@@ -862,7 +782,7 @@ impl TraceSession {
         let dir = self.recorders[slot].dir().to_path_buf();
         let cpus = self.cpus.clone();
         let mut base = self.arm.lock().overrun_base[slot].clone();
-        let (copied, left) = drain(&dir, &cpus, page, &mut base, None, || self.poll());
+        let (copied, left) = drain(&dir, &cpus, page, &mut base, || self.poll());
         if left {
             let _ = self.recorders[slot].clear();
         }
@@ -932,29 +852,16 @@ impl TraceSession {
         marker_written: bool,
         run_dir: &Path,
     ) -> Option<SpikeRecord> {
+        if self.running.is_some() {
+            let s = [cpu as u64, intended_ns, actual_ns, latency_ns];
+            return self.on_spike_running(s, marker_written, run_dir);
+        }
         self.poll();
         let p = {
             let mut a = self.arm.lock();
             if !marker_written || a.traced >= self.max_spikes {
                 None
             } else {
-                // In place, the re-arm thread copies right after it re-arms, in order. The
-                // collector, a normal task that waits long for a CPU under load, waits for
-                // that copy, and copies itself only without the thread or when the thread did
-                // not within STOP_WAIT; after COPY_WAIT the spike is given up (an empty
-                // capture) rather than the collector stalled.
-                let t0 = Instant::now();
-                while self.arm.in_place.is_some()
-                    && a.pending.front().is_some_and(|p| p.copy.is_none())
-                    && t0.elapsed() < COPY_WAIT
-                {
-                    drop(a);
-                    let mine = self.rearm.is_none() || t0.elapsed() > STOP_WAIT;
-                    if !(mine && self.arm.copy_in_place()) {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    a = self.arm.lock();
-                }
                 // None: its instance was already recycled as an orphan.
                 a.pending.pop_front().inspect(|_| a.traced += 1)
             }
@@ -1005,14 +912,10 @@ impl TraceSession {
         // Not copied by the re-arm thread yet: every CPU's pages are read here the same way.
         let copy = match p.copy {
             Some(c) => Some(c),
-            // In place and not copied within COPY_WAIT: nothing of it is read.
-            None if self.arm.in_place.is_some() => Some(Copied::default()),
             None => self.drain_polling(p.slot),
         };
-        let mut span = (0, u64::MAX);
         let copied = match copy {
             Some(c) => {
-                span = (c.from_ns, c.until_ns);
                 self.count_overruns(&c.overruns);
                 cap.overrun = c.overruns.iter().find(|o| o.0 == cpu).map_or(0, |o| o.1);
                 cap.read_ns = c.read_ns;
@@ -1024,7 +927,6 @@ impl TraceSession {
                     spike: n,
                     slot: p.slot,
                     pages: others,
-                    span,
                 });
                 Some(mine.into_iter().next().map(|x| x.1).unwrap_or_default())
             }
@@ -1040,11 +942,11 @@ impl TraceSession {
                 let clock = self.recorders[p.slot].clock.clone();
                 let o = binary_outcome(
                     dec,
-                    (layout, &clock),
+                    Some((layout, &clock)),
                     cpu,
                     &pages,
                     &opts,
-                    (intended_ns, None, span),
+                    (intended_ns, None),
                     &mut cap,
                 );
                 cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -1096,7 +998,7 @@ impl TraceSession {
             );
         }
         let s = [cpu as u64, intended_ns, actual_ns, latency_ns];
-        Some(self.spike_record(n, s, &outcome, &rel, &dir))
+        Some(self.spike_record(n, s, &outcome, &rel, &dir, None))
     }
 
     /// The spike's record and its `analysis.txt`, from its analyzed capture. `s`: cpu,
@@ -1108,6 +1010,7 @@ impl TraceSession {
         outcome: &Outcome,
         rel: &str,
         dir: &Path,
+        raw: Option<RawFiles>,
     ) -> SpikeRecord {
         let [cpu, intended_ns, actual_ns, latency_ns] = s;
         let cpu = cpu as u32;
@@ -1129,7 +1032,9 @@ impl TraceSession {
         };
         spike.latency_ns = latency_ns;
         spike.at_ns = intended_ns;
-        spike.trace_file = Some(format!("{rel}/trace.txt"));
+        // A spike of the recorder that never stops has a trace when its pages were found.
+        spike.trace_file =
+            (self.running.is_none() || raw.is_some()).then(|| format!("{rel}/trace.txt"));
         // run.json keeps the timeline as data and, for outside readers, as its text lines.
         spike.timeline = latlab_report::timeline::lines(&spike);
         let mut txt = format!(
@@ -1146,9 +1051,156 @@ impl TraceSession {
         for w in &outcome.warnings {
             txt.push_str(&format!("warning: {}\n", escape(w)));
         }
-        let _ =
-            latlab_sys::safefile::write_atomic_unsynced(&dir.join("analysis.txt"), txt.as_bytes());
+        self.save(SpikeFiles {
+            dir: dir.to_path_buf(),
+            analysis: txt,
+            raw,
+        });
         spike
+    }
+
+    /// A spike's files: kept in memory until the run ends when they come as pages, the session
+    /// defers ([`TraceOptions::defer_files`]) and fewer than [`DEFER_MAX_BYTES`] wait; else
+    /// written now.
+    fn save(&mut self, f: SpikeFiles) {
+        let bytes = f.analysis.len() + f.raw.as_ref().map_or(0, |r| r.pages.len());
+        if f.raw.is_some() && self.defer_files && self.pending_bytes + bytes <= self.defer_max {
+            self.pending_bytes += bytes;
+            self.pending_files.push(f);
+            return;
+        }
+        if f.raw.is_some() {
+            self.written_during_run += 1;
+        }
+        self.write_files(&f);
+    }
+
+    /// Write a spike's directory: its `trace.txt` and `trace.dat` rendered from its pages,
+    /// and `analysis.txt` (safely: a temp file, never through a planted link, in short calls).
+    fn write_files(&self, f: &SpikeFiles) {
+        let _ = std::fs::create_dir_all(&f.dir);
+        if let (Some(r), Ok(dec)) = (&f.raw, &self.binary) {
+            let mut events = Vec::new();
+            let _ = dec.decode_cpu(r.cpu, &r.pages, &r.comms, &mut events);
+            let layout = self.layouts.get(r.slot).and_then(|l| l.as_ref());
+            let (text, dat) =
+                render_raw(dec, layout, &self.clock, r.cpu, &r.pages, &r.comms, &events);
+            let _ = latlab_sys::safefile::write_atomic_unsynced(
+                &f.dir.join("trace.txt"),
+                text.as_bytes(),
+            );
+            // The same pages as trace-cmd's file, for trace-cmd report and KernelShark.
+            if let Some(dat) = &dat {
+                let _ = latlab_sys::safefile::write_atomic_unsynced(&f.dir.join("trace.dat"), dat);
+            }
+        }
+        let _ = latlab_sys::safefile::write_atomic_unsynced(
+            &f.dir.join("analysis.txt"),
+            f.analysis.as_bytes(),
+        );
+    }
+
+    /// Write every spike's files kept until the end (after the measuring threads stopped).
+    fn write_pending(&mut self) {
+        let files = std::mem::take(&mut self.pending_files);
+        self.pending_bytes = 0;
+        for f in &files {
+            self.write_files(f);
+        }
+    }
+
+    /// The recorder that never stops ([`running`]): the spike's trace is its CPU's session,
+    /// the pages from the previous spike's marker (exclusive) to its own (inclusive).
+    fn on_spike_running(
+        &mut self,
+        s: [u64; 4],
+        marker_written: bool,
+        run_dir: &Path,
+    ) -> Option<SpikeRecord> {
+        let [cpu, intended_ns, actual_ns, _] = s;
+        let cpu = cpu as u32;
+        let run = self.running.clone()?;
+        let k = self.cpus.iter().position(|&c| c == cpu)?;
+        if marker_written {
+            self.handed[k] += 1;
+        }
+        let traced = self.arm.lock().traced;
+        if !marker_written || traced >= self.max_spikes {
+            // Without a marker: written after --trace-max-spikes (the threads write none then).
+            self.not_traced += 1;
+            if traced >= self.max_spikes {
+                self.over_max_spikes += 1;
+            }
+            return None;
+        }
+        let copied = run.wait_for(k, self.handed[k], self.rearm.is_some(), COPY_WAIT);
+        let n = {
+            let mut a = self.arm.lock();
+            a.traced += 1;
+            a.traced
+        };
+        if n >= self.max_spikes {
+            // The last one: the threads write no more markers.
+            self.armed.store(false, Ordering::Release);
+        }
+        let taken = run.take(k, self.handed[k]);
+        if let Some(d) = taken.read_done_ns.map(|t| t.saturating_sub(actual_ns)) {
+            let c = &mut self.copy_delay_ns;
+            *c = (c.0 + d, c.1.max(d), c.2 + 1);
+        }
+        self.dropped_pages += taken.dropped;
+        self.count_overruns(&[(cpu, taken.overrun)]);
+        let dec = self.binary.as_ref().ok()?;
+        let mut cap = SpikeCapture {
+            spike: n,
+            cpu,
+            read_ns: taken.read_ns,
+            overrun: taken.overrun,
+            ..Default::default()
+        };
+        let t_dec = Instant::now();
+        let pages = match running::marker_time(dec, cpu, &taken.pages, taken.from_ns, intended_ns) {
+            Some(at) => {
+                let (mine, rest) = run.split_at(&taken.pages, at);
+                run.give_back(k, rest, at + 1);
+                dec.trim_pages(&mine, taken.from_ns..at + 1)
+            }
+            None => {
+                // Not in the copy (the copier never got to it, or the ring lost it): the pages
+                // stay for the next spike of this CPU.
+                run.give_back(k, taken.pages, taken.from_ns);
+                Vec::new()
+            }
+        };
+        let opts = AnalyzeOptions {
+            threshold_ns: 0,
+            virtualized: self.virtualized,
+            mode: Some(SampleMode::Markers),
+        };
+        let mut o = binary_outcome(dec, None, cpu, &pages, &opts, (intended_ns, None), &mut cap);
+        cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+        if !copied {
+            o.why = format!(
+                "the spike's pages were not read within {} s (the copier starved)",
+                COPY_WAIT.as_secs()
+            );
+        }
+        if taken.dropped > 0 {
+            o.warnings.push(format!(
+                "{} page(s) of this CPU's history were dropped before this spike's session (the collector fell a ring behind)",
+                taken.dropped
+            ));
+        }
+        self.captures.push(cap);
+        let rel = format!("spikes/{n:03}");
+        let dir = run_dir.join(&rel);
+        let raw = (!pages.is_empty()).then(|| RawFiles {
+            cpu,
+            pages,
+            comms: std::mem::take(&mut o.comms),
+            slot: 0,
+        });
+        Some(self.spike_record(n, s, &o, &rel, &dir, raw))
     }
 
     /// A spike whose marker found the recorder stopped by another CPU's spike microseconds
@@ -1167,7 +1219,7 @@ impl TraceSession {
         }
         let (_, pages) = last.pages.iter().find(|x| u64::from(x.0) == cpu)?;
         let dec = self.binary.as_ref().ok()?;
-        let (slot, of_spike, stop_ns, span) = (last.slot, last.spike, last.stop_ns, last.span);
+        let (slot, of_spike, stop_ns) = (last.slot, last.spike, last.stop_ns);
         let layout = self.recorders[slot].raw.as_ref().ok();
         let clock = self.recorders[slot].clock.clone();
         let opts = AnalyzeOptions {
@@ -1191,11 +1243,11 @@ impl TraceSession {
         let t_dec = Instant::now();
         let mut o = binary_outcome(
             dec,
-            (layout, &clock),
+            Some((layout, &clock)),
             cpu as u32,
             pages,
             &opts,
-            (intended_ns, Some(s), span),
+            (intended_ns, Some(s)),
             &mut cap,
         );
         cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
@@ -1219,14 +1271,23 @@ impl TraceSession {
             let _ = latlab_sys::safefile::write_atomic_unsynced(&dir.join("trace.dat"), dat);
         }
         self.captures.push(cap);
-        Some(self.spike_record(n, s, &o, &rel, &dir))
+        Some(self.spike_record(n, s, &o, &rel, &dir, None))
     }
 
     /// Stop, remove the instances (and unmount if we mounted), forget the ledger entries;
     /// return the summary stored as run.json's "trace".
     pub fn finish(mut self) -> TraceSummary {
+        let never_stopped = self.running.is_some();
         // The thread first: it would take a disarmed recorder for a marker and arm another.
         self.stop_rearm();
+        if never_stopped {
+            // What the ring overwrote over the run (nobody reads a CPU without spikes).
+            for &c in &self.cpus {
+                if let Some(o) = self.recorders[0].overruns(c) {
+                    self.overruns.insert(c, o);
+                }
+            }
+        }
         self.armed.store(false, Ordering::SeqCst);
         let mut removal = None;
         let in_use: Vec<usize> = {
@@ -1269,6 +1330,8 @@ impl TraceSession {
             }
         }
         self.unmount();
+        // The measuring threads have stopped: the spikes' files now.
+        self.write_pending();
         let path = |p: &PathBuf| p.to_string_lossy().into_owned();
         // One lock, taken here: a guard in the literal below would live to its end.
         let (traced, rearm_reused, rearm_cleared) = {
@@ -1281,7 +1344,9 @@ impl TraceSession {
             clock: self.clock.clone(),
             events: self.events.clone(),
             missing_events: self.missing.clone(),
-            stop: if self.trigger {
+            stop: if never_stopped {
+                "never: each spike's trace ends at its marker"
+            } else if self.trigger {
                 "in-kernel traceoff trigger on a marker"
             } else {
                 "tracing_on written by the collector"
@@ -1299,6 +1364,10 @@ impl TraceSession {
             unmatched: self.unmatched,
             rearm_mean_ns: self.rearm_ns.0.checked_div(self.rearm_ns.2),
             rearm_max_ns: self.rearm_ns.1,
+            copy_delay_mean_ns: self.copy_delay_ns.0.checked_div(self.copy_delay_ns.2),
+            copy_delay_max_ns: (self.copy_delay_ns.2 > 0).then_some(self.copy_delay_ns.1),
+            files_written_while_measuring: self.written_during_run,
+            dropped_pages: self.dropped_pages,
             overruns: self
                 .overruns
                 .iter()
@@ -1335,8 +1404,15 @@ impl TraceSession {
     /// Stop and join the re-arm thread (before the instances and their fds go).
     fn stop_rearm(&mut self) {
         self.arm.quit.store(true, Ordering::Release);
+        if let Some(r) = &self.running {
+            r.quit.store(true, Ordering::Release);
+        }
         if let Some(t) = self.rearm.take() {
             let _ = t.join();
+        }
+        // Its trace_pipe_raw fds close, or the instance could not be removed.
+        if let Some(r) = self.running.take() {
+            r.close();
         }
     }
 }
@@ -1351,11 +1427,14 @@ impl Drop for TraceSession {
             let _ = rec.remove(&mut l);
         }
         self.unmount();
+        // Best effort: the spikes kept in memory are not lost with the collector.
+        self.write_pending();
     }
 }
 
 /// What a spike's copy gave: the trace text to save, the spike's sample (None: why not), and
 /// warnings for its analysis.txt.
+#[derive(Default)]
 struct Outcome {
     text: String,
     /// The spike's pages as a trace-cmd file (binary path only).
@@ -1363,6 +1442,8 @@ struct Outcome {
     sample: Option<Sample>,
     why: String,
     warnings: Vec<String>,
+    /// The task names the pages' events and `/proc` gave (binary path), to render them later.
+    comms: Comms,
 }
 
 /// The spike's sample in an analysis (the last one of its CPU at its intended time).
@@ -1372,13 +1453,7 @@ fn outcome_of(
     intended_ns: u64,
     cap: &mut SpikeCapture,
 ) -> Outcome {
-    let mut o = Outcome {
-        text: String::new(),
-        dat: None,
-        sample: None,
-        why: String::new(),
-        warnings: vec![],
-    };
+    let mut o = Outcome::default();
     match analysis {
         Ok(a) => {
             if cap.events == 0 {
@@ -1401,11 +1476,11 @@ fn outcome_of(
 /// Decode a spike's pages, render them as the trace text, and analyze the events.
 fn binary_outcome(
     dec: &RawDecoder,
-    (layout, clock): (Option<&RawLayout>, &str),
+    render: Option<(Option<&RawLayout>, &str)>,
     cpu: u32,
     pages: &[u8],
     opts: &AnalyzeOptions,
-    (intended_ns, end, (from_ns, until_ns)): (u64, Option<[u64; 4]>, (u64, u64)),
+    (intended_ns, end): (u64, Option<[u64; 4]>),
     cap: &mut SpikeCapture,
 ) -> Outcome {
     cap.read_as = "binary".into();
@@ -1413,14 +1488,6 @@ fn binary_outcome(
     let mut comms = Comms::default();
     let _ = dec.learn_comms(pages, &mut comms);
     let mut events = Vec::new();
-    // A copy of an instance re-armed in place: this spike's session only.
-    let trimmed;
-    let pages = if (from_ns, until_ns) == (0, u64::MAX) {
-        pages
-    } else {
-        trimmed = dec.trim_pages(pages, from_ns..until_ns);
-        &trimmed[..]
-    };
     let mut st = dec.decode_cpu(cpu, pages, &comms, &mut events);
     // Pids the pages' scheduler events do not name (a task running since before the buffer's
     // start): their `/proc/PID/comm`, a few small reads. Not the kernel's `saved_cmdlines`:
@@ -1448,11 +1515,8 @@ fn binary_outcome(
         Ok(st) => st,
         Err(e) => {
             return Outcome {
-                text: String::new(),
-                dat: None,
-                sample: None,
                 why: e.to_string(),
-                warnings: vec![],
+                ..Outcome::default()
             }
         }
     };
@@ -1472,11 +1536,8 @@ fn binary_outcome(
                 Some(m) => events.push(m),
                 None => {
                     return Outcome {
-                        text: String::new(),
-                        dat: None,
-                        sample: None,
                         why: "the thread's timer is not in the capture".into(),
-                        warnings: vec![],
+                        ..Outcome::default()
                     }
                 }
             }
@@ -1484,11 +1545,11 @@ fn binary_outcome(
         }
         None => analyze_events(&events, &lost, opts),
     };
-    let mut text = String::with_capacity(pages.len() * 2);
-    let _ = dec.render_text(cpu, pages, &comms, &mut text);
     let mut o = outcome_of(analysis, cpu, intended_ns, cap);
-    o.text = text;
-    o.dat = layout.and_then(|l| trace_dat(dec, l, clock, &[(cpu, pages)], &comms, &events));
+    if let Some((layout, clock)) = render {
+        (o.text, o.dat) = render_raw(dec, layout, clock, cpu, pages, &comms, &events);
+    }
+    o.comms = comms.clone();
     if st.bad_pages > 0 || st.unknown_events > 0 {
         o.warnings.push(format!(
             "binary trace: {} inconsistent page(s) (their rest skipped), {} event(s) of unknown ID",
@@ -1516,6 +1577,23 @@ fn binary_outcome(
         ));
     }
     o
+}
+
+/// A CPU's pages as the kernel's text layout (`trace.txt`) and as trace-cmd's file
+/// (`trace.dat`, when the layout is known), `events` being their decoded events.
+fn render_raw(
+    dec: &RawDecoder,
+    layout: Option<&RawLayout>,
+    clock: &str,
+    cpu: u32,
+    pages: &[u8],
+    comms: &Comms,
+    events: &[latlab_core::trace::Event],
+) -> (String, Option<Vec<u8>>) {
+    let mut text = String::with_capacity(pages.len() * 2);
+    let _ = dec.render_text(cpu, pages, comms, &mut text);
+    let dat = layout.and_then(|l| trace_dat(dec, l, clock, &[(cpu, pages)], comms, events));
+    (text, dat)
 }
 
 /// The marker a spike would have written (`s`: cpu, intended, actual, latency), placed after
@@ -1713,6 +1791,7 @@ mod tests {
             instances: 2,
             timer_irq: false,
             required: false,
+            defer_files: true,
         };
         let s =
             TraceSession::start_at(&t.path().join("none"), &opts, &[0], l.clone(), &mut w).unwrap();
@@ -1750,6 +1829,7 @@ mod tests {
             instances: 2,
             timer_irq: false,
             required: true,
+            defer_files: true,
         };
         let mut s = start_stepped(&opts, &[0], l.clone(), &mut w)
             .unwrap()
@@ -1867,6 +1947,7 @@ mod tests {
             instances,
             timer_irq: false,
             required: true,
+            defer_files: true,
         };
         let start = if rearm {
             TraceSession::start
@@ -1989,39 +2070,62 @@ mod tests {
         assert_eq!(n as usize, text.len());
     }
 
-    /// One instance (the default) is re-armed in place: running again at the next poll,
-    /// before its copy, with no standby. Its copy ends at the stop: what the kernel wrote
-    /// after the re-arm (here into the same page as the first marker) and a second spike
-    /// stopped before the first copy belong to the second capture, and nothing of the first
-    /// is in it. Without the cut, capture 1 holds the note and the second marker.
+    /// Stand in for a measuring thread of the recorder that never stops: on `cpu`, write the
+    /// marker while `armed` (left set) and count it in `marks`, as the hot loop does.
+    fn mark_running(s: &TraceSession, cpu: u32) -> (u64, u64) {
+        latlab_sys::rt::set_affinity(&[cpu]).unwrap();
+        let r = mono_ns();
+        let e = r - 300_000;
+        assert!(s.armed().load(Ordering::SeqCst), "not armed");
+        let m = format!(
+            "LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={}\n",
+            r - e
+        );
+        let fd = s.marker_fd().load(Ordering::SeqCst);
+        // SAFETY: plain syscall with a valid buffer.
+        let n = unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
+        assert_eq!(n as usize, m.len());
+        s.marks().expect("the recorder that never stops")[cpu as usize]
+            .fetch_add(1, Ordering::Release);
+        (e, r)
+    }
+
+    /// One instance (the default) never stops: a spike's marker is a plain event, the
+    /// instance records on, and each spike's trace is its CPU's session, from the previous
+    /// spike's marker to its own. What came between the two markers (a note) and the second
+    /// marker are the second capture's only, and nothing of the first is in it: without the
+    /// split at the marker, capture 1 holds both. The files wait in memory until the run ends.
     #[test]
-    fn one_instance_rearms_in_place_and_its_copy_ends_at_the_stop() {
+    fn the_recorder_never_stops_and_each_spike_gets_its_session() {
         let Some(_g) = latlab_sys::privileged::guard(
-            "one_instance_rearms_in_place_and_its_copy_ends_at_the_stop",
+            "the_recorder_never_stops_and_each_spike_gets_its_session",
         ) else {
             return;
         };
-        let (t, _l, mut s) = session(1);
-        assert!(s.arm.in_place.is_some(), "binary pages on this kernel");
-        let fd = s.marker_fd().load(Ordering::SeqCst);
-        let (e1, r1) = mark(&s, 1);
-        assert!(!s.recorders[0].is_on(), "the marker stopped it");
-        s.poll();
-        assert!(s.armed().load(Ordering::SeqCst), "re-armed before the copy");
-        assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd);
-        assert!(s.recorders[0].is_on());
-        note(&s, 1, "AFTER_REARM_1\n");
-        let (e2, r2) = mark(&s, 1);
-        s.poll();
-        assert!(s.armed().load(Ordering::SeqCst), "re-armed again");
+        let (t, _l, s) = session(1);
+        assert!(
+            s.running.is_some(),
+            "binary pages on this kernel: the running recorder"
+        );
+        assert!(!s.stops());
+        let (e1, r1) = mark_running(&s, 1);
+        assert!(s.recorders[0].is_on(), "a marker does not stop it");
+        note(&s, 1, "BETWEEN_1_AND_2\n");
+        let (e2, r2) = mark_running(&s, 1);
         let run = t.path().join("rundir");
-        two_sessions_apart(s, &run, [(e1, r1), (e2, r2)], "AFTER_REARM_1");
+        let v = two_sessions_apart(s, &run, [(e1, r1), (e2, r2)], "BETWEEN_1_AND_2");
+        assert_eq!(
+            v["stop"], "never: each spike's trace ends at its marker",
+            "{v}"
+        );
+        assert!(v["rearm_mean_ns"].is_null(), "never re-armed: {v}");
+        assert_eq!(v["files_written_while_measuring"], 0, "{v}");
     }
 
     /// Hand both spikes (on CPU 1: intended, actual) to the collector and check that each
-    /// capture holds its own session: `note` (written after spike 1's re-arm) and spike 2's
+    /// capture holds its own session: `note` (written between the two markers) and spike 2's
     /// marker in capture 2 only, in its text and in its `trace.dat` (trimmed pages, not just
-    /// the text), nothing of spike 1 there. Then finish: two traced, no clear, nothing left.
+    /// the text), nothing of spike 1 there. The files are written by finish, not before.
     fn two_sessions_apart(
         mut s: TraceSession,
         run: &Path,
@@ -2029,8 +2133,15 @@ mod tests {
         note: &str,
     ) -> serde_json::Value {
         for (e, r) in spikes {
-            s.on_spike(1, e, r, r - e, true, run).expect("traced");
+            let sp = s.on_spike(1, e, r, r - e, true, run).expect("traced");
+            assert!(!sp.causes.is_empty() || !sp.timeline.is_empty());
         }
+        assert!(
+            !run.join("spikes/001/trace.txt").exists() && !run.join("spikes/001").exists(),
+            "files written while measuring"
+        );
+        assert!(s.recorders[0].is_on(), "still recording after both copies");
+        let v = serde_json::to_value(s.finish()).unwrap();
         let [(e1, _), (e2, _)] = spikes;
         let (m1, m2) = (format!("intended={e1}"), format!("intended={e2}"));
         let has = |b: &[u8], w: &str| b.windows(w.len()).any(|x| x == w.as_bytes());
@@ -2049,47 +2160,97 @@ mod tests {
             );
             assert!(!has(&c2, &m1), "capture 2 ({ext}) holds spike 1");
         }
-        assert!(s.recorders[0].is_on(), "still armed after both copies");
-        let v = serde_json::to_value(s.finish()).unwrap();
+        assert!(run.join("spikes/002/analysis.txt").exists());
         assert_eq!(v["traced"], 2);
-        assert_eq!(v["rearm_cleared"], 0, "{v}");
+        assert_eq!(v["unmatched"], 0, "{v}");
         assert_eq!(v["instances"].as_array().map(Vec::len), Some(1), "{v}");
         assert!(v["removal_error"].is_null(), "{v}");
         assert!(instances_left().is_empty());
         v
     }
 
-    /// The same with the re-arm thread, as `latlab run` has it: the thread re-arms the instance
-    /// in place and copies it with no call from the collector (its reads made with the lock
-    /// released); what the kernel wrote after that copy, and a second spike, are the second
-    /// capture's only.
+    /// The same with the copier thread, as `latlab run` has it: it reads the marked CPU's
+    /// pages with no call from the collector; what the kernel wrote after that copy and a
+    /// second spike are the second capture's only. Then spikes on both CPUs at once (a VM
+    /// stalled on both) are traced each from its own CPU's session, and the copy delay is
+    /// recorded.
     #[test]
-    fn the_rearm_thread_rearms_in_place_and_copies() {
-        let Some(_g) = latlab_sys::privileged::guard("the_rearm_thread_rearms_in_place_and_copies")
+    fn the_copier_reads_marked_cpus_without_the_collector() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("the_copier_reads_marked_cpus_without_the_collector")
         else {
             return;
         };
         let (t, _l, s) = session_with_rearm(1);
-        let fd = s.marker_fd().load(Ordering::SeqCst);
-        let (e1, r1) = mark(&s, 1);
-        wait("re-armed in place by the thread", &|| {
-            s.armed().load(Ordering::SeqCst)
-        });
-        assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd);
-        wait("copied by the thread", &|| {
-            s.arm
-                .lock()
-                .pending
-                .front()
-                .is_some_and(|p| p.copy.is_some())
-        });
-        assert!(s.arm.lock().pending[0].rearmed_ns.expect("re-armed") > r1);
+        let run = s.running.clone().expect("the running recorder");
+        let (e1, r1) = mark_running(&s, 1);
+        wait("read by the copier", &|| run.copied_marks(1) >= 1);
         note(&s, 1, "AFTER_COPY_1\n");
-        let (e2, r2) = mark(&s, 1);
-        wait("re-armed again", &|| s.armed().load(Ordering::SeqCst));
+        let (e2, r2) = mark_running(&s, 1);
+        wait("read again by the copier", &|| run.copied_marks(1) >= 2);
+        let run_dir = t.path().join("rundir");
+        let mut s = s;
+        for (e, r) in [(e1, r1), (e2, r2)] {
+            s.on_spike(1, e, r, r - e, true, &run_dir).expect("traced");
+        }
+        let (e3, r3) = mark_running(&s, 0);
+        let (e4, r4) = mark_running(&s, 1);
+        for (cpu, e, r) in [(0, e3, r3), (1, e4, r4)] {
+            let sp = s
+                .on_spike(cpu, e, r, r - e, true, &run_dir)
+                .expect("traced");
+            assert_eq!(sp.cpu, cpu);
+        }
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(v["traced"], 4, "{v}");
+        assert_eq!(v["unmatched"], 0, "{v}");
+        let has = |n: u32, w: &str| {
+            let t =
+                std::fs::read_to_string(run_dir.join(format!("spikes/{n:03}/trace.txt"))).unwrap();
+            t.contains(w)
+        };
+        assert!(has(2, "AFTER_COPY_1") && !has(1, "AFTER_COPY_1"));
+        assert!(has(3, &format!("intended={e3}")) && !has(3, &format!("intended={e4}")));
+        assert!(has(4, &format!("intended={e4}")) && !has(4, &format!("intended={e2}")));
+        let d = v["copy_delay_max_ns"]
+            .as_u64()
+            .expect("copy delays recorded");
+        assert!(d > 0 && d < 5_000_000_000, "{v}");
+        assert_eq!(v["captures"][2]["cpu"], 0);
+        // Removed although the test still holds the copier's state (its files were closed).
+        assert!(v["removal_error"].is_null(), "{v}");
+        assert!(instances_left().is_empty());
+        drop(run);
+    }
+
+    /// --trace-max-spikes: after the last spike traced, the threads write no more markers
+    /// (`armed` cleared), and a later spike is counted over the cap.
+    #[test]
+    fn the_running_recorder_stops_marking_at_the_cap() {
+        let Some(_g) =
+            latlab_sys::privileged::guard("the_running_recorder_stops_marking_at_the_cap")
+        else {
+            return;
+        };
+        let (t, _l, mut s) = session(1);
+        s.max_spikes = 1;
+        let (e, r) = mark_running(&s, 0);
         let run = t.path().join("rundir");
-        let v = two_sessions_apart(s, &run, [(e1, r1), (e2, r2)], "AFTER_COPY_1");
-        assert_eq!(v["rearm_reused"], 2, "{v}");
+        s.on_spike(0, e, r, r - e, true, &run).expect("traced");
+        assert!(
+            !s.armed().load(Ordering::SeqCst),
+            "still marking after the cap"
+        );
+        assert!(s
+            .on_spike(0, e + 1_000_000, r + 1_000_000, r - e, false, &run)
+            .is_none());
+        let v = serde_json::to_value(s.finish()).unwrap();
+        assert_eq!(
+            (&v["traced"], &v["not_traced"], &v["over_max_spikes"]),
+            (&1.into(), &1.into(), &1.into()),
+            "{v}"
+        );
+        assert!(run.join("spikes/001/trace.dat").exists());
     }
 
     /// A layout latlab does not decode (here a 32-bit commit) is refused with its reason, and
