@@ -1713,6 +1713,10 @@ pub fn instance_trace_dat(rec: &Recorder, cpus: &[u32]) -> anyhow::Result<Vec<u8
 
 /// The binary decoder for the session's instances (all alike), or why spikes are read as text.
 fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDecoder, String> {
+    // A measuring knob (docs/performance.md): the kernel's text, to compare the two readers.
+    if std::env::var_os("LATLAB_TRACE_READ").is_some_and(|v| v == "text") {
+        return Err("LATLAB_TRACE_READ=text".into());
+    }
     let layout = layout.as_ref().map_err(|e| e.clone())?;
     let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
     let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
