@@ -145,6 +145,7 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
         let lat = now.saturating_sub(intended);
         sh.hist.record(lat);
         sh.last_ns.store(lat, Relaxed);
+        sh.woke_ns.store(intended, Relaxed);
 
         // Per-second maximum, published when the second is over.
         let s = intended.saturating_sub(p.t0) / 1_000_000_000;

@@ -18,6 +18,7 @@ pub mod pimutex;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod privileged;
 pub mod procstat;
+pub mod quiet;
 pub mod rt;
 pub mod safefile;
 pub mod scenario;

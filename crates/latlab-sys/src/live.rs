@@ -221,10 +221,25 @@ pub struct ThreadShared {
     pub done: AtomicBool,
     /// What the wakeup, jitter and audio modes add (empty for the timer).
     pub mode: ModeShared,
+    /// The thread's schedule: its first intended wake-up (CLOCK_MONOTONIC ns, 0 until the
+    /// engine has started) and its period; every later one is `first_ns + k × interval_ns`.
+    pub first_ns: AtomicU64,
+    pub interval_ns: u64,
+    /// The timer mode: the thread sleeps between wake-ups and does nothing else (the others
+    /// work, or are woken by another thread).
+    pub sleeps_between: bool,
+    /// The intended time of the last wake-up the thread has recorded (for [`crate::quiet`]).
+    pub woke_ns: AtomicU64,
 }
 
 impl ThreadShared {
-    pub(crate) fn new(cpu: u32, layout: Layout, mode: ModeShared) -> ThreadShared {
+    pub(crate) fn new(
+        cpu: u32,
+        layout: Layout,
+        mode: ModeShared,
+        interval_ns: u64,
+        sleeps_between: bool,
+    ) -> ThreadShared {
         ThreadShared {
             cpu,
             hist: LiveHistogram::new(layout),
@@ -235,6 +250,10 @@ impl ThreadShared {
             spikes: SpikeRing::new(),
             done: AtomicBool::new(false),
             mode,
+            first_ns: AtomicU64::new(0),
+            interval_ns,
+            sleeps_between,
+            woke_ns: AtomicU64::new(0),
         }
     }
 

@@ -204,6 +204,7 @@ impl Engine {
         };
         let mode = Arc::new(mode);
         let mut threads = Vec::with_capacity(n);
+        let mut staggers = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         let mut aux = Vec::with_capacity(helpers);
         for (i, (&cpu, sender)) in cfg.cpus.iter().zip(senders).enumerate() {
@@ -212,9 +213,12 @@ impl Engine {
                 cpu,
                 cfg.layout,
                 mode.shared(cfg.layout, interval),
+                interval,
+                matches!(*mode, Mode::Timer),
             ));
             threads.push(sh.clone());
             let stagger = first_offset(cfg.interval_ns, interval, n, i, cfg.aligned, seed);
+            staggers.push(stagger);
             let duration = cfg.duration_ns;
             let channel = sender.as_ref().map(|s| s.channel.clone());
             if let Some(s) = sender {
@@ -317,6 +321,9 @@ impl Engine {
         // Start 10 ms from now, on a whole millisecond, so threads begin together; each
         // thread's first wake-up is `first_offset` after it (never on the millisecond itself).
         let start = (rt::now_ns() / 1_000_000 + 10) * 1_000_000;
+        for (t, s) in threads.iter().zip(&staggers) {
+            t.first_ns.store(start + s, Release);
+        }
         line.t0.store(start, Release);
         line.go.wait();
         let engine = Engine {

@@ -1236,3 +1236,77 @@ fn html_report_draws_each_traced_spike_as_lanes() {
     );
     assert!(html.contains(">rust-lld 3986 µs</text>"), "{html}");
 }
+
+/// The recorder's copier (`latlab-trace`): with every CPU measured it pins itself to the last
+/// one, whose quiet windows it reads in; with a CPU left unmeasured it stays there (the
+/// housekeeping CPUs), never on the measured one.
+#[test]
+fn the_copier_pins_itself_to_the_cpu_whose_quiet_windows_it_uses() {
+    let Some(_g) = latlab_sys::privileged::guard(
+        "the_copier_pins_itself_to_the_cpu_whose_quiet_windows_it_uses",
+    ) else {
+        return;
+    };
+    let online = latlab_sys::rt::online_cpus().unwrap();
+    if online.len() < 2 {
+        eprintln!("skipped: needs two online CPUs");
+        return;
+    }
+    let last = *online.last().unwrap();
+    let allowed = |pid: u32| -> Option<String> {
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+        {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim() == "latlab-trace" {
+                let st = std::fs::read_to_string(t.path().join("status")).ok()?;
+                return st
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string());
+            }
+        }
+        None
+    };
+    for (cpus, want) in [("all", last.to_string()), ("0", format!("1-{last}"))] {
+        let want = if want == "1-1" { "1".to_string() } else { want };
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+            .args([
+                "run",
+                "--duration",
+                "30s",
+                "--quiet",
+                "--no-db",
+                "--cpus",
+                cpus,
+            ])
+            .args([
+                "--trace-threshold",
+                "5ms",
+                "--trace-buffer",
+                "512KiB",
+                "--results",
+            ])
+            .arg(tmp.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // The copier pins itself at its first look after the measuring threads started.
+        let t0 = std::time::Instant::now();
+        let seen = loop {
+            let a = allowed(pid);
+            if a.as_deref() == Some(want.as_str()) || t0.elapsed().as_secs() >= 20 {
+                break a;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        assert!(child.wait().unwrap().success());
+        assert_eq!(seen.as_deref(), Some(want.as_str()), "--cpus {cpus}");
+    }
+}

@@ -709,6 +709,20 @@ impl TraceSession {
         self.running.is_none() && !self.arm.lock().pending.is_empty()
     }
 
+    /// The measuring threads have started: when every CPU is measured (no housekeeping CPU
+    /// for latlab's own threads), the copier of the recorder that never stops pins itself to
+    /// the last measured CPU and reads in the quiet part of that CPU's periods
+    /// ([`latlab_sys::quiet`]); with a CPU to spare, it runs there and needs none.
+    pub fn attach(&self, threads: &[Arc<latlab_sys::live::ThreadShared>], housekeeping: &[u32]) {
+        let Some(r) = &self.running else { return };
+        if !housekeeping.is_empty() {
+            return;
+        }
+        if let Some(q) = threads.last().and_then(latlab_sys::quiet::Quiet::of) {
+            let _ = r.quiet.set(q);
+        }
+    }
+
     /// A marker stops the recorder (instances taking turns): the collector looks every slice
     /// to re-arm it. False for the default recorder, which never stops.
     pub fn stops(&self) -> bool {

@@ -368,6 +368,9 @@ pub fn run_with(
     let started = Instant::now();
     hooks.on_start(engine.t0_ns, _dma.as_ref().map(|_| dma_us));
     let threads = engine.threads.clone();
+    if let Some(t) = &tracer {
+        t.attach(&threads, &p.housekeeping);
+    }
     let mut on_threshold = crate::actions::Runner::new(
         &a.actions.on_threshold,
         "--on-threshold",
