@@ -90,13 +90,26 @@ impl Quiet {
         }
     }
 
+    /// The start of the first quiet window at or after `t` (a wake-up due then, plus
+    /// [`SETTLE_NS`]): where a thread that wakes on its own clock should set its timer, so
+    /// its own wake-up never meets the measuring thread's.
+    pub fn window_after(&self, t: u64) -> u64 {
+        match self.last_due(t) {
+            Some(due) if t <= due + SETTLE_NS => due + SETTLE_NS,
+            Some(due) => due + self.interval + SETTLE_NS,
+            None => self.first + SETTLE_NS,
+        }
+    }
+
     /// Sleep until a call of up to `need_ns` may start on this CPU.
     pub fn wait(&self, need_ns: u64) {
-        // Bounded: a thread that never wakes again (the run ended) does not hold us.
-        for _ in 0..4 {
+        // Bounded (three periods): a thread that stopped waking (the run ended, or a stall
+        // far longer than a period) does not hold the caller for ever.
+        let until = rt::now_ns() + 3 * self.interval;
+        loop {
             let now = rt::now_ns();
             let w = self.wait_ns(now, self.sh.woke_ns.load(Relaxed), need_ns);
-            if w == 0 {
+            if w == 0 || now + w > until {
                 return;
             }
             rt::sleep_until(now + w);
@@ -139,6 +152,10 @@ mod tests {
         assert!(q.wait_ns(2_100_000, 1_000_000, 100 * us) >= SETTLE_NS);
         // A call as long as the window never fits: it waits for the next one (bounded).
         assert!(q.wait_ns(1_300_000, 1_000_000, 2_000 * us) > 0);
+        // A timer set for 1.3 ms goes off at the next window's start, 2.04 ms.
+        assert_eq!(q.window_after(1_300_000), 2_040_000);
+        assert_eq!(q.window_after(2_020_000), 2_040_000);
+        assert_eq!(q.window_after(0), 1_040_000);
     }
 
     /// Schedules that cannot be gated: not started, not the timer, too short a period.

@@ -356,7 +356,14 @@ pub(super) fn spawn_copier(r: Arc<Running>) -> Option<std::thread::JoinHandle<()
             unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
             let mut pinned = false;
             while !r.quit.load(Ordering::Acquire) {
-                std::thread::sleep(COPY_SLICE);
+                // In a quiet window too, so its own wake-up never meets the measuring thread's.
+                match r.quiet.get().filter(|_| pinned) {
+                    Some(q) => {
+                        let at = q.window_after(mono_ns() + COPY_SLICE.as_nanos() as u64);
+                        latlab_sys::rt::sleep_until(at);
+                    }
+                    None => std::thread::sleep(COPY_SLICE),
+                }
                 if let Some(q) = r.quiet.get() {
                     // On the CPU whose schedule it waits on (it could move otherwise).
                     if !pinned {
