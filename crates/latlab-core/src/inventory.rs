@@ -202,6 +202,15 @@ pub struct Virt {
     /// Steal time sampled over [`Virt::steal_sample_ms`] (live machines only).
     pub steal_sampled: Option<f64>,
     pub steal_sample_ms: Option<u64>,
+    /// A virtio balloon that negotiated free page reporting (`VIRTIO_BALLOON_F_REPORTING`,
+    /// feature bit 5 in `/sys/bus/virtio/devices/*/features`): the guest hands free memory
+    /// back to the host. None without a balloon device.
+    #[serde(default)]
+    pub page_reporting: Option<bool>,
+    /// `/sys/module/page_reporting/parameters/page_reporting_order`: free blocks of
+    /// 2^order pages are reported.
+    #[serde(default)]
+    pub page_reporting_order: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -508,6 +508,37 @@ impl Reader {
         out.virt.vendor = self
             .line("sys/hypervisor/type", Optional)
             .or_else(|| self.line("sys/class/dmi/id/sys_vendor", Optional));
+        // Free page reporting: a virtio balloon (device id 5) with feature bit 5.
+        let mut devs: Vec<String> = fs::read_dir(self.path("sys/bus/virtio/devices"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        devs.sort();
+        for d in devs {
+            let base = format!("sys/bus/virtio/devices/{d}");
+            let id = self.line(&format!("{base}/device"), Optional);
+            if !id.as_deref().is_some_and(|i| i == "0x0005") {
+                continue;
+            }
+            let rel = format!("{base}/features");
+            match self.line(&rel, Optional) {
+                Some(bits) if !bits.is_empty() && bits.bytes().all(|b| b == b'0' || b == b'1') => {
+                    let on = bits.as_bytes().get(5) == Some(&b'1');
+                    out.virt.page_reporting = Some(out.virt.page_reporting == Some(true) || on);
+                }
+                Some(bits) => self.bad(&rel, &bits, "a string of 0 and 1, one per feature bit"),
+                None => {}
+            }
+        }
+        let rel = "sys/module/page_reporting/parameters/page_reporting_order";
+        if let Some(o) = self.line(rel, Optional) {
+            match o.parse::<u32>() {
+                Ok(v) if v < 64 => out.virt.page_reporting_order = Some(v),
+                _ => self.bad(rel, &o, "an order (0–63)"),
+            }
+        }
         let Some(s1) = self.read("proc/stat", Required) else {
             return;
         };

@@ -128,6 +128,20 @@ fn this_vm_as_captured() {
         "{f:?}"
     );
     assert!(f.contains(&("virt.guest".into(), Severity::Warn)), "{f:?}");
+    // Firecracker's balloon with free page reporting (feature bit 5), order 9 (2 MiB).
+    assert_eq!(inv.virt.page_reporting, Some(true));
+    assert_eq!(inv.virt.page_reporting_order, Some(9));
+    assert!(
+        f.contains(&("virt.page_reporting".into(), Severity::Warn)),
+        "{f:?}"
+    );
+    let all = findings(&inv);
+    let pr = all.iter().find(|f| f.id == "virt.page_reporting").unwrap();
+    assert!(
+        pr.evidence.contains("blocks of 2048 KiB"),
+        "{}",
+        pr.evidence
+    );
 }
 
 #[test]
@@ -145,9 +159,13 @@ fn garbage_gives_findings_not_guesses() {
         "/proc/stat",
         "/proc/self/cgroup",
         "/sys/devices/system/cpu/cpu0/cpuidle/state0/latency",
+        "/sys/bus/virtio/devices/virtio0/features",
+        "/sys/module/page_reporting/parameters/page_reporting_order",
     ] {
         assert!(bad.contains(&p), "{p} not in {bad:?}");
     }
+    // A balloon whose features cannot be read is not guessed to report free pages.
+    assert_eq!(inv.virt.page_reporting, None);
     // A directory where a file should be: not readable.
     assert!(inv
         .unreadable
