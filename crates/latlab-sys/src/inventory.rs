@@ -519,7 +519,7 @@ impl Reader {
         for d in devs {
             let base = format!("sys/bus/virtio/devices/{d}");
             let id = self.line(&format!("{base}/device"), Optional);
-            if !id.as_deref().is_some_and(|i| i == "0x0005") {
+            if id.as_deref() != Some("0x0005") {
                 continue;
             }
             let rel = format!("{base}/features");

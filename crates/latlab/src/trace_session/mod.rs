@@ -1,11 +1,12 @@
 //! Glue between `latlab run` and the tracefs flight recorder.
 //!
-//! The recorder is re-armed within a slice of a spike, before its trace is copied. With one
-//! instance (`--trace-instances 1`, the default, read as binary pages) it is re-armed *in
-//! place*: the stopped instance runs again at once, and its copy, made while it runs, ends at
-//! the stop ([`Pending::cut_ns`], pages trimmed by [`RawDecoder::trim_pages`]). With more,
-//! instances take turns: `latlab-<pid>`, `latlab-<pid>-b`, `latlab-<pid>-c` …, all in the
-//! ledger, configured alike; the rest of this paragraph describes that mode.
+//! With one instance (`--trace-instances 1`, the default) read as binary pages, the recorder
+//! never stops ([`running`]): a spike's marker is an event, a copier reads the marked CPU's
+//! pages, and each spike takes its CPU's events from the previous marker to its own. Its
+//! files wait in memory until the measurement ends ([`TraceSession::finish`]). With more
+//! instances, or when spikes are read as text, instances take turns: `latlab-<pid>`,
+//! `latlab-<pid>-b`, `latlab-<pid>-c` …, all in the ledger, configured alike; the rest of this
+//! paragraph describes that mode.
 //! One is *armed* (running; its `trace_marker` fd is in [`TraceSession::marker_fd`], an atomic
 //! the measurement threads load after taking [`TraceSession::armed`]). A thread that takes
 //! `armed` on a spike writes one `LATLAB_STOP …` marker, which stops that instance in the
