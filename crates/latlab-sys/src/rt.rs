@@ -190,15 +190,7 @@ pub fn keep_heap(reserve: usize) {
 /// `MemAvailable` of /proc/meminfo in bytes (None when unreadable).
 pub fn mem_available() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    latlab_core::inventory::meminfo_kb(&s, "MemAvailable").map(|kb| kb * 1024)
 }
 
 /// Lock all current and future memory: no page fault on the hot path.

@@ -627,7 +627,11 @@ pub fn overruns_at(dir: &Path, cpu: u32) -> Option<u64> {
 /// `entries` (events still in the ring) and `overrun` (events it overwrote since the last
 /// clear) of the instance at `dir` on `cpu`, from one read of `per_cpu/cpuN/stats`.
 pub fn cpu_stats_at(dir: &Path, cpu: u32) -> Option<(u64, u64)> {
-    let s = fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+    parse_cpu_stats(&fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?)
+}
+
+/// `entries` and `overrun` of a `per_cpu/cpuN/stats` text.
+fn parse_cpu_stats(s: &str) -> Option<(u64, u64)> {
     let field = |k: &str| {
         s.lines()
             .find_map(|l| l.strip_prefix(k))
@@ -641,13 +645,7 @@ pub fn cpu_stats_of(f: &File) -> Option<(u64, u64)> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 512];
     let n = f.read_at(&mut buf, 0).ok()?;
-    let s = std::str::from_utf8(&buf[..n]).ok()?;
-    let field = |k: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    Some((field("entries:")?, field("overrun:")?))
+    parse_cpu_stats(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
 /// `per_cpu/cpuN/trace_pipe_raw` of the instance at `dir`, opened non-blocking (for a thread
@@ -676,8 +674,9 @@ pub fn read_pages(
 }
 
 /// [`read_pages`], appending to `out` (whose capacity a caller may keep from copy to copy, so
-/// a copy allocates nothing once it has grown). Returns the bytes appended; on an error, the
-/// pages read before it stay in `out`.
+/// a copy allocates nothing once it has grown), with `tick` also before the first read
+/// (`every` = `page`: before every read, as the recorder's quiet windows want). Returns the
+/// bytes appended; on an error, the pages read before it stay in `out`.
 pub fn read_pages_into(
     mut f: impl io::Read,
     page: usize,
@@ -688,6 +687,9 @@ pub fn read_pages_into(
     let page = page.max(1);
     let start = out.len();
     let mut since = 0usize;
+    if every <= page {
+        tick();
+    }
     loop {
         let len = out.len();
         out.resize(len + page, 0);
@@ -950,6 +952,10 @@ mod tests {
         assert_eq!(v.len(), 8);
         let e = read_pages(Src(vec![Ok(8), Err(io::Error::other("boom"))]), 8, 8, || {});
         assert!(e.is_err());
+        // `every` a page: the tick comes before every read (the quiet windows' gate).
+        let mut ticks = 0;
+        let v = read_pages(Src(vec![Ok(8), Ok(8), Err(again())]), 8, 8, || ticks += 1).unwrap();
+        assert_eq!((v.len(), ticks), (16, 3));
     }
 
     /// This machine's kernel, for real: a private instance records a few scheduler, timer and

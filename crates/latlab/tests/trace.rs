@@ -610,12 +610,11 @@ fn instance_gone(name: &str) -> bool {
     gone
 }
 
-/// Start a traced run (exit path under test decided by `how`), wait until its instance exists,
-/// end it, and check that instance and ledger are gone.
-fn traced_run_ends_clean(how: &str) {
-    let tmp = tempfile::tempdir().unwrap();
+/// A 30 s traced run on `cpus` (threshold 5 ms, 512 KiB per CPU) into `results`, stdout
+/// discarded.
+fn traced_run(results: &Path, cpus: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"));
-    cmd.args(["run", "--duration", "30s", "--cpus", "0", "--quiet"])
+    cmd.args(["run", "--duration", "30s", "--cpus", cpus, "--quiet"])
         .args([
             "--trace-threshold",
             "5ms",
@@ -623,9 +622,17 @@ fn traced_run_ends_clean(how: &str) {
             "512KiB",
             "--results",
         ])
-        .arg(tmp.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
+        .arg(results)
+        .stdout(std::process::Stdio::null());
+    cmd
+}
+
+/// Start a traced run (exit path under test decided by `how`), wait until its instance exists,
+/// end it, and check that instance and ledger are gone.
+fn traced_run_ends_clean(how: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = traced_run(tmp.path(), "0");
+    cmd.stderr(std::process::Stdio::piped());
     if how == "panic" {
         cmd.env("LATLAB_INJECT_PANIC_MS", "1000");
     }
@@ -1269,28 +1276,15 @@ fn the_copier_pins_itself_to_the_cpu_whose_quiet_windows_it_uses() {
         }
         None
     };
-    for (cpus, want) in [("all", last.to_string()), ("0", format!("1-{last}"))] {
-        let want = if want == "1-1" { "1".to_string() } else { want };
+    let rest = if last == 1 {
+        "1".to_string()
+    } else {
+        format!("1-{last}")
+    };
+    for (cpus, want) in [("all", last.to_string()), ("0", rest)] {
         let tmp = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
-            .args([
-                "run",
-                "--duration",
-                "30s",
-                "--quiet",
-                "--no-db",
-                "--cpus",
-                cpus,
-            ])
-            .args([
-                "--trace-threshold",
-                "5ms",
-                "--trace-buffer",
-                "512KiB",
-                "--results",
-            ])
-            .arg(tmp.path())
-            .stdout(std::process::Stdio::null())
+        let mut child = traced_run(tmp.path(), cpus)
+            .arg("--no-db")
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();

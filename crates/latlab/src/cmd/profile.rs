@@ -489,15 +489,7 @@ fn parse_stat(s: &str) -> Option<(i64, u32, i64)> {
     Some((pid, cpu, priority + 100))
 }
 
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use latlab_sys::rt::now_ns as mono_ns;
 
 #[cfg(test)]
 mod tests {

@@ -45,6 +45,7 @@ use latlab_core::trace::{
 use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::pimutex::{PiGuard, PiMutex};
+use latlab_sys::rt::now_ns as mono_ns;
 use latlab_sys::tracefs::{self, RawLayout, Recorder, RecorderConfig, Tracefs};
 
 mod running;
@@ -107,7 +108,8 @@ const RAW_POLL_EVERY: usize = 64 << 10;
 /// How long the collector waits for the in-kernel stop after a marker.
 const STOP_WAIT: Duration = Duration::from_millis(200);
 
-/// In place: how long the collector waits for a spike's copy before it gives the spike up.
+/// The recorder that never stops: how long the collector waits for a spike's pages before it
+/// gives the spike up.
 const COPY_WAIT: Duration = Duration::from_secs(2);
 
 /// A stopped instance whose spike has not been handed over by a drain of the spike rings that
@@ -1176,9 +1178,9 @@ impl TraceSession {
         let t_dec = Instant::now();
         let pages = match running::marker_time(dec, cpu, &taken.pages, taken.from_ns, intended_ns) {
             Some(at) => {
-                let (mine, rest) = run.split_at(&taken.pages, at);
-                run.give_back(k, rest, at + 1);
-                dec.trim_pages(&mine, taken.from_ns..at + 1)
+                let (end, rest) = run.split_at(&taken.pages, at);
+                run.give_back(k, taken.pages[rest..].to_vec(), at + 1);
+                dec.trim_pages(&taken.pages[..end], taken.from_ns..at + 1)
             }
             None => {
                 // Not in the copy (the copier never got to it, or the ring lost it): the pages
@@ -1755,17 +1757,6 @@ fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDecoder, Stri
     Ok(dec.with_symbols(syms).with_pointer_key(key))
 }
 
-/// CLOCK_MONOTONIC in ns (the samples' clock).
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1794,6 +1785,19 @@ mod tests {
         TraceSession::start_with(Path::new(tracefs::DEFAULT_ROOT), opts, cpus, l, w, false)
     }
 
+    /// The tests' recorder: 256 KiB per CPU, tracing required, files deferred.
+    fn opts(max_spikes: u32, instances: u32) -> TraceOptions {
+        TraceOptions {
+            threshold_ns: 1,
+            buffer_kb: 256,
+            max_spikes,
+            instances,
+            timer_irq: false,
+            required: true,
+            defer_files: true,
+        }
+    }
+
     fn ledger(dir: &Path) -> Arc<Mutex<Ledger>> {
         Arc::new(Mutex::new(Ledger::open_in(dir).unwrap()))
     }
@@ -1804,13 +1808,9 @@ mod tests {
         let l = ledger(&t.path().join("run"));
         let mut w = vec![];
         let opts = TraceOptions {
-            threshold_ns: 1,
             buffer_kb: 64,
-            max_spikes: 1,
-            instances: 2,
-            timer_irq: false,
             required: false,
-            defer_files: true,
+            ..opts(1, 2)
         };
         let s =
             TraceSession::start_at(&t.path().join("none"), &opts, &[0], l.clone(), &mut w).unwrap();
@@ -1841,15 +1841,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let l = ledger(&t.path().join("run"));
         let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 1,
-            instances: 2,
-            timer_irq: false,
-            required: true,
-            defer_files: true,
-        };
+        let opts = opts(1, 2);
         let mut s = start_stepped(&opts, &[0], l.clone(), &mut w)
             .unwrap()
             .unwrap();
@@ -1959,15 +1951,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let l = ledger(&t.path().join("run"));
         let mut w = vec![];
-        let opts = TraceOptions {
-            threshold_ns: 1,
-            buffer_kb: 256,
-            max_spikes: 10,
-            instances,
-            timer_irq: false,
-            required: true,
-            defer_files: true,
-        };
+        let opts = opts(10, instances);
         let start = if rearm {
             TraceSession::start
         } else {

@@ -17,7 +17,6 @@
 //! read: a flight recorder's normal state, counted as `overrun` in each capture).
 
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -29,7 +28,7 @@ use latlab_sys::pimutex::PiMutex;
 use latlab_sys::quiet::Quiet;
 use latlab_sys::tracefs;
 
-use super::mono_ns;
+use latlab_sys::rt::now_ns as mono_ns;
 
 /// How often the copier looks for new markers. The ring holds seconds; the collector waits
 /// for the copy of each spike it takes, so this bounds that wait.
@@ -185,10 +184,14 @@ impl Running {
         let m = self.marks_of(cpu);
         let t0 = mono_ns();
         scratch.clear();
-        read_ring(f, self.page, scratch, gate);
-        if let Some(q) = gate {
-            q.wait(READ_NEED_NS);
-        }
+        // Before each read (and the `stats` read after), a quiet window.
+        let wait = || {
+            if let Some(q) = gate {
+                q.wait(READ_NEED_NS);
+            }
+        };
+        let _ = tracefs::read_pages_into(f, self.page, scratch, self.page, wait);
+        wait();
         let overrun = stats
             .get(k)
             .and_then(Option::as_ref)
@@ -276,10 +279,10 @@ impl Running {
         t.from_ns = from_ns;
     }
 
-    /// Split `pages` at a marker's time: the pages up to the one holding it (the session's)
-    /// and the rest from that one on (the page is in both: its later events are the next
-    /// session's, and each side is trimmed to its span).
-    pub(super) fn split_at(&self, pages: &[u8], at_ns: u64) -> (Vec<u8>, Vec<u8>) {
+    /// Where to split `pages` at a marker's time (byte offsets): the session's pages end with
+    /// the one holding the marker, the rest start with it (it is in both: its later events
+    /// are the next session's, and each side is trimmed to its span).
+    pub(super) fn split_at(&self, pages: &[u8], at_ns: u64) -> (usize, usize) {
         let ps = self.page;
         let n = pages.len() / ps;
         // The first page that starts after the marker; the one before it holds the marker.
@@ -290,31 +293,7 @@ impl Running {
                     .is_none_or(|t| t > at_ns)
             })
             .unwrap_or(n);
-        let keep_from = after.saturating_sub(1);
-        (
-            pages[..after * ps].to_vec(),
-            pages[keep_from * ps..n * ps].to_vec(),
-        )
-    }
-}
-
-/// Read a ring's pages until it is empty (EAGAIN) or a short read, one page per `read()`,
-/// each in a quiet window of `gate`.
-fn read_ring(mut f: &File, page: usize, out: &mut Vec<u8>, gate: Option<&Quiet>) {
-    loop {
-        if let Some(q) = gate {
-            q.wait(READ_NEED_NS);
-        }
-        let len = out.len();
-        out.resize(len + page, 0);
-        match f.read(&mut out[len..]) {
-            Ok(n) if n == page => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => out.truncate(len),
-            _ => {
-                out.truncate(len);
-                return;
-            }
-        }
+        (after * ps, after.saturating_sub(1) * ps)
     }
 }
 
