@@ -38,7 +38,12 @@ fn main() -> ExitCode {
     match cmd::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("latlab: error: {e:#}");
+            // Errors quote input (a file's values, a serde message naming a bad variant):
+            // one escaping for all of them, so nothing in them reaches the terminal raw.
+            eprintln!(
+                "latlab: error: {}",
+                latlab_core::escape::escape(&format!("{e:#}"))
+            );
             ExitCode::from(1)
         }
     }
@@ -62,7 +67,10 @@ fn usage_error(e: clap::Error) -> ExitCode {
                 _ => "a flag".into(),
             };
             match std::error::Error::source(&e) {
-                Some(why) => eprintln!("latlab: error: {arg}: {why}"),
+                Some(why) => eprintln!(
+                    "latlab: error: {arg}: {}",
+                    latlab_core::escape::escape(&why.to_string())
+                ),
                 None => eprintln!("latlab: error: {arg}: invalid value"),
             }
             ExitCode::from(1)

@@ -57,3 +57,11 @@ macro_rules! out {
         $crate::stdout::write(format!($($arg)*).as_bytes())
     };
 }
+
+/// A warning on stderr, `latlab: warning: MESSAGE`, the message escaped: warnings quote input
+/// (a ledger line, a file name, a tool's output), which must not reach the terminal raw.
+macro_rules! warnln {
+    ($($arg:tt)*) => {
+        eprintln!("latlab: warning: {}", latlab_core::escape::escape(&format!($($arg)*)))
+    };
+}

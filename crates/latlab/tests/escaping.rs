@@ -111,3 +111,69 @@ fn a_policy_from_run_json_is_escaped_in_the_text_report() {
         "{text}"
     );
 }
+
+/// `history` shows each stored run's start time and id: both come from a pushed run.json,
+/// so a hostile one could carry ESC sequences (`\x1b[1A\x1b[2K` erases the row above).
+#[test]
+fn history_text_escapes_what_a_pushed_record_carries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = import_evil(tmp.path());
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    v["started_at"] = "2026-11-27T10:00:00Z\x1b[1A\x1b[2K".into();
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let db = tmp.path().join("db.sqlite");
+    let push = latlab()
+        .args(["db", "push"])
+        .arg(&dir)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        push.status.success(),
+        "{}",
+        String::from_utf8_lossy(&push.stderr)
+    );
+    let out = latlab()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = assert_inert("history", &out.stdout);
+    assert!(text.contains(r"\u{1b}[1A\u{1b}[2K"), "{text}");
+}
+
+/// Errors quote what they refuse: serde's "unknown variant" names the value as found in the
+/// file, and it reaches the terminal through the one escaping (`report` and `db push`).
+#[test]
+fn an_error_quoting_a_bad_value_is_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = import_evil(tmp.path());
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    v["source"] = "\x1b[2Jevil".into();
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&v).unwrap()).unwrap();
+    let db = tmp.path().join("db.sqlite");
+    let cmds: [Vec<std::ffi::OsString>; 2] = [
+        vec!["report".into(), dir.clone().into()],
+        vec![
+            "db".into(),
+            "push".into(),
+            dir.clone().into(),
+            "--db".into(),
+            db.into(),
+        ],
+    ];
+    for args in cmds {
+        let out = latlab().args(&args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} accepted the bad source");
+        let err = assert_inert("stderr", &out.stderr);
+        assert!(err.contains(r"\u{1b}[2Jevil"), "{args:?}: {err}");
+    }
+}

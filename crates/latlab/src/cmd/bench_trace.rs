@@ -262,7 +262,7 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         match crate::trace_session::instance_trace_dat(&rec, &cpus) {
             Ok(dat) => std::fs::write(out.with_extension("dat"), dat)
                 .with_context(|| format!("cannot write {}", out.with_extension("dat").display()))?,
-            Err(e) => eprintln!("latlab: warning: no trace.dat to time: {e:#}"),
+            Err(e) => warnln!("no trace.dat to time: {e:#}"),
         }
         Ok(())
     })();

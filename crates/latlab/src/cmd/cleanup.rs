@@ -38,7 +38,7 @@ pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
     match orphaned_trusted(&dir) {
         Ok((list, untrusted)) => {
             for w in untrusted {
-                eprintln!("latlab: warning: {w}");
+                warnln!("{w}");
             }
             for (path, mut file) in list {
                 lines.push(format!(

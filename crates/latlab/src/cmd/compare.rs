@@ -71,11 +71,11 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         eprint!("{table}");
     }
     for ch in checks.iter().filter(|c| c.too_few_samples) {
-        eprintln!(
-            "latlab: warning: --fail-if '{}' on '{}': {}",
-            escape(&ch.expr),
-            escape(&ch.run),
-            escape(ch.note.as_deref().unwrap_or("too few samples"))
+        warnln!(
+            "--fail-if '{}' on '{}': {}",
+            ch.expr,
+            ch.run,
+            ch.note.as_deref().unwrap_or("too few samples")
         );
     }
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.passed).collect();

@@ -110,7 +110,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     latlab_sys::safefile::write_atomic(&a.output, &bytes)
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     for p in &problems {
-        eprintln!("latlab: warning: {}", latlab_core::escape::escape(p));
+        warnln!("{p}");
     }
     outln!(
         "{}: {windows} window(s), {written} events ({skipped} of other kinds left out), {} bytes",

@@ -65,8 +65,8 @@ pub(crate) fn text(rows: &[RunRow]) -> Vec<u8> {
     let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
     for r in rows {
         table.push(vec![
-            started(r),
-            r.run_id.chars().take(8).collect(),
+            escape(&started(r)),
+            escape(&r.run_id.chars().take(8).collect::<String>()),
             escape(&machine(r)),
             escape(r.kernel_release.as_deref().unwrap_or("-")),
             escape(r.preemption.as_deref().unwrap_or("-")),

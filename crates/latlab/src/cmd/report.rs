@@ -26,11 +26,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let bytes = if fmt == latlab_report::Format::Html {
         let series = profile_series(&args.run, &model);
         if let Some(Err(e)) = &series {
-            eprintln!(
-                "latlab: warning: {}: no heat maps: {}",
-                latlab_core::escape::escape(&args.run.display().to_string()),
-                latlab_core::escape::escape(e)
-            );
+            warnln!("{}: no heat maps: {e}", args.run.display());
         }
         latlab_report::html::render_with(
             &model,

@@ -105,7 +105,7 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
     output::finish(&o, &hooks, &outcome, &started, &ended)?;
     if !o.quiet {
         for w in &outcome.model.record.warnings {
-            eprintln!("latlab: warning: {w}");
+            warnln!("{w}");
         }
     }
     Ok(outcome.code)

@@ -504,7 +504,7 @@ pub fn run_with(
             let mut rec = build_record(&s, &a, &p, &mp, &m, false);
             rec.intervals = intervals.as_ref().map(|r| r.histograms().clone());
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
-                eprintln!("latlab: warning: checkpoint failed: {e:#}");
+                warnln!("checkpoint failed: {e:#}");
             }
         }
         if let Some(after) = inject_panic {
@@ -638,7 +638,7 @@ pub fn run_with(
         end.fire(crate::actions::Firing { cpu, latency_ns }, &mut warnings);
         end.wait(&mut warnings);
         for w in warnings {
-            eprintln!("latlab: warning: {w}");
+            warnln!("{w}");
         }
     }
     let mut code = ExitCode::SUCCESS;
