@@ -7,12 +7,18 @@
 //!   followed — to a regular file, that file is replaced atomically and the link stays; to
 //!   anything else, that is written through; a directory is refused. A failed write leaves no
 //!   temp file behind.
+//!   A file that is replaced keeps its owner and never gains a permission bit: the temp file
+//!   gets the old file's mode (less what the caller asks to withhold) and owner; where latlab
+//!   may not give it that owner (not root, someone else's file), the old file is written
+//!   through instead, as cyclictest writes its `--json` file.
+//! - [`read_regular`]: a whole regular file read only up to a limit; a FIFO, a device or a
+//!   larger file is refused before anything is read.
 //! - [`ensure_private_dir`] / [`check_trusted`]: directories and files latlab keeps its state
 //!   in (the runtime directory, ledgers) are created 0700/0600 and refused when another user
 //!   owns them or others may write them.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -54,8 +60,8 @@ fn write_safely(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<
     };
     let ft = lmeta.as_ref().map(|m| m.file_type());
     match ft {
-        None => replace(path, bytes, mode, sync),
-        Some(t) if t.is_file() => replace(path, bytes, mode, sync),
+        None => replace(path, bytes, mode, sync, None),
+        Some(t) if t.is_file() => replace(path, bytes, mode, sync, lmeta.as_ref()),
         Some(t) if t.is_dir() => Err(io::Error::new(
             io::ErrorKind::IsADirectory,
             "is a directory; give a file name",
@@ -63,7 +69,7 @@ fn write_safely(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<
         Some(t) if t.is_symlink() => match fs::metadata(path) {
             // To a regular file: replace the target, keep the link.
             Ok(m) if m.is_file() => match fs::canonicalize(path) {
-                Ok(target) => replace(&target, bytes, mode, sync),
+                Ok(target) => replace(&target, bytes, mode, sync, Some(&m)),
                 Err(_) => write_through(path, bytes),
             },
             Ok(m) if m.is_dir() => Err(io::Error::new(
@@ -88,19 +94,61 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_mode(path, bytes, 0o666)
 }
 
-/// Open what is there (no create, no replace) and write into it.
+/// Open what is there (no create, no replace) and write into it. A FIFO is opened without
+/// blocking first: with no reader, that is an error at once (a blocking open would wait for
+/// one forever); with a reader, it is written as usual.
 fn write_through(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = fs::OpenOptions::new()
+    let mut f = match fs::OpenOptions::new()
         .write(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)?;
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "is a FIFO that no process reads; start its reader first, or give a file name",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    set_blocking(&f)?;
+    // A regular file reached by name here (a symlink's target that changed since it was
+    // looked at) is written from its start, as a shell's `>` would.
+    if f.metadata()?.is_file() {
+        f.set_len(0)?;
+    }
     f.write_all(bytes)?;
     f.flush()
 }
 
+/// Clear `O_NONBLOCK` on an open file.
+fn set_blocking(f: &fs::File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = f.as_raw_fd();
+    // SAFETY: F_GETFL/F_SETFL on a descriptor this function's caller owns.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A temp file in `path`'s directory with an unpredictable name, written, fsynced (`sync`) and
-/// renamed over `path`. On failure the temp file is removed.
-fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
+/// renamed over `path`. On failure the temp file is removed. `old`: the file being replaced,
+/// whose owner the new one keeps and whose mode it never exceeds; when the owner cannot be
+/// given (someone else's file, latlab not root), the old file is written through instead.
+fn replace(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    sync: bool,
+    old: Option<&fs::Metadata>,
+) -> io::Result<()> {
+    let mode = match old {
+        Some(m) => mode & m.mode() & 0o777,
+        None => mode,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -122,6 +170,18 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
                 .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(p)
         })?;
+    if let Some(m) = old {
+        use std::os::fd::AsRawFd;
+        // The umask took bits away at creation; set the kept mode exactly (it is never wider
+        // than the old file's), and the old owner.
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(mode))?;
+        // SAFETY: fchown on the temp file this function just created and holds open.
+        if unsafe { libc::fchown(tmp.as_file().as_raw_fd(), m.uid(), m.gid()) } != 0 {
+            drop(tmp);
+            return write_through(path, bytes);
+        }
+    }
     // In short calls: checkpoints are written while the measurement runs (see shortio).
     crate::shortio::write_chunked(tmp.as_file_mut(), bytes, crate::shortio::WRITE_CHUNK)?;
     if sync {
@@ -129,6 +189,44 @@ fn replace(path: &Path, bytes: &[u8], mode: u32, sync: bool) -> io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Read the whole of `path`, a regular file of at most `max` bytes. Anything else is an error
+/// before a byte is read: not a regular file (a FIFO would block, a device never end: opened
+/// without blocking, refused after `fstat`), or larger than `max` (`ErrorKind::FileTooLarge`,
+/// the message giving both sizes; the caller adds how to raise its limit). A file that grows
+/// while it is read is cut at `max + 1` bytes and refused the same way.
+pub fn read_regular(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NONBLOCK)
+        .open(path)?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            if m.is_dir() {
+                "is a directory, not a file"
+            } else {
+                "is not a regular file (a FIFO, a device or a socket)"
+            },
+        ));
+    }
+    let too_large = |n: u64| {
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!("{n} bytes, larger than the limit of {max} bytes"),
+        )
+    };
+    if m.len() > max {
+        return Err(too_large(m.len()));
+    }
+    let mut b = Vec::with_capacity(m.len() as usize);
+    f.take(max.saturating_add(1)).read_to_end(&mut b)?;
+    if b.len() as u64 > max {
+        return Err(too_large(b.len() as u64));
+    }
+    Ok(b)
 }
 
 /// Why `path` (already lstat'ed) is not to be trusted by this user, or None.
@@ -298,6 +396,78 @@ mod tests {
             .is_symlink());
         assert!(!d.path().join("nowhere").exists());
         assert!(write_atomic(d.path(), b"x").is_err());
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_never_gains_a_bit() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("t");
+        fs::write(&target, "old").unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
+        let link = d.path().join("l");
+        std::os::unix::fs::symlink("t", &link).unwrap();
+        // Through the link and by its own name; 0666 asked, 0600 kept.
+        for p in [&link, &target] {
+            write_atomic(p, b"new").unwrap();
+            assert_eq!(fs::read(&target).unwrap(), b"new");
+            let m = fs::metadata(&target).unwrap();
+            assert_eq!(m.mode() & 0o7777, 0o600, "{}", p.display());
+        }
+        // A caller asking for less than the old mode gets less (a ledger is 0600).
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic_mode(&target, b"ledger", 0o600).unwrap();
+        assert_eq!(fs::metadata(&target).unwrap().mode() & 0o7777, 0o600);
+        assert_eq!(entries(d.path()), ["l", "t"]);
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_owner() {
+        if euid() != 0 {
+            eprintln!("skipping a_replaced_file_keeps_its_owner: needs root to chown");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("t");
+        fs::write(&target, "old").unwrap();
+        std::os::unix::fs::chown(&target, Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&target, b"new").unwrap();
+        let m = fs::metadata(&target).unwrap();
+        assert_eq!((m.uid(), m.gid(), m.mode() & 0o7777), (65534, 65534, 0o640));
+        assert_eq!(fs::read(&target).unwrap(), b"new");
+    }
+
+    #[test]
+    fn a_fifo_without_a_reader_is_an_error_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("f");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path in a private temp dir.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = write_atomic(&fifo, b"x").unwrap_err();
+        assert!(e.to_string().contains("no process reads"), "{e}");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn read_regular_refuses_what_is_not_a_small_regular_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("big");
+        fs::write(&f, vec![b'{'; 100]).unwrap();
+        assert_eq!(read_regular(&f, 100).unwrap().len(), 100);
+        let e = read_regular(&f, 99).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("100 bytes"), "{e}");
+        let fifo = d.path().join("f");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_regular(&fifo, 100)
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
+        assert!(read_regular(Path::new("/dev/zero"), 100).is_err());
+        assert!(read_regular(d.path(), 100).is_err());
     }
 
     #[test]

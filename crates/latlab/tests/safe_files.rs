@@ -544,3 +544,117 @@ fn full_results_disk_refuses_import_and_scenario() {
         "something was created on the full disk"
     );
 }
+
+/// A sim run given one spike with a text trace (what `export` needs; no root).
+fn with_a_text_spike(run: &Path) {
+    fs::create_dir_all(run.join("spikes/001")).unwrap();
+    let text = "               t-5       [000] d..2.   100.000500: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n";
+    fs::write(run.join("spikes/001/trace.txt"), text).unwrap();
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&fs::read(run.join("run.json")).unwrap()).unwrap();
+    rec["spikes"] = serde_json::json!([{
+        "cpu": 0, "at_ns": 100_000_100_000u64, "latency_ns": 300_000,
+        "trace_file": "spikes/001/trace.txt"
+    }]);
+    fs::write(run.join("run.json"), serde_json::to_vec(&rec).unwrap()).unwrap();
+}
+
+/// An output reached through a symlink (or by its own name) is replaced keeping the target's
+/// owner and mode: a 0600 file of another user's stays theirs and 0600 (`chmod 600 t; chown
+/// nobody t; ln -s t l; latlab cyclictest --json=l` made it root's and 0644). Every writer of
+/// a user-named file: cyclictest's `--json` and `--histfile`, `report -o`, `export -o`.
+#[test]
+fn output_through_a_symlink_keeps_the_targets_owner_and_mode() {
+    let Some(_g) =
+        latlab_sys::privileged::guard("output_through_a_symlink_keeps_the_targets_owner_and_mode")
+    else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let run = sim_run(&d.path().join("r"), &d.path().join("rt"));
+    with_a_text_spike(&run);
+    let plant = |name: &str| -> PathBuf {
+        let t = d.path().join(format!("{name}.target"));
+        fs::write(&t, "old").unwrap();
+        std::os::unix::fs::chown(&t, Some(65534), Some(65534)).unwrap();
+        fs::set_permissions(&t, fs::Permissions::from_mode(0o600)).unwrap();
+        let l = d.path().join(format!("{name}.link"));
+        std::os::unix::fs::symlink(&t, &l).unwrap();
+        l
+    };
+    let (json, hist, rep, exp) = (
+        plant("json"),
+        plant("hist"),
+        plant("report"),
+        plant("export"),
+    );
+    let o = latlab()
+        .args(["cyclictest", "--backend", "sim", "-D1", "-q", "-h", "50"])
+        .arg(format!("--json={}", json.display()))
+        .arg(format!("--histfile={}", hist.display()))
+        .arg("--results")
+        .arg(d.path().join("c"))
+        .env("LATLAB_RUNTIME_DIR", d.path().join("rt"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    let o = report_to(&run, &rep);
+    assert!(o.status.success(), "{}", err(&o));
+    let o = latlab()
+        .arg("export")
+        .arg(&run)
+        .args(["--format", "perfetto", "-o"])
+        .arg(&exp)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    for l in [json, hist, rep, exp] {
+        assert!(fs::symlink_metadata(&l).unwrap().file_type().is_symlink());
+        let m = fs::metadata(&l).unwrap();
+        assert_ne!(fs::read(&l).unwrap(), b"old", "{} not written", l.display());
+        assert_eq!(
+            (m.uid(), m.gid(), m.mode() & 0o7777),
+            (65534, 65534, 0o600),
+            "{}",
+            l.display()
+        );
+    }
+}
+
+/// `export -o FIFO` with no process reading it hung in `open`: now one line at once; with a
+/// reader it is written through (as `report -o`).
+#[test]
+fn export_to_a_fifo_without_a_reader_is_an_error_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let run = sim_run(&d.path().join("r"), &d.path().join("rt"));
+    with_a_text_spike(&run);
+    let fifo = d.path().join("fifo");
+    // SAFETY: valid path.
+    assert_eq!(unsafe { libc::mkfifo(cstr(&fifo).as_ptr(), 0o600) }, 0);
+    let mut child = latlab()
+        .arg("export")
+        .arg(&run)
+        .args(["--format", "perfetto", "-o"])
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang is the defect: give it far longer than it needs, then fail rather than wait.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("export -o FIFO without a reader still waits after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(1), "{}", err(&o));
+    assert!(err(&o).contains("no process reads"), "{}", err(&o));
+    assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+}
