@@ -11,6 +11,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod live;
 pub mod loads;
+pub mod mapfile;
 pub mod measure;
 pub mod modes;
 pub mod pimutex;

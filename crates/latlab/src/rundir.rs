@@ -261,10 +261,61 @@ pub fn run_json_path(run: &Path) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// The largest run.json read by default: 512 MiB. A day on 128 CPUs writes ~90 MB; a bigger
+/// file is not latlab's (`truncate -s 3G run.json` took 3 GB and 15 s to refuse).
+/// `LATLAB_MAX_RUN_JSON` (a size: `2G`) raises it.
+const MAX_RUN_JSON: u64 = 512 << 20;
+
+fn max_run_json() -> anyhow::Result<u64> {
+    match std::env::var("LATLAB_MAX_RUN_JSON") {
+        Ok(v) => latlab_core::units::parse_size(&v)
+            .map_err(|e| anyhow::anyhow!("LATLAB_MAX_RUN_JSON: {e}")),
+        Err(_) => Ok(MAX_RUN_JSON),
+    }
+}
+
+/// A run.json's bytes, bounded: a regular file of at most [`MAX_RUN_JSON`] that starts as a
+/// JSON object does (its first 4 KiB are looked at before the rest is read, so a file of
+/// zeros is refused at once whatever its size).
+pub fn read_run_json(p: &Path) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let max = max_run_json()?;
+    let mut head = [0u8; 4096];
+    let n = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(p)
+        .and_then(|f| {
+            if !f.metadata()?.is_file() {
+                return Ok(0);
+            }
+            (&f).read(&mut head)
+        })
+        .with_context(|| format!("cannot read {}", p.display()))?;
+    if let Some(&c) = head[..n].iter().find(|c| !c.is_ascii_whitespace()) {
+        if c != b'{' {
+            bail!(
+                "{}: not a run.json (it does not start with a JSON object); give a file written by latlab",
+                p.display()
+            );
+        }
+    }
+    latlab_sys::safefile::read_regular(p, max).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            anyhow::anyhow!(
+                "{}: {e}: no run.json latlab writes is that large; if it is one, raise the limit with LATLAB_MAX_RUN_JSON=2G",
+                p.display()
+            )
+        } else {
+            anyhow::anyhow!("cannot read {}: {e}", p.display())
+        }
+    })
+}
+
 /// Read and validate a run.
 pub fn load_record(run: &Path) -> anyhow::Result<RunRecord> {
     let p = run_json_path(run)?;
-    let bytes = fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let bytes = read_run_json(&p)?;
     RunRecord::from_json(&bytes).map_err(|e| match e {
         RecordError::Schema { .. } => anyhow::anyhow!("{}: {e}", p.display()),
         e => anyhow::anyhow!("{}: {e}", p.display()),

@@ -349,3 +349,186 @@ fn closed_or_full_stdout_is_an_error() {
     assert!(err.contains(&name), "{err}");
     let _ = std::io::stderr().flush();
 }
+
+/// `latlab ARGS` under an address-space limit of `mib` MiB, to its end (killed after 60 s: a
+/// hang is a failure), its output.
+fn latlab_within(mib: u64, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let mut cmd = StdCommand::new(bin());
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: mib << 20,
+                rlim_max: mib << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("{args:?} still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A jitterdebugger results.json of 800 000 CPUs (65 MB) took 1.32 GB before "at most 1024":
+/// now refused while it is parsed, under a 300 MiB address-space limit, naming the limit.
+#[test]
+fn a_jitterdebugger_file_of_800k_cpus_is_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("results.json");
+    let mut s = String::from(r#"{"version": 3, "cpu": {"#);
+    for c in 0..800_000 {
+        if c > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(
+            r#""{c}": {{"histogram": {{"17": 1}}, "count": 1, "min": 17, "max": 17}}"#
+        ));
+    }
+    s.push_str("}}");
+    std::fs::write(&f, &s).unwrap();
+    let out = latlab_within(
+        300,
+        &[
+            "import".as_ref(),
+            f.as_os_str(),
+            "--no-db".as_ref(),
+            "--results".as_ref(),
+            dir.path().join("r").as_os_str(),
+        ],
+    );
+    let err = one_error_line(&out);
+    assert!(err.contains("more than 1024"), "{err}");
+    assert!(err.contains("at most 1024 CPUs"), "{err}");
+}
+
+/// A jitterdebugger CPU with 3 million histogram keys was accepted (695 MB, a 188 MB run.json):
+/// jitterdebugger writes at most 1000, and more is refused.
+#[test]
+fn a_jitterdebugger_histogram_of_3m_keys_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("results.json");
+    let mut s = String::from(r#"{"version": 3, "cpu": {"0": {"histogram": {"#);
+    for k in 0..3_000_000u64 {
+        if k > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(r#""{k}": 1"#));
+    }
+    s.push_str(r#"}, "count": 3000000, "min": 0, "max": 2999999}}}"#);
+    std::fs::write(&f, &s).unwrap();
+    let out = latlab_within(
+        300,
+        &[
+            "import".as_ref(),
+            f.as_os_str(),
+            "--no-db".as_ref(),
+            "--results".as_ref(),
+            dir.path().join("r").as_os_str(),
+        ],
+    );
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("more than 1000 histogram entries in one CPU"),
+        "{err}"
+    );
+    assert!(run_dirs(&dir.path().join("r")).is_empty());
+}
+
+/// `truncate -s 3G run.json; latlab report d` took 3.15 GB and 15 s: a run.json of zeros is
+/// refused at its first bytes, and a larger one than the limit before it is read, under a
+/// 200 MiB address-space limit; the message says how to raise the limit.
+#[test]
+fn a_huge_run_json_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("d");
+    std::fs::create_dir(&run).unwrap();
+    let f = std::fs::File::create(run.join("run.json")).unwrap();
+    f.set_len(3 << 30).unwrap();
+    let out = latlab_within(200, &["report".as_ref(), run.as_os_str()]);
+    let err = one_error_line(&out);
+    assert!(err.contains("not a run.json"), "{err}");
+    // A file that starts as JSON but is larger than the limit.
+    f.set_len(0).unwrap();
+    std::fs::write(run.join("run.json"), b"{\"schema_version\": 1}").unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(run.join("run.json"))
+        .unwrap();
+    f.set_len(600 << 20).unwrap();
+    for args in [
+        vec!["report".as_ref(), run.as_os_str()],
+        vec!["compare".as_ref(), run.as_os_str(), run.as_os_str()],
+    ] {
+        let out = latlab_within(200, &args);
+        let err = one_error_line(&out);
+        assert!(
+            err.contains("larger than the limit of 536870912 bytes"),
+            "{err}"
+        );
+        assert!(err.contains("LATLAB_MAX_RUN_JSON"), "{err}");
+    }
+}
+
+/// `export` read a spike's trace.dat whole, 1 GB: refused past 256 MiB, naming the limit.
+#[test]
+fn export_refuses_a_spike_trace_larger_than_latlab_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r");
+    latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--no-db",
+            "--results",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    let run = run_dirs(&results).pop().unwrap();
+    std::fs::create_dir_all(run.join("spikes/001")).unwrap();
+    std::fs::File::create(run.join("spikes/001/trace.dat"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let p = run.join("run.json");
+    let mut rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    rec["spikes"] = serde_json::json!([{
+        "cpu": 0, "at_ns": 1_000_000u64, "latency_ns": 300_000,
+        "trace_file": "spikes/001/trace.txt"
+    }]);
+    std::fs::write(&p, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let out = latlab_within(
+        300,
+        &[
+            "export".as_ref(),
+            run.as_os_str(),
+            "--format".as_ref(),
+            "perfetto".as_ref(),
+            "-o".as_ref(),
+            dir.path().join("t.pftrace").as_os_str(),
+        ],
+    );
+    let err = one_error_line(&out);
+    assert!(
+        err.contains("larger than the limit of 268435456 bytes"),
+        "{err}"
+    );
+}

@@ -9,61 +9,165 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::{build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Thread};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
-/// A JSON value read with duplicate keys refused (serde_json keeps the last silently, which
-/// would import one of two histograms a file gives for the same thread).
-pub(crate) struct Strict(pub(crate) Value);
+/// How large an imported JSON document may be, by nesting depth (1 = the top-level value): a
+/// limit on the members of any one object (or elements of any one array) at that depth, with
+/// the words that say what they are, and a limit on all values together. Checked while
+/// parsing, so a file that breaks one stops there, before it has taken the memory its shape
+/// asks for (`serde_json::Value` takes ~20 times the file's size: 800 000 CPU entries of a
+/// 65 MB file took 1.3 GB before they were counted).
+pub(crate) struct Shape {
+    /// (depth, most members, what they are, as "at most N {what}").
+    pub(crate) per_depth: &'static [(usize, usize, &'static str)],
+    /// Most values in the whole document.
+    pub(crate) total: usize,
+}
 
-impl<'de> Deserialize<'de> for Strict {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
-        d.deserialize_any(StrictVisitor).map(Strict)
+/// The shape of rt-tests `--json` files (cyclictest, oslat, pmqtest…): `thread` entries as
+/// latlab imports threads (1024), a thread's histogram at most 2²¹ distinct buckets (rt-tests
+/// writes the non-empty ones: more than two million distinct latencies is no real run), 4 Mi
+/// values in all.
+pub(crate) const RT_TESTS_SHAPE: Shape = Shape {
+    per_depth: &[
+        (1, 256, "top-level keys"),
+        (
+            2,
+            super::MAX_THREADS,
+            "entries in one object (latlab imports at most 1024 threads)",
+        ),
+        (3, 256, "keys in one thread's object"),
+        (4, 1 << 21, "histogram buckets in one thread"),
+    ],
+    total: 1 << 22,
+};
+
+/// A JSON document read with duplicate keys refused (serde_json keeps the last silently, which
+/// would import one of two histograms a file gives for the same thread) and `shape` enforced.
+pub(crate) fn strict(bytes: &[u8], ctx: &super::Ctx, shape: &Shape) -> Result<Value, ImportError> {
+    let mut seen = 0usize;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = de::DeserializeSeed::deserialize(
+        Strict {
+            depth: 1,
+            shape,
+            seen: &mut seen,
+        },
+        &mut de,
+    )
+    .and_then(|v| de.end().map(|()| v))
+    .map_err(|e| {
+        // A shape refused is valid JSON, just not what the tool writes.
+        let m = e.to_string();
+        if e.is_data() && m.starts_with(TOO_LARGE) {
+            ctx.err(e.line(), m)
+        } else {
+            ctx.err(e.line(), format!("not valid JSON: {m}"))
+        }
+    })?;
+    Ok(v)
+}
+
+/// How a refused shape's message starts.
+const TOO_LARGE: &str = "refused: ";
+
+struct Strict<'a> {
+    depth: usize,
+    shape: &'a Shape,
+    seen: &'a mut usize,
+}
+
+impl Strict<'_> {
+    /// One more value; an error past the document's total.
+    fn count<E: de::Error>(&mut self) -> Result<(), E> {
+        *self.seen += 1;
+        if *self.seen > self.shape.total {
+            return Err(E::custom(format!(
+                "{TOO_LARGE}more than {} values in the document (no file this tool writes is that large)",
+                self.shape.total
+            )));
+        }
+        Ok(())
+    }
+
+    /// An error when an object or array at this depth has more than its limit.
+    fn members<E: de::Error>(&self, n: usize) -> Result<(), E> {
+        match self.shape.per_depth.iter().find(|l| l.0 == self.depth) {
+            Some(&(_, max, what)) if n > max => {
+                Err(E::custom(format!("{TOO_LARGE}more than {max} {what}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn child(&mut self) -> Strict<'_> {
+        Strict {
+            depth: self.depth + 1,
+            shape: self.shape,
+            seen: self.seen,
+        }
     }
 }
 
-struct StrictVisitor;
+impl<'de> de::DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
-impl<'de> Visitor<'de> for StrictVisitor {
+impl<'de> Visitor<'de> for Strict<'_> {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+    fn visit_bool<E: de::Error>(mut self, v: bool) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+    fn visit_i64<E: de::Error>(mut self, v: i64) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::from(v))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+    fn visit_u64<E: de::Error>(mut self, v: u64) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::from(v))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+    fn visit_f64<E: de::Error>(mut self, v: f64) -> Result<Value, E> {
+        self.count()?;
         Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+    fn visit_str<E: de::Error>(mut self, v: &str) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::String(v.to_string()))
     }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+    fn visit_string<E: de::Error>(mut self, v: String) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::String(v))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
+    fn visit_unit<E: de::Error>(mut self) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::Null)
     }
-    fn visit_none<E>(self) -> Result<Value, E> {
+    fn visit_none<E: de::Error>(mut self) -> Result<Value, E> {
+        self.count()?;
         Ok(Value::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
+        self.count()?;
         let mut v = Vec::new();
-        while let Some(Strict(x)) = seq.next_element()? {
+        while let Some(x) = seq.next_element_seed(self.child())? {
             v.push(x);
+            self.members(v.len())?;
         }
         Ok(Value::Array(v))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
+        self.count()?;
         let mut m = Map::new();
         while let Some(k) = map.next_key::<String>()? {
             if m.contains_key(&k) {
@@ -72,8 +176,9 @@ impl<'de> Visitor<'de> for StrictVisitor {
                     super::clip(&k)
                 )));
             }
-            let Strict(v) = map.next_value()?;
+            let v = map.next_value_seed(self.child())?;
             m.insert(k, v);
+            self.members(m.len())?;
         }
         Ok(Value::Object(m))
     }
@@ -140,8 +245,7 @@ pub(super) fn histogram_rows(
 }
 
 pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
-    let Strict(v) = serde_json::from_slice(bytes)
-        .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
+    let v = strict(bytes, ctx, &RT_TESTS_SHAPE)?;
     let text = String::from_utf8_lossy(bytes);
     let line_of = |key: &str| -> usize {
         // Best effort: the line where a key first appears, for messages about its value.

@@ -12,16 +12,36 @@
 
 use serde_json::Value;
 
-use super::cyclictest_json::Strict;
+use super::cyclictest_json::{strict, Shape};
 use super::{build_hist, check_threads, clip, mul, record, total, Ctx, ImportError, Thread};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// jitterdebugger's histogram size (HIST_MAX_ENTRIES): buckets 0..1000 units.
 const HIST_ENTRIES: u64 = 1000;
 
+/// What jitterdebugger writes: CPUs as latlab imports them (1024), and a CPU's histogram of at
+/// most its 1000 entries (more is no file of jitterdebugger's: 3 million keys were taken,
+/// and made a 188 MB run.json).
+const SHAPE: Shape = Shape {
+    per_depth: &[
+        (1, 64, "top-level keys"),
+        (
+            2,
+            super::MAX_THREADS,
+            "entries in one object (latlab imports at most 1024 CPUs)",
+        ),
+        (3, 64, "keys in one CPU's object"),
+        (
+            4,
+            HIST_ENTRIES as usize,
+            "histogram entries in one CPU (jitterdebugger writes at most 1000)",
+        ),
+    ],
+    total: 1 << 20,
+};
+
 pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
-    let Strict(v) = serde_json::from_slice(bytes)
-        .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
+    let v = strict(bytes, ctx, &SHAPE)?;
     let obj = v
         .as_object()
         .ok_or_else(|| ctx.err(1, "expected a JSON object (jitterdebugger results.json)"))?;

@@ -20,7 +20,7 @@
 
 use serde_json::Value;
 
-use super::cyclictest_json::Strict;
+use super::cyclictest_json::strict;
 use super::{
     build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
     Thread,
@@ -302,8 +302,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
 }
 
 pub(crate) fn parse_json(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
-    let Strict(v) = serde_json::from_slice(bytes)
-        .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
+    let v = strict(bytes, ctx, &super::cyclictest_json::RT_TESTS_SHAPE)?;
     let (_, threads, cmd) = super::cyclictest_json::top_level(&v, ctx, "oslat")?;
     let buckets = cmd
         .as_deref()

@@ -22,7 +22,7 @@
 
 use serde_json::Value;
 
-use super::cyclictest_json::Strict;
+use super::cyclictest_json::strict;
 use super::{check_threads, clip, cmdline_opt, int, lines, mul, record, Ctx, ImportError, Thread};
 use crate::hist::Histogram;
 use crate::modes::{CpuMode, ModeParams};
@@ -271,8 +271,7 @@ pub(crate) fn parse_json(
     ctx: &Ctx,
     tool: Option<Tool>,
 ) -> Result<RunRecord, ImportError> {
-    let Strict(v) = serde_json::from_slice(bytes)
-        .map_err(|e| ctx.err(e.line(), format!("not valid JSON: {e}")))?;
+    let v = strict(bytes, ctx, &super::cyclictest_json::RT_TESTS_SHAPE)?;
     let obj = v
         .as_object()
         .ok_or_else(|| ctx.err(1, "expected a JSON object (rt-tests --json output)"))?;

@@ -109,9 +109,10 @@ fn analyze_dat(
 
 /// A trace's bytes, mapped where possible: copying a trace of hundreds of MB into fresh heap
 /// pages was a third of `analyze`'s time (the kernel's copy plus a fault per page). Files that
-/// cannot be mapped (a pipe, `/proc`, an empty file) are read.
+/// cannot be mapped (a pipe, `/proc`, an empty file) are read. A mapped file that another
+/// process truncates while it is read ends latlab with one error line (`mapfile`), not SIGBUS.
 enum TraceBytes {
-    Mapped(memmap2::Mmap),
+    Mapped(latlab_sys::mapfile::Mapped),
     Read(Vec<u8>),
 }
 
@@ -130,10 +131,11 @@ fn trace_bytes(path: &Path) -> std::io::Result<TraceBytes> {
     let mut f = std::fs::File::open(path)?;
     let meta = f.metadata()?;
     if meta.is_file() && meta.len() > 0 {
-        // SAFETY: a private read-only map of a saved trace. Only a file shrunk by another
-        // process while mapped could fault, as with any reader that maps; saved traces are
-        // written once and not touched again.
-        if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+        let why = format!(
+            "{}: the trace shrank while latlab read it (another process truncated or rewrote it); analyze a copy that nothing writes",
+            latlab_core::escape::escape(&path.display().to_string())
+        );
+        if let Ok(m) = latlab_sys::mapfile::Mapped::open(&f, &why) {
             return Ok(TraceBytes::Mapped(m));
         }
     }
@@ -177,7 +179,7 @@ fn run_is_virtualized(trace: &Path) -> bool {
     else {
         return false;
     };
-    let Ok(b) = std::fs::read(run.join("run.json")) else {
+    let Ok(b) = crate::rundir::read_run_json(&run.join("run.json")) else {
         return false;
     };
     serde_json::from_slice::<serde_json::Value>(&b)

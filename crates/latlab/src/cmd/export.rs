@@ -45,7 +45,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         let p = dir.join(rel);
         let dat = p.with_file_name("trace.dat");
         let r = if dat.is_file() {
-            window_dat(&dat, &mut b)
+            window_dat(&dat, MAX_SPIKE_TRACE, &mut b)
         } else {
             window_text(&p, &mut b)
         };
@@ -69,7 +69,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     let prof = dir.join("profile/trace.dat");
     if prof.is_file() {
-        match window_dat(&prof, &mut b) {
+        match window_dat(&prof, super::profile::MAX_WINDOW + (1 << 20), &mut b) {
             Ok(()) => windows += 1,
             Err(e) => problems.push(format!("profile: {e:#}")),
         }
@@ -120,8 +120,24 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn window_dat(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
-    let bytes = std::fs::read(p).with_context(|| format!("{}", p.display()))?;
+/// The largest spike trace file exported: 256 MiB. latlab keeps at most 128 MiB of spike files
+/// in a run; a larger one is not a spike's (a 1 GB trace.dat was read whole). A profile's
+/// window may be as large as `--profile-window` allows.
+const MAX_SPIKE_TRACE: u64 = 256 << 20;
+
+/// A trace file of the run, at most `max` bytes.
+fn read_trace_file(p: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    latlab_sys::safefile::read_regular(p, max).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            anyhow::anyhow!("{}: {e}: not a trace latlab writes for a spike or a profile (export the spikes of a run latlab wrote; `latlab analyze` reads large traces)", p.display())
+        } else {
+            anyhow::anyhow!("{}: {e}", p.display())
+        }
+    })
+}
+
+fn window_dat(p: &Path, max: u64, b: &mut Builder) -> anyhow::Result<()> {
+    let bytes = read_trace_file(p, max)?;
     let dat = tracedat::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
     let (dec, mut comms) =
         decoder_for(&dat).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
@@ -165,7 +181,7 @@ fn lost_mark(b: &mut Builder, g: LostGap) {
 }
 
 fn window_text(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
-    let text = std::fs::read(p).with_context(|| format!("{}", p.display()))?;
+    let text = read_trace_file(p, MAX_SPIKE_TRACE)?;
     let text = String::from_utf8_lossy(&text);
     let recs =
         latlab_core::trace::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e:?}", p.display()))?;

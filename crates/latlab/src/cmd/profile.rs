@@ -33,7 +33,16 @@ const POLL: Duration = Duration::from_millis(10);
 /// Events younger than this at a poll wait for the next one (other CPUs' may still come).
 const LAG: u64 = 2_000_000;
 
+/// The largest `--profile-window`: what `latlab export` reads back (whole, in memory).
+pub const MAX_WINDOW: u64 = 1 << 30;
+
 pub fn profile(a: ProfileArgs) -> anyhow::Result<ExitCode> {
+    if a.profile_window.0 > MAX_WINDOW {
+        anyhow::bail!(
+            "--profile-window {}: at most 1GiB (latlab export reads the window whole); give a smaller window",
+            a.profile_window.0
+        );
+    }
     let opts = ProfileOpts {
         top: a.profile_top,
         window_bytes: a.profile_window.0,
