@@ -369,7 +369,23 @@ fn bad_flags_exit_1_naming_them() {
             "-t 999: latlab measures with one thread per CPU",
         ),
         ("-D1 --policy=idle", "--policy idle: not supported"),
-        ("-D1 -i 5", "--interval 5us: below the 10us minimum"),
+        // Refusals name the cyclictest flag and value as typed, not the `latlab run` flag
+        // they became (`--interval 5us`, `--hist-limit 1m40s`).
+        ("-D1 -i 5", "-i 5: below the 10us minimum"),
+        (
+            "-D1 -h 100000000",
+            "-h 100000000: must be whole microseconds",
+        ),
+        (
+            "-D1 -i 99999999999999999999",
+            "-i 99999999999999999999: too large",
+        ),
+        ("-D1 -p -1", "-p -1: must not be negative"),
+        ("-D 99999999999999d", "-D 99999999999999d: not a duration"),
+        (
+            "-D1 --json=/nonexistent-latlab/x.json",
+            "--json=/nonexistent-latlab/x.json: the directory /nonexistent-latlab does not exist",
+        ),
     ] {
         let o = sim(&t.path().join("r"), flags);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -380,6 +396,61 @@ fn bad_flags_exit_1_naming_them() {
         assert!(o.stdout.is_empty());
     }
     assert!(!t.path().join("r").exists());
+}
+
+/// `-b 0` is no break trace, as in cyclictest (`if (tracelimit)`): the run goes its whole
+/// length and exits 0; it stopped at the first sample with exit 2.
+#[test]
+fn breaktrace_zero_is_off() {
+    let t = tempfile::tempdir().unwrap();
+    let o = sim(&t.path().join("r"), "-D1 -q -b 0");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    assert!(
+        run["total"]["samples"].as_u64().unwrap() > 500,
+        "{}",
+        run["total"]
+    );
+}
+
+/// `--db URL` and `--no-db`, as for `latlab run`: the run lands in that database, or in none.
+#[test]
+fn db_and_no_db_reach_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    let db = t.path().join("runs.sqlite");
+    let o = sim(
+        &t.path().join("r"),
+        &format!("-D1 -q --db {}", db.display()),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let list = |db: &Path| {
+        let o = latlab()
+            .args(["history", "--format", "json", "--db"])
+            .arg(db)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["runs"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    assert_eq!(list(&db), 1);
+    let o = latlab()
+        .env("LATLAB_DB", &db)
+        .args([
+            "cyclictest",
+            "--backend",
+            "sim",
+            "-D1",
+            "-q",
+            "--no-db",
+            "--results",
+        ])
+        .arg(t.path().join("r2"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(list(&db), 1, "--no-db recorded the run");
 }
 
 /// `--priospread`: thread i runs at PRIO − i, on the machine (read back from the kernel while

@@ -52,7 +52,7 @@ Supported cyclictest flags (values as cyclictest takes them: -t4, -a1, -h100, --
   -h/--histogram US  -H/--histofall US  --histfile PATH  -b/--breaktrace US  --spike US
   -S/--smp  --json=FILE  --latency PM_QOS  --mainaffinity CPUSET  --secaligned [USEC]
   --priospread
-latlab's own: --results DIR  --label L  --backend real|sim  --sim-seed N
+latlab's own: --results DIR  --label L  --backend real|sim  --sim-seed N  --db URL  --no-db
 Any other flag is an error naming it. The mapping to `latlab run` is in docs/cli.md.";
 
 pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
@@ -82,22 +82,46 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
             command: Command::Run(r),
         }) => r,
         Ok(_) => unreachable!("the argv names `run`"),
-        Err(e) => bail!(
-            "these cyclictest flags give `{}`, which latlab refuses: {}",
-            argv[1..].join(" "),
-            e.to_string()
+        Err(e) => {
+            let why = e.to_string();
+            let why = why
                 .lines()
                 .next()
                 .unwrap_or("")
-                .trim_start_matches("error: ")
-        ),
+                .trim_start_matches("error: ");
+            let said = o.in_cyclictest_terms(why);
+            if said != why {
+                bail!("{said}");
+            }
+            bail!(
+                "these cyclictest flags give `{}`, which latlab refuses: {why}",
+                argv[1..].join(" "),
+            )
+        }
     };
+    // Files the run will write at its end: a directory that is not there is said now, not
+    // after the measurement.
+    for (flag, path) in [("--json", &o.json), ("--histfile", &o.histfile)] {
+        if let Some(p) = path {
+            let dir = match std::path::Path::new(p).parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => std::path::Path::new("."),
+            };
+            if !dir.is_dir() {
+                bail!(
+                    "{flag}={p}: the directory {} does not exist; create it or give another path",
+                    dir.display()
+                );
+            }
+        }
+    }
     if let Some(set) = &o.main_affinity {
         set_main_affinity(set)?;
     }
     let started = jiff::Zoned::now();
     let mut hooks = output::CtHooks::new(&o);
-    let outcome = run::run_with(run_args, None, &mut hooks)?;
+    let outcome = run::run_with(run_args, None, &mut hooks)
+        .map_err(|e| anyhow::anyhow!("{}", o.in_cyclictest_terms(&format!("{e:#}"))))?;
     let ended = jiff::Zoned::now();
     if let Some(e) = hooks.err.take() {
         return Err(e);

@@ -180,7 +180,7 @@ pub fn finish(
     if let Some(us) = o.histogram_us {
         let hist = histogram(o, h, m, us);
         match &o.histfile {
-            Some(path) => crate::rundir::emit(hist.as_bytes(), Some(Path::new(path)))?,
+            Some(path) => write_file("--histfile", path, hist.as_bytes())?,
             None => s.push_str(&hist),
         }
     }
@@ -205,9 +205,16 @@ pub fn finish(
     crate::stdout::write(s.as_bytes())?;
     if let Some(path) = &o.json {
         let j = json(o, m, out, started, ended);
-        crate::rundir::emit(j.as_bytes(), Some(Path::new(path)))?;
+        write_file("--json", path, j.as_bytes())?;
     }
     Ok(())
+}
+
+/// A file a cyclictest flag names, written as every `-o` is; errors name that flag.
+fn write_file(flag: &str, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    crate::rundir::write_atomic(Path::new(path), bytes).map_err(|e| {
+        anyhow::anyhow!("{flag}={path}: cannot write: {e}; the run directory holds the results")
+    })
 }
 
 /// The `-h`/`-H` dump (cyclictest's `print_hist`).

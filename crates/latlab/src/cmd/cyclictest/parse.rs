@@ -44,6 +44,8 @@ const FLAGS: &[(Option<char>, &str, Val)] = &[
     (None, "label", Val::Req),
     (None, "backend", Val::Req),
     (None, "sim-seed", Val::Req),
+    (None, "db", Val::Req),
+    (None, "no-db", Val::No),
 ];
 
 /// cyclictest's flags latlab does not take, for a message that names them.
@@ -96,6 +98,12 @@ pub struct Opts {
     pub label: Option<String>,
     pub backend: Option<String>,
     pub sim_seed: Option<String>,
+    /// `--db URL` / `--no-db`: where the run is recorded, as for `latlab run`.
+    pub db: Option<String>,
+    pub no_db: bool,
+    /// Each `latlab run` flag these options became, with the cyclictest flag and value that
+    /// gave it (`--hist-limit` ← `-h 100000000`), so that a refusal names what the user typed.
+    pub origins: Vec<(&'static str, String)>,
     /// What cyclictest says on stderr for these flags (`defaulting realtime priority to 3`).
     pub notice: Option<String>,
     /// The command line as given (the JSON file's `cmdline:`).
@@ -103,10 +111,18 @@ pub struct Opts {
 }
 
 fn number(flag: &str, v: &str) -> anyhow::Result<u64> {
-    v.trim().parse::<u64>().map_err(|_| {
-        anyhow::anyhow!(
-            "{flag} {v}: not a whole number (cyclictest takes microseconds and counts as integers)"
-        )
+    let t = v.trim();
+    t.parse::<u64>().map_err(|_| {
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if digits(t) {
+            anyhow::anyhow!("{flag} {v}: too large (at most {})", u64::MAX)
+        } else if t.strip_prefix('-').is_some_and(digits) {
+            anyhow::anyhow!("{flag} {v}: must not be negative")
+        } else {
+            anyhow::anyhow!(
+                "{flag} {v}: not a whole number (cyclictest takes microseconds and counts as integers)"
+            )
+        }
     })
 }
 
@@ -256,6 +272,35 @@ fn build(
     for (name, v) in given {
         let flag = format!("--{name}");
         let val = || v.clone().unwrap_or_default();
+        // The `latlab run` flag this one becomes, and how the user wrote it.
+        let short = FLAGS
+            .iter()
+            .find(|f| f.1 == *name)
+            .and_then(|f| f.0)
+            .map_or(flag.clone(), |c| format!("-{c}"));
+        let typed = match v {
+            Some(v) => format!("{short} {v}"),
+            None => short,
+        };
+        let becomes: &[&'static str] = match *name {
+            "affinity" | "threads" | "smp" => &["--cpus"],
+            "interval" => &["--interval"],
+            "distance" => &["--distance"],
+            "duration" | "loops" => &["--duration"],
+            "priority" => &["--priority"],
+            "policy" => &["--policy"],
+            "histogram" | "histofall" => &["--hist-limit"],
+            "breaktrace" => &["--max-latency", "--trace-threshold"],
+            "results" => &["--results"],
+            "label" => &["--label"],
+            "backend" => &["--backend"],
+            "sim-seed" => &["--sim-seed"],
+            "db" => &["--db"],
+            _ => &[],
+        };
+        for b in becomes {
+            o.origins.push((b, typed.clone()));
+        }
         match *name {
             "affinity" => {
                 affinity = Some(match v {
@@ -299,7 +344,8 @@ fn build(
                 o.histofall |= *name == "histofall";
             }
             "histfile" => o.histfile = Some(val()),
-            "breaktrace" => o.breaktrace_us = Some(number("-b", &val())?),
+            // cyclictest's `-b 0` is no break trace at all (`if (tracelimit)`).
+            "breaktrace" => o.breaktrace_us = Some(number("-b", &val())?).filter(|&b| b > 0),
             "smp" => smp = true,
             "policy" => {
                 o.policy = match val().as_str() {
@@ -332,6 +378,8 @@ fn build(
             "label" => o.label = Some(val()),
             "backend" => o.backend = Some(val()),
             "sim-seed" => o.sim_seed = Some(val()),
+            "db" => o.db = Some(val()),
+            "no-db" => o.no_db = true,
             other => unreachable!("{flag}: {other} is in FLAGS"),
         }
     }
@@ -470,13 +518,45 @@ impl Opts {
             ("--label", &self.label),
             ("--backend", &self.backend),
             ("--sim-seed", &self.sim_seed),
+            ("--db", &self.db),
         ] {
             if let Some(val) = val {
                 v.push(flag.into());
                 v.push(val.clone());
             }
         }
+        if self.no_db {
+            v.push("--no-db".into());
+        }
         v
+    }
+
+    /// A refusal of `latlab run` (a clap error, or its plan's) in the terms the user typed:
+    /// `--hist-limit 1m40s: must be …` → `-h 100000000: must be …`; a message about no flag
+    /// these options gave is returned as it is.
+    pub fn in_cyclictest_terms(&self, msg: &str) -> String {
+        // clap: "invalid value 'V' for '--flag <NAME>': 'V' is not a …"
+        if let Some(rest) = msg.strip_prefix("invalid value '") {
+            if let Some((val, rest)) = rest.split_once("' for '") {
+                let flag = rest.split([' ', '\'']).next().unwrap_or("");
+                let why = rest.split_once("': ").map_or(rest, |(_, w)| w);
+                let why = why.strip_prefix(&format!("'{val}' is ")).unwrap_or(why);
+                if let Some((_, typed)) = self.origins.iter().rev().find(|(f, _)| *f == flag) {
+                    return format!("{typed}: {why}");
+                }
+            }
+        }
+        // latlab's plan: "--flag VALUE: why"
+        for (flag, typed) in self.origins.iter().rev() {
+            if let Some(rest) = msg.strip_prefix(flag) {
+                if rest.starts_with(' ') || rest.starts_with(':') {
+                    if let Some((_, why)) = rest.split_once(": ") {
+                        return format!("{typed}: {why}");
+                    }
+                }
+            }
+        }
+        msg.to_string()
     }
 }
 
