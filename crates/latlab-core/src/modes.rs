@@ -84,6 +84,11 @@ pub struct CpuMode {
     /// a series of its own beside the thread latency that is the CPU's histogram.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq: Option<HistogramRecord>,
+    /// Imported `rtla timerlat hist -u` (user-space threads): this CPU's thread latency (the
+    /// `Thr-` columns, timer expiry to the thread's wake-up in the kernel), beside the
+    /// return-to-user latency (`Usr-`) that is the CPU's histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<HistogramRecord>,
 }
 
 /// The compute kernel and its execution-time histogram.

@@ -242,16 +242,24 @@ pub fn body_with(
     if let (true, Some(t)) = (m.cpus.len() > 1, &m.total_hist) {
         ccdf_series.push(("all CPUs".into(), t));
     }
-    // An imported `rtla timerlat hist` keeps each CPU's IRQ latency as a series of its own.
+    // An imported `rtla timerlat hist` keeps each CPU's IRQ latency (and, with user-space
+    // threads, its thread latency) as series of their own.
     let irq: Vec<(String, latlab_core::hist::Histogram)> = r
         .cpus
         .iter()
-        .filter_map(|c| {
-            let h = c.mode.as_ref()?.irq.as_ref()?;
-            Some((
-                format!("CPU {} IRQ", c.cpu),
-                latlab_core::hist::Histogram::from_record(h).ok()?,
-            ))
+        .flat_map(|c| {
+            let m = c.mode.as_ref();
+            [
+                ("IRQ", m.and_then(|m| m.irq.as_ref())),
+                ("thread", m.and_then(|m| m.thread.as_ref())),
+            ]
+            .into_iter()
+            .filter_map(move |(what, h)| {
+                Some((
+                    format!("CPU {} {what}", c.cpu),
+                    latlab_core::hist::Histogram::from_record(h?).ok()?,
+                ))
+            })
         })
         .collect();
     ccdf_series.extend(irq.iter().map(|(n, h)| (n.clone(), h)));

@@ -11,10 +11,13 @@
 //! avg:          0         5         0         5
 //! max:         16        36        15        58
 //! ```
-//! One CPU per `Thr-NNN` column (the thread latency, what cyclictest measures; `Usr-NNN`
-//! when there is no Thr column). Each `IRQ-NNN` column (timer expiry to its IRQ handler) is a
-//! series of its own, kept in that CPU's `mode.irq` histogram (same layout); a file with IRQ
-//! columns only (`--no-thread`) has them as the CPUs' histograms. The bucket
+//! One CPU per `Thr-NNN` column (the thread latency, what cyclictest measures). With
+//! user-space threads (`rtla timerlat -u`: `IRQ-000 Thr-000 Usr-000`) the CPU's histogram is
+//! the `Usr-NNN` column (return to user space: what the measuring thread itself sees) and the
+//! `Thr-NNN` column is kept as `mode.thread`. Each `IRQ-NNN` column (timer expiry to its IRQ
+//! handler) is a series of its own, kept in that CPU's `mode.irq` histogram (same layout); a
+//! file with IRQ columns only (`--no-thread`) has them as the CPUs' histograms. A CPU's column
+//! of one kind given twice is an error (two series for one CPU would be a guess). The bucket
 //! width is the greatest common divisor of the printed indices (rtla `-b`; empty buckets are
 //! not printed); `over:` samples are above `entries × width`, whose value is unknown. A
 //! trailing `ALL` summary section (newer rtla) is ignored.
@@ -137,11 +140,28 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             })
             .collect()
     };
+    for prefix in ["IRQ-", "Thr-", "Usr-"] {
+        let cols = pick(prefix);
+        check_threads(ctx, hline, cols.len())?;
+        let mut cpus: Vec<u32> = cols.iter().map(|c| c.1).collect();
+        cpus.sort_unstable();
+        if let Some(w) = cpus.windows(2).find(|w| w[0] == w[1]) {
+            return Err(ctx.err(
+                hline,
+                format!(
+                    "column {prefix}{:03} appears twice in the header: each CPU has one column of each kind",
+                    w[0]
+                ),
+            ));
+        }
+    }
     let irq_cols = pick("IRQ-");
-    let (kind, sel, irq_cols) = match (pick("Thr-"), pick("Usr-")) {
-        (t, _) if !t.is_empty() => ("Thr", t, irq_cols),
-        (_, u) if !u.is_empty() => ("Usr", u, irq_cols),
-        _ if !irq_cols.is_empty() => ("IRQ", irq_cols, vec![]),
+    // (kind of the CPUs' histograms, their columns, the IRQ columns, the Thr columns kept
+    // beside a Usr histogram)
+    let (kind, sel, irq_cols, thr_cols) = match (pick("Thr-"), pick("Usr-")) {
+        (t, u) if !u.is_empty() => ("Usr", u, irq_cols, t),
+        (t, _) if !t.is_empty() => ("Thr", t, irq_cols, vec![]),
+        _ if !irq_cols.is_empty() => ("IRQ", irq_cols, vec![], vec![]),
         _ => {
             return Err(ctx.err(
                 hline,
@@ -149,8 +169,6 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             ))
         }
     };
-    check_threads(ctx, hline, sel.len())?;
-    check_threads(ctx, hline, irq_cols.len())?;
     for k in ["count", "min", "max"] {
         if !tail.contains_key(k) {
             return Err(ctx.err(
@@ -167,6 +185,10 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let mut notes: Vec<String> = cut.into_iter().collect();
     let what = match (kind, irq_cols.is_empty()) {
         ("IRQ", _) => "IRQ latency per CPU (the file has no thread columns)".to_string(),
+        ("Usr", irq_none) => format!(
+            "user-space threads (-u): the Usr (return to user) latency per CPU as each CPU's histogram, the Thr (thread) latency as a separate series per CPU (mode.thread in run.json){}",
+            if irq_none { "; the file has no IRQ columns" } else { ", the IRQ latency too (mode.irq)" }
+        ),
         (k, true) => format!("{k} (thread) latency per CPU; the file has no IRQ columns"),
         (k, false) => format!("{k} (thread) latency per CPU as each CPU's histogram; the IRQ latency columns as a separate series per CPU (mode.irq in run.json)"),
     };
@@ -233,25 +255,33 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             info: ThreadInfo::default(),
         });
     }
-    let mut irqs: Vec<(u32, Histogram)> = Vec::new();
-    for (col, cpu) in irq_cols {
-        if let Some((hist, over)) = column(col, cpu, "IRQ")? {
-            if over > 0 {
-                notes.push(format!("IRQ-{cpu:03}: {over} samples above the histogram ('over:'): counted, value unknown above the limit"));
+    // The side series: (kind, what it is, per CPU).
+    let mut sides: Vec<(&str, &str, Vec<(u32, Histogram)>)> = Vec::new();
+    for (k, what, cols) in [
+        ("IRQ", "timer IRQ latency", irq_cols),
+        ("Thr", "thread latency", thr_cols),
+    ] {
+        let mut v = Vec::new();
+        for (col, cpu) in cols {
+            if let Some((hist, over)) = column(col, cpu, k)? {
+                if over > 0 {
+                    notes.push(format!("{k}-{cpu:03}: {over} samples above the histogram ('over:'): counted, value unknown above the limit"));
+                }
+                v.push((cpu, hist));
             }
-            irqs.push((cpu, hist));
         }
-    }
-    for (cpu, h) in &irqs {
-        if !threads.iter().any(|t| t.cpu == *cpu) {
-            notes.push(format!("IRQ-{cpu:03} has samples but its CPU has no thread samples: its IRQ series is not kept"));
-        } else {
-            notes.push(format!(
-                "IRQ-{cpu:03}: {} samples, max {} {unit_name} (timer IRQ latency)",
-                h.count(),
-                h.max().unwrap_or(0) / unit
-            ));
+        for (cpu, h) in &v {
+            if !threads.iter().any(|t| t.cpu == *cpu) {
+                notes.push(format!("{k}-{cpu:03} has samples but its CPU has no {kind} samples: its {k} series is not kept"));
+            } else {
+                notes.push(format!(
+                    "{k}-{cpu:03}: {} samples, max {} {unit_name} ({what})",
+                    h.count(),
+                    h.max().unwrap_or(0) / unit
+                ));
+            }
         }
+        sides.push((k, what, v));
     }
     if overs > 0 {
         notes.push(format!("{overs} samples were above the histogram ('over:'): counted, value unknown above the limit, reported as \"> limit\""));
@@ -266,9 +296,18 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         notes,
     );
     for c in &mut r.cpus {
-        if let Some((_, h)) = irqs.iter().find(|(cpu, _)| *cpu == c.cpu) {
+        let of = |k: &str| {
+            sides
+                .iter()
+                .find(|s| s.0 == k)
+                .and_then(|s| s.2.iter().find(|(cpu, _)| *cpu == c.cpu))
+                .map(|(_, h)| h.to_record())
+        };
+        let (irq, thread) = (of("IRQ"), of("Thr"));
+        if irq.is_some() || thread.is_some() {
             c.mode = Some(CpuMode {
-                irq: Some(h.to_record()),
+                irq,
+                thread,
                 ..CpuMode::default()
             });
         }
@@ -329,6 +368,46 @@ mod tests {
         assert_eq!(r.cpus[0].stats.samples, 6);
         assert_eq!(r.cpus[0].stats.max_ns, Some(3_000));
         assert!(r.notes[0].contains("IRQ latency per CPU"), "{:?}", r.notes);
+    }
+
+    /// `rtla timerlat hist -u`: IRQ, Thr and Usr columns. The Usr columns (what the
+    /// user-space thread sees) were dropped without a note; now they are the CPUs'
+    /// histograms, the Thr columns `mode.thread`, the IRQ columns `mode.irq`.
+    #[test]
+    fn user_space_columns_are_the_cpus_and_thread_latency_is_kept() {
+        let f = b"# RTLA timerlat histogram\n# Time unit is microseconds (us)\nIndex   IRQ-000   Thr-000   Usr-000   IRQ-001   Thr-001   Usr-001\n1   4   0   0   5   0   0\n2   1   3   0   0   4   0\n3   0   2   4   0   1   3\n7   0   0   1   0   0   2\nover:  0  0  0  0  0  0\ncount:  5  5  5  5  5  5\nmin:  1  2  3  1  2  3\navg:  1  2  3  1  2  4\nmax:  2  3  7  1  3  7\n";
+        let r = import(f, From::Auto, "u.txt").unwrap();
+        assert_eq!(r.cpus.len(), 2);
+        for c in &r.cpus {
+            assert_eq!(c.stats.samples, 5);
+            assert_eq!(c.stats.max_ns, Some(7_000), "the Usr column");
+            assert_eq!(c.stats.min_ns, Some(3_000));
+            let m = c.mode.as_ref().unwrap();
+            let thr = crate::hist::Histogram::from_record(m.thread.as_ref().unwrap()).unwrap();
+            assert_eq!((thr.count(), thr.max()), (5, Some(3_000)));
+            let irq = crate::hist::Histogram::from_record(m.irq.as_ref().unwrap()).unwrap();
+            assert_eq!(irq.count(), 5);
+        }
+        assert!(
+            r.notes[0].contains("user-space threads (-u)"),
+            "{:?}",
+            r.notes
+        );
+        assert!(
+            r.notes.iter().any(|n| n.starts_with("Thr-001: 5 samples")),
+            "{:?}",
+            r.notes
+        );
+        let back = crate::record::RunRecord::from_json(&r.to_json()).unwrap();
+        assert_eq!(back.cpus[1].mode, r.cpus[1].mode);
+    }
+
+    /// Two `Thr-000` columns gave two "cpu 0" series.
+    #[test]
+    fn a_cpu_column_given_twice_is_an_error() {
+        let f = b"# RTLA timerlat histogram\nIndex   Thr-000   Thr-000\n1   4   4\nover:  0  0\ncount:  4  4\nmin:  1  1\navg:  1  1\nmax:  1  1\n";
+        let e = import(f, From::Auto, "d.txt").unwrap_err().to_string();
+        assert!(e.contains("column Thr-000 appears twice"), "{e}");
     }
 
     #[test]

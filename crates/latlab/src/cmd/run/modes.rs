@@ -197,6 +197,7 @@ impl ModePlan {
             exec,
             audio,
             irq: None,
+            thread: None,
         })
     }
 }
