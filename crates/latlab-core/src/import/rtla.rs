@@ -255,8 +255,9 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             info: ThreadInfo::default(),
         });
     }
-    // The side series: (kind, what it is, per CPU).
-    let mut sides: Vec<(&str, &str, Vec<(u32, Histogram)>)> = Vec::new();
+    // The side series: (kind, per CPU).
+    type PerCpu = Vec<(u32, Histogram)>;
+    let mut sides: Vec<(&str, PerCpu)> = Vec::new();
     for (k, what, cols) in [
         ("IRQ", "timer IRQ latency", irq_cols),
         ("Thr", "thread latency", thr_cols),
@@ -281,7 +282,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                 ));
             }
         }
-        sides.push((k, what, v));
+        sides.push((k, v));
     }
     if overs > 0 {
         notes.push(format!("{overs} samples were above the histogram ('over:'): counted, value unknown above the limit, reported as \"> limit\""));
@@ -300,7 +301,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             sides
                 .iter()
                 .find(|s| s.0 == k)
-                .and_then(|s| s.2.iter().find(|(cpu, _)| *cpu == c.cpu))
+                .and_then(|s| s.1.iter().find(|(cpu, _)| *cpu == c.cpu))
                 .map(|(_, h)| h.to_record())
         };
         let (irq, thread) = (of("IRQ"), of("Thr"));
