@@ -259,7 +259,7 @@ pub fn section(p: &ProfileRecord, series: Result<&Series, String>) -> String {
     o.push_str("</table>\n<p class=\"meta\">Share of the known time with 0 (idle) … ≥ 5 tasks on the CPU's run queue, the running one included.</p>\n");
 
     match series {
-        Ok(s) => maps(&mut o, s),
+        Ok(s) => maps(&mut o, s, p),
         Err(why) => {
             let _ = writeln!(o, "<p class=\"warn\">No heat maps: {}.</p>", esc(&why));
         }
@@ -296,13 +296,36 @@ pub fn section(p: &ProfileRecord, series: Result<&Series, String>) -> String {
     o
 }
 
-fn maps(o: &mut String, s: &Series) {
-    let longest = s.cpus.iter().map(|c| c.1.len()).max().unwrap_or(0);
+/// CPUs whose maps are drawn at most: two maps each of at least one line, within
+/// [`MAX_TOTAL_PIXELS`].
+pub const MAX_MAP_CPUS: usize = MAX_TOTAL_PIXELS / (2 * LINE_PIXELS);
+
+fn maps(o: &mut String, s: &Series, p: &ProfileRecord) {
+    // The series is a side file: only the CPUs the record profiled are drawn, and no more
+    // than the pictures' budget holds (a series declaring 100 000 CPUs made 200 000 maps).
+    let mut cpus: Vec<&(u32, Vec<u8>)> = s
+        .cpus
+        .iter()
+        .filter(|(cpu, _)| p.cpus.iter().any(|c| c.cpu == *cpu))
+        .collect();
+    let profiled = cpus.len();
+    cpus.truncate(MAX_MAP_CPUS);
+    if s.cpus.len() > cpus.len() {
+        let _ = writeln!(
+            o,
+            "<p class=\"warn\">The series holds {} CPUs; maps are drawn for {} of them ({} not profiled in this run, {} beyond the {MAX_MAP_CPUS} the page holds).</p>",
+            s.cpus.len(),
+            cpus.len(),
+            s.cpus.len() - profiled,
+            profiled - cpus.len(),
+        );
+    }
+    let longest = cpus.iter().map(|c| c.1.len()).max().unwrap_or(0);
     if longest == 0 {
         o.push_str("<p class=\"meta\">No heat maps: the series holds no time.</p>\n");
         return;
     }
-    let sc = scale(s.pixel_ns, longest, 2 * s.cpus.len());
+    let sc = scale(s.pixel_ns, longest, 2 * cpus.len());
     let top = top_tasks(s);
     let name = |pid: i64| {
         s.names
@@ -343,7 +366,7 @@ fn maps(o: &mut String, s: &Series) {
     ));
     o.push_str(&legend(&rq_items));
     let mut rq_maps = Vec::new();
-    for (cpu, px) in &s.cpus {
+    for (cpu, px) in cpus.iter().copied() {
         let idx = rq_pixels(px, &sc);
         let title = format!("CPU {cpu}: run-queue length, {scale_text}");
         let _ = writeln!(

@@ -552,3 +552,72 @@ fn dropped_events_are_a_gap_where_they_happened() {
         inside.len()
     );
 }
+
+/// A 1.3 MB series.bin declaring 100 000 CPUs made a 112 MB page of 200 000 maps: a series
+/// of more CPUs than a kernel has is refused, and of a valid one only the CPUs the record
+/// profiled are drawn, the rest said in one line; the page stays within the maps' budget.
+#[test]
+fn a_series_of_more_cpus_than_profiled_draws_only_the_profiled_ones() {
+    use latlab_core::profile::{Profiler, Series};
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    support::latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--results",
+        ])
+        .arg(&results)
+        .assert()
+        .success();
+    let dir = support::only_run_dir(&results);
+    let (mut record, _) =
+        Profiler::new(&[0], 0, 10_000_000).finish(10_000_000, 5, |_| "t".into(), 0, 0);
+    record.series = Some("profile/series.bin".into());
+    let mut run = support::read_json(&dir.join("run.json"));
+    run["profile"] = serde_json::to_value(&record).unwrap();
+    std::fs::write(dir.join("run.json"), serde_json::to_vec(&run).unwrap()).unwrap();
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let report = || {
+        let out = support::command()
+            .arg("report")
+            .arg(&dir)
+            .args(["--format", "html"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let series = |n: u32| Series {
+        start_ns: 0,
+        pixel_ns: 10_000,
+        cpus: (0..n).map(|c| (c, vec![1u8; 4])).collect(),
+        ..Series::default()
+    };
+    // 100 000 CPUs: no kernel has them.
+    let b = series(100_000).to_bytes();
+    assert!(b.len() < 2 << 20);
+    assert!(Series::from_bytes(&b).is_none());
+    std::fs::write(dir.join("profile/series.bin"), &b).unwrap();
+    let (html, err) = report();
+    assert!(!html.contains("<img"), "{err}");
+    assert!(err.contains("not a series file"), "{err}");
+    // 8192 CPUs, one profiled: its two maps, and the others said.
+    std::fs::write(dir.join("profile/series.bin"), series(8192).to_bytes()).unwrap();
+    let (html, err) = report();
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(html.matches("<img class=\"map\"").count(), 2);
+    assert!(
+        html.contains("The series holds 8192 CPUs; maps are drawn for 1 of them (8191 not profiled in this run, 0 beyond"),
+        "{}",
+        html.len()
+    );
+    assert!(html.len() < 6 << 20, "{}", html.len());
+}

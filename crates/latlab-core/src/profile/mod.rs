@@ -42,6 +42,8 @@ pub const MAX_TASKS: usize = 8192;
 pub const MAX_SWITCH_POINTS: usize = 1 << 18;
 /// Pixels per CPU at most: the pixel doubles (two pixels merged into one) past it.
 pub const MAX_PIXELS: usize = 1 << 20;
+/// CPUs a series may hold at most: the kernel's largest `NR_CPUS`.
+pub const MAX_SERIES_CPUS: usize = 8192;
 /// The finest pixel: 10 µs, as the ELC 2017 heat maps.
 pub const BASE_PIXEL_NS: u64 = 10_000;
 /// Rows of `wait[]` (largest p99 first).
@@ -1010,9 +1012,16 @@ impl Series {
         if pixel_ns == 0 {
             return None;
         }
-        let mut cpus = Vec::new();
+        // No kernel has more CPUs (NR_CPUS is at most 8192): more is no series of latlab's.
+        if n as usize > MAX_SERIES_CPUS {
+            return None;
+        }
+        let mut cpus: Vec<(u32, Vec<u8>)> = Vec::new();
         for _ in 0..n {
             let cpu = r.u32()?;
+            if cpus.iter().any(|c| c.0 == cpu) {
+                return None;
+            }
             let len = r.u32()? as usize;
             if len > MAX_PIXELS {
                 return None;
