@@ -107,6 +107,7 @@ fn profile_run(from: &Path, to: &Path) -> PathBuf {
         ts,
         cpu,
         lost_before: false,
+        lost_after: false,
         ev,
     };
     let switch = |prev_pid, next_pid| Ev::Switch {

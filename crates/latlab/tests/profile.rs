@@ -360,6 +360,7 @@ fn report_without_a_readable_series_says_why() {
         ts: 5_000,
         cpu: 0,
         lost_before: false,
+        lost_after: false,
         ev: latlab_core::profile::Ev::Wakeup {
             pid: 3,
             prio: 120,

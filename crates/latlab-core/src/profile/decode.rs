@@ -210,6 +210,7 @@ impl StreamDecoder {
                 ts: e.ts,
                 cpu,
                 lost_before: std::mem::take(lost_pending),
+                lost_after: false,
                 ev,
             });
         })

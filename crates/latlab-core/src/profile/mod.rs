@@ -96,12 +96,15 @@ pub enum Ev {
 }
 
 /// An event of `cpu` at `ts` (ns); `lost_before`: the kernel lost events of this CPU just
-/// before it.
+/// before it (the time since the CPU's previous event is unknown); `lost_after`: just after
+/// it (the CPU's state is unknown from this event to its next own event, whatever other
+/// CPUs' events say of its run queue meanwhile).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PEvent {
     pub ts: u64,
     pub cpu: u32,
     pub lost_before: bool,
+    pub lost_after: bool,
     pub ev: Ev,
 }
 
@@ -665,6 +668,19 @@ impl Profiler {
 
     /// One event; events must come in time order (ties: any order within a CPU's own order).
     pub fn event(&mut self, e: &PEvent) {
+        self.apply(e);
+        if e.lost_after {
+            if let Some(&ci) = self.by_cpu.get(&e.cpu) {
+                let c = &mut self.cpus[ci];
+                c.lost += 1;
+                // Unknown from here to this CPU's next own event: other CPUs' events that
+                // move tasks on or off its run queue meanwhile advance it as a gap.
+                c.in_gap = true;
+            }
+        }
+    }
+
+    fn apply(&mut self, e: &PEvent) {
         self.events += 1;
         // An event of a CPU outside the profile still moves tasks (wake-ups, migrations).
         if let Some(&ci) = self.by_cpu.get(&e.cpu) {

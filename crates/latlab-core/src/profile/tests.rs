@@ -7,6 +7,7 @@ fn sw(ts: u64, cpu: u32, prev: i64, prev_runnable: bool, next: i64) -> PEvent {
         ts,
         cpu,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Switch {
             prev_pid: prev,
             prev_prio: 120,
@@ -23,6 +24,7 @@ fn wake(ts: u64, cpu: u32, pid: i64, target: u32) -> PEvent {
         ts,
         cpu,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Wakeup {
             pid,
             prio: 120,
@@ -74,6 +76,7 @@ fn wait_from_waking_and_rows_by_p99() {
         ts: 100,
         cpu: 1,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Waking { pid: 7 },
     };
     p.event(&waking);
@@ -95,6 +98,7 @@ fn migration_moves_a_queued_task() {
         ts: 40,
         cpu: 1,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Migrate {
             pid: 5,
             orig: 0,
@@ -136,6 +140,29 @@ fn lost_events_leave_a_gap_outside_the_shares() {
     // The gap's pixels are unknown, the rest idle.
     assert_eq!(s.cpus[0].1[0], PIXEL_UNKNOWN);
     assert_eq!(s.cpus[0].1[9], 0);
+}
+
+/// Events lost after an event (a full buffer, found when the reader caught up): the CPU is
+/// unknown from that event to its own next one, even where another CPU's wake-up targeting
+/// it meanwhile would have advanced it as known (the SIGSTOP test drew 0 of its stop's
+/// pixels unknown that way).
+#[test]
+fn lost_after_is_a_gap_to_the_cpus_next_event_whatever_other_cpus_say() {
+    let mut p = Profiler::new(&[0, 1], 0, 100_000);
+    p.event(&wake(0, 0, 5, 0));
+    let mut e = sw(10_000, 0, 0, false, 5);
+    e.lost_after = true;
+    p.event(&e);
+    // CPU 1 wakes a task onto CPU 0 in the gap: CPU 0 stays unknown.
+    p.event(&wake(40_000, 1, 6, 0));
+    p.event(&sw(70_000, 0, 5, false, 6));
+    let (r, s) = p.finish(100_000, 10, |_| String::new(), 3, 0);
+    let c = &r.cpus[0];
+    assert_eq!((c.gap_ns, c.lost_events), (60_000, 1), "{c:?}");
+    let px = &s.cpus[0].1;
+    assert!(px[1..7].iter().all(|&v| v == PIXEL_UNKNOWN), "{px:?}");
+    assert_ne!(px[0], PIXEL_UNKNOWN);
+    assert_ne!(px[8], PIXEL_UNKNOWN);
 }
 
 #[test]
@@ -241,6 +268,7 @@ fn series_keeps_migrations_into_profiled_cpus_and_top_names() {
         ts,
         cpu: orig,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Migrate { pid, orig, dest },
     };
     p.event(&wake(0, 0, 5, 0));
@@ -270,6 +298,7 @@ fn waking(ts: u64, cpu: u32, pid: i64) -> PEvent {
         ts,
         cpu,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Waking { pid },
     }
 }
@@ -384,6 +413,7 @@ fn a_watched_thread_that_exits_is_dropped() {
         ts: 20,
         cpu: 0,
         lost_before: false,
+        lost_after: false,
         ev: Ev::Switch {
             prev_pid: 9,
             prev_prio: 120,
@@ -433,7 +463,7 @@ proptest! {
                 2 => Ev::Waking { pid: a },
                 _ => Ev::Migrate { pid: a, orig: cpu, dest: t },
             };
-            p.event(&PEvent { ts, cpu, lost_before: i == lost, ev });
+            p.event(&PEvent { ts, cpu, lost_before: i == lost, lost_after: false, ev });
         }
         let (r, s) = p.finish(5_000, 3, |_| String::new(), 0, 0);
         for c in &r.cpus {

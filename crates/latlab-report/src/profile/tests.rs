@@ -217,6 +217,7 @@ fn record() -> ProfileRecord {
             ts: t,
             cpu: 0,
             lost_before: false,
+            lost_after: false,
             ev: Ev::Wakeup {
                 pid: 9,
                 prio: 4,
@@ -228,6 +229,7 @@ fn record() -> ProfileRecord {
             ts: t + 2_000 + k,
             cpu: 0,
             lost_before: false,
+            lost_after: false,
             ev: Ev::Switch {
                 prev_pid: 0,
                 prev_prio: 120,
@@ -241,6 +243,7 @@ fn record() -> ProfileRecord {
             ts: t + 9_000,
             cpu: 0,
             lost_before: false,
+            lost_after: false,
             ev: Ev::Switch {
                 prev_pid: 9,
                 prev_prio: 4,

@@ -132,7 +132,7 @@ impl ProfileSession {
                 file: rec.open_cpu_raw(c)?,
                 dir: rec.dir().to_path_buf(),
                 dropped: 0,
-                last_ts: None,
+                held: Vec::new(),
                 drop_pending: false,
             });
         }
@@ -259,22 +259,26 @@ struct CpuSource {
     file: std::fs::File,
     dir: PathBuf,
     dropped: u64,
-    /// Its last event handed over so far, and a drop still to place (found when a read
-    /// returned no event).
-    last_ts: Option<u64>,
+    /// Events held back from the profiler: the last of the read before the last, and all of
+    /// the last read; a drop found after the last read lies among them (see [`place_drops`]).
+    held: Vec<PEvent>,
+    /// A drop found and not placed yet.
     drop_pending: bool,
 }
 
 /// Producer/consumer mode: a full buffer drops new events and marks no page, so a loss is
 /// found in `per_cpu/cpuN/stats` (`dropped events`), read right after each read of the CPU's
-/// pages ([`count_drops`]), and placed by [`place_drops`] among the events of the next read
-/// that returns events (this CPU's, in time order): the drops came after every event the full
-/// buffer held, which that read returned. The loss is put before the event that ends the
-/// longest silence since the CPU's previous event (which begins at the last event kept). The
-/// kernel drops only when the buffer is full, i.e. when the CPU is busy, so that silence is
-/// the drop's; on a CPU that is also idle for long at times the placement is uncertain
-/// (docs/design.md, "Profile"). Placed among the events of the read that found them, the
-/// drops of a reader stopped just before a read were drawn before the stop.
+/// pages ([`count_drops`]). Drops found after read `j` happened after the last event of read
+/// `j − 1` and before the first event of read `j + 1`: a reader stopped between two reads, or
+/// in the middle of one (SIGSTOP), finds the full buffer's old events and the new ones
+/// written once its first pages were freed in one read, or in two. So each CPU's events are
+/// held back ([`CpuSource::held`]: the last event of read `j − 1` and all of read `j`) until
+/// read `j + 1`, and the drop is placed in the longest silence from the first held event to
+/// the first of read `j + 1`, on the event that begins it (`lost_after`): the CPU's state is
+/// unknown from there to its next own event, whatever other CPUs' wake-ups and migrations
+/// say of its run queue meanwhile. The kernel drops only when the buffer is full, i.e. when
+/// the CPU is busy, so that silence is the drop's; on a CPU that is also idle for long at
+/// times the placement is uncertain (docs/design.md, "Profile").
 fn count_drops(src: &mut CpuSource, lost: &mut u64) {
     let dropped = dropped_events(&src.dir, src.cpu);
     if dropped > src.dropped {
@@ -284,24 +288,43 @@ fn count_drops(src: &mut CpuSource, lost: &mut u64) {
     }
 }
 
-fn place_drops(src: &mut CpuSource, new: &mut [PEvent], pending: bool) {
-    if pending && !new.is_empty() {
-        let mut prev = src.last_ts.unwrap_or(new[0].ts);
-        let mut at = (0, 0u64);
-        for (k, e) in new.iter().enumerate() {
-            let silence = e.ts.saturating_sub(prev);
-            if silence > at.1 {
-                at = (k, silence);
-            }
-            prev = e.ts;
+/// A read of `src` gave `new` (in time order, maybe none): place a pending drop among the
+/// held events and the first of `new`, hand all held events but the last to `out`, and hold
+/// `new` after it.
+fn place_drops(src: &mut CpuSource, mut new: Vec<PEvent>, out: &mut Vec<PEvent>) {
+    if src.drop_pending {
+        // The silence between candidates k − 1 and k, largest first; it begins at a held
+        // event (k − 1 < held.len()).
+        let cand: Vec<u64> = src.held.iter().chain(new.first()).map(|e| e.ts).collect();
+        let best = (1..cand.len()).max_by_key(|&k| (cand[k].saturating_sub(cand[k - 1]), k));
+        if let Some(k) = best {
+            src.held[k - 1].lost_after = true;
+            src.drop_pending = false;
+        } else if let (true, Some(e)) = (src.held.is_empty(), new.first_mut()) {
+            // Nothing held to begin the silence: unknown since the CPU's previous event.
+            e.lost_before = true;
+            src.drop_pending = false;
         }
-        new[at.0].lost_before = true;
-    } else if pending {
-        src.drop_pending = true;
     }
-    if let Some(e) = new.last() {
-        src.last_ts = Some(e.ts);
+    if new.is_empty() && !src.drop_pending {
+        // The buffer was empty at this read and nothing is pending: a later drop lies after
+        // this read, so nothing held can begin its silence. (An idle CPU would otherwise
+        // hold the watermark, and every CPU's events, back until its next event.)
+        out.append(&mut src.held);
+        return;
     }
+    if src.held.len() > 1 {
+        let keep = src.held.split_off(src.held.len() - 1);
+        out.append(&mut src.held);
+        src.held = keep;
+    }
+    src.held.extend(new);
+}
+
+/// Every event still held (at the end): a pending drop placed among them.
+fn release_all(src: &mut CpuSource, out: &mut Vec<PEvent>) {
+    place_drops(src, Vec::new(), out);
+    out.append(&mut src.held);
 }
 
 fn reader(
@@ -329,36 +352,36 @@ fn reader(
         };
         for (i, src) in files.iter_mut().enumerate() {
             let (cpu, f) = (&src.cpu.clone(), &mut src.file);
-            let first = pending.len();
-            let dropped_before = std::mem::take(&mut src.drop_pending);
             let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
                 Ok(p) => p,
                 Err(e) => {
                     if errors.len() < 4 {
                         errors.push(format!("profile: CPU {cpu}: read: {e}"));
                     }
-                    src.drop_pending |= dropped_before;
                     continue;
                 }
             };
-            count_drops(src, &mut lost);
-            if pages.is_empty() {
-                src.drop_pending |= dropped_before;
-                continue;
-            }
-            let lf = lost_flag.entry(*cpu).or_default();
-            match dec.decode(*cpu, &pages, lf, &mut pending) {
-                Ok(st) => {
-                    lost += st.lost_events;
-                    lost_unknown += st.lost_unknown;
-                }
-                Err(e) => {
-                    if errors.len() < 4 {
-                        errors.push(format!("profile: CPU {cpu}: {e}"));
+            let mut new = Vec::new();
+            if !pages.is_empty() {
+                let lf = lost_flag.entry(*cpu).or_default();
+                match dec.decode(*cpu, &pages, lf, &mut new) {
+                    Ok(st) => {
+                        lost += st.lost_events;
+                        lost_unknown += st.lost_unknown;
+                    }
+                    Err(e) => {
+                        if errors.len() < 4 {
+                            errors.push(format!("profile: CPU {cpu}: {e}"));
+                        }
                     }
                 }
+                new.sort_by_key(|e| e.ts);
             }
-            place_drops(src, &mut pending[first..], dropped_before);
+            place_drops(src, new, &mut pending);
+            count_drops(src, &mut lost);
+            if pages.is_empty() {
+                continue;
+            }
             if window_open {
                 let w = &mut window[i].1;
                 if (w.len() + pages.len()) as u64 <= window_cap {
@@ -373,6 +396,16 @@ fn reader(
         if !last {
             measuring.scan(&mut prof);
         }
+        if last {
+            for src in files.iter_mut() {
+                release_all(src, &mut pending);
+            }
+        }
+        // Held events are not handed over yet: nothing after the oldest of them either.
+        let wm = files
+            .iter()
+            .filter_map(|c| c.held.first().map(|e| e.ts))
+            .fold(wm, u64::min);
         pending.sort_by_key(|e| e.ts);
         let n = pending.partition_point(|e| e.ts < wm);
         for e in pending.drain(..n) {
