@@ -828,11 +828,11 @@ mod tests {
         r.cpus = cpus;
         let json = serde_json::to_vec(&r).unwrap();
         assert!(json.len() < 64 * 1024, "{}", json.len());
-        let t = std::time::Instant::now();
+        // Refused from the declared layouts, before any histogram is built (the memory bound
+        // is checked where it can fail: bounded_input.rs runs under an address-space limit).
         let e = RunRecord::from_json(&json).unwrap_err();
         assert!(matches!(e, RecordError::TooLarge { cpus: 64, .. }), "{e}");
         assert!(e.to_string().contains("use a smaller --hist-limit"), "{e}");
-        assert!(t.elapsed() < std::time::Duration::from_secs(1));
         r.cpus.truncate(4);
         let back = RunRecord::from_json(&serde_json::to_vec(&r).unwrap()).unwrap();
         assert_eq!(back.cpus.len(), 4);

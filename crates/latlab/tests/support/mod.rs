@@ -79,3 +79,41 @@ pub fn known_pixels(s: &latlab_core::profile::Series, cpu: u32, from: u64, to: u
     assert!(known.len() * 100 >= window.len() * 95, "too much unknown");
     known
 }
+
+/// Wait until each of `pid`'s measuring threads (`latlab-cpu*`, `n` of them) has slept and
+/// woken `wakeups` times (its `voluntary_ctxt_switches`: one per period it waited), so a
+/// test that interrupts a run does so after it has measured, whatever the VM's stalls.
+/// Panics if that takes more than 60 s or the process ends.
+pub fn wait_for_wakeups(pid: u32, n: usize, wakeups: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let counts: Vec<u64> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.starts_with("latlab-cpu"))
+                    })
+                    .filter_map(|t| {
+                        let s = std::fs::read_to_string(t.path().join("status")).ok()?;
+                        s.lines()
+                            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                            .and_then(|v| v.trim().parse().ok())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if counts.len() == n && counts.iter().all(|&c| c >= wakeups) {
+            return;
+        }
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "latlab ({pid}) ended before its threads woke {wakeups} times"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after 60 s latlab's measuring threads had woken {counts:?} times, not {wakeups}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

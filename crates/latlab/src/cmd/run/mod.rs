@@ -516,9 +516,16 @@ pub fn run_with(
     }
     let wall_ns = started.elapsed().as_nanos() as u64;
     let results = engine.join();
-    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime {
+    // An ended-early run measured the periods its threads went through, each a sample or a
+    // missed period: not the wall time from the start to the collector's next tick, which
+    // also holds the threads' start and the tick's wait (an interrupted real run recorded
+    // 466 periods of time for 306 samples and no missed period). Simulated time, too.
+    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime
+        || interrupted
+        || stopped_by.is_some()
+        || load_error.is_some()
+    {
         if interrupted || stopped_by.is_some() || load_error.is_some() {
-            // Simulated time, not wall time: the periods each thread went through.
             threads
                 .iter()
                 .enumerate()
