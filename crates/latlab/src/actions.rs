@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! trace                               the recorder's window of the spike is saved (needs --trace-threshold)
-//! signal,num=N,pid=PID|parent         kill(2) a process
+//! signal,num=N,pid=PID|parent         kill(2) a process; pid 1 (also a parent that has become
+//!   [,allow-init][,allow-foreign]     init) needs allow-init, another user's process allow-foreign
 //! shell,command=CMD                   sh -c CMD, with LATLAB_CPU, LATLAB_LATENCY_NS, LATLAB_RUN_DIR
 //! stop                                end the run now (exit 2)
 //! continue                            keep measuring (the default)
@@ -26,8 +27,17 @@ use clap::Args;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Trace,
-    Signal { num: i32, pid: Target },
-    Shell { command: String },
+    Signal {
+        num: i32,
+        pid: Target,
+        /// `allow-init`: pid 1 (or a parent that has become pid 1) may be signalled.
+        allow_init: bool,
+        /// `allow-foreign`: a process of another user may be signalled.
+        allow_foreign: bool,
+    },
+    Shell {
+        command: String,
+    },
     Stop,
     Continue,
 }
@@ -42,10 +52,12 @@ pub enum Target {
 #[derive(Debug, Args)]
 pub struct ActionArgs {
     /// Action when a sample exceeds --max-latency (repeatable, run in order): trace,
-    /// signal,num=N,pid=PID|parent, shell,command=CMD, stop, continue (the default)
+    /// signal,num=N,pid=PID|parent[,allow-init][,allow-foreign], shell,command=CMD, stop,
+    /// continue (the default)
     #[arg(long, value_name = "ACTION", value_parser = parse_action)]
     pub on_threshold: Vec<Action>,
-    /// Action when the run has ended (repeatable): signal,num=N,pid=PID|parent or shell,command=CMD
+    /// Action when the run has ended (repeatable): signal,num=N,pid=PID|parent[,allow-init][,allow-foreign]
+    /// or shell,command=CMD
     #[arg(long, value_name = "ACTION", value_parser = parse_action)]
     pub on_end: Vec<Action>,
     /// A shell action still running after this long is killed (and reported)
@@ -84,19 +96,27 @@ pub fn parse_action(s: &str) -> Result<Action, String> {
             })
         }
         "signal" => {
-            let (mut num, mut pid) = (None, None);
+            let (mut num, mut pid, mut allow_init, mut allow_foreign) = (None, None, false, false);
+            let mut seen: Vec<&str> = Vec::new();
             for part in rest.unwrap_or("").split(',').filter(|p| !p.is_empty()) {
-                let Some((k, v)) = part.split_once('=') else {
-                    return Err(format!("'{s}': '{part}' is not key=value (num=N or pid=PID|parent)"));
+                let (k, v) = match part.split_once('=') {
+                    Some((k, v)) => (k.trim(), Some(v)),
+                    None => (part.trim(), None),
                 };
-                match k.trim() {
-                    "num" => {
+                // A key given twice used to be accepted with the last one winning silently
+                // (`pid=parent,pid=1`): which one was meant is not for latlab to guess.
+                if seen.contains(&k) {
+                    return Err(format!("'{s}': {k} is given twice; give each key once"));
+                }
+                seen.push(k);
+                match (k, v) {
+                    ("num", Some(v)) => {
                         let n: i32 = v.trim().parse().ok().filter(|n| (1..=64).contains(n)).ok_or_else(
                             || format!("'{s}': num={v} is not a signal number (1-64, e.g. num=10 for SIGUSR1)"),
                         )?;
                         num = Some(n);
                     }
-                    "pid" => {
+                    ("pid", Some(v)) => {
                         let v = v.trim();
                         pid = Some(if v == "parent" {
                             Target::Parent
@@ -106,15 +126,31 @@ pub fn parse_action(s: &str) -> Result<Action, String> {
                             })?)
                         });
                     }
-                    other => {
+                    ("allow-init", None) => allow_init = true,
+                    ("allow-foreign", None) => allow_foreign = true,
+                    ("num" | "pid", None) => {
+                        return Err(format!("'{s}': {k} needs a value ({k}=...)"))
+                    }
+                    ("allow-init" | "allow-foreign", Some(_)) => {
+                        return Err(format!("'{s}': {k} takes no value; give it alone"))
+                    }
+                    (other, _) => {
                         return Err(format!(
-                            "'{s}': unknown key '{other}' (signal takes num=N and pid=PID|parent)"
+                            "'{s}': unknown key '{other}' (signal takes num=N, pid=PID|parent, allow-init and allow-foreign)"
                         ))
                     }
                 }
             }
             match (num, pid) {
-                (Some(num), Some(pid)) => Ok(Action::Signal { num, pid }),
+                (Some(_), Some(Target::Pid(1))) if !allow_init => Err(format!(
+                    "'{s}': pid=1 is init, which a signal can stop or make reboot the system; add allow-init to the action to send it anyway"
+                )),
+                (Some(num), Some(pid)) => Ok(Action::Signal {
+                    num,
+                    pid,
+                    allow_init,
+                    allow_foreign,
+                }),
                 (None, _) => Err(format!("'{s}': signal needs num=N (e.g. signal,num=10,pid=parent)")),
                 (_, None) => Err(format!("'{s}': signal needs pid=PID or pid=parent")),
             }
@@ -158,8 +194,136 @@ pub fn check(
             );
         }
     }
+    // A target that is pid 1 or another user's now is refused now (it may change by the time
+    // of the signal, which checks again).
+    for (flag, list) in [("--on-threshold", &a.on_threshold), ("--on-end", &a.on_end)] {
+        for act in list {
+            if let Action::Signal {
+                pid,
+                allow_init,
+                allow_foreign,
+                ..
+            } = *act
+            {
+                let now = resolve(pid);
+                if let Some(why) = refusal(now, pid, allow_init, allow_foreign) {
+                    anyhow::bail!("{flag} signal: {why}");
+                }
+            }
+        }
+    }
     if a.action_timeout.0 == 0 {
         anyhow::bail!("--action-timeout: must be more than 0 (e.g. 10s)");
+    }
+    Ok(())
+}
+
+/// The pid a target names now.
+fn resolve(t: Target) -> i32 {
+    match t {
+        Target::Pid(p) => p,
+        // SAFETY: getppid has no preconditions.
+        Target::Parent => unsafe { libc::getppid() },
+    }
+}
+
+/// The real and effective uid of a process (`/proc/PID/status`), None when it is gone.
+fn process_uids(pid: i32) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let mut ids = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .map(|v| v.parse::<u32>().ok());
+    Some((ids.next()??, ids.next()??))
+}
+
+/// Why a signal to `pid` (what `target` names now) is not to be sent without the action's
+/// opt-in, or None: pid 1 (init: SIGINT makes systemd reboot, SIGKILL panics the kernel)
+/// without `allow-init`, a process whose real or effective uid is not latlab's real uid
+/// without `allow-foreign` (as root, kill(2) reaches every process).
+fn refusal(pid: i32, target: Target, allow_init: bool, allow_foreign: bool) -> Option<String> {
+    let who = match target {
+        Target::Parent => format!("latlab's parent (pid {pid})"),
+        Target::Pid(_) => format!("pid {pid}"),
+    };
+    if pid == 1 && !allow_init {
+        let why = if target == Target::Parent {
+            " (latlab was orphaned, or runs as a service)"
+        } else {
+            ""
+        };
+        return Some(format!(
+            "{who} is init{why}, which a signal can stop or make reboot the system; add allow-init to the action to send it anyway"
+        ));
+    }
+    if !allow_foreign {
+        // SAFETY: getuid has no preconditions.
+        let me = unsafe { libc::getuid() };
+        if let Some((real, effective)) = process_uids(pid) {
+            if real != me || effective != me {
+                let uid = if real != me { real } else { effective };
+                return Some(format!(
+                    "{who} belongs to another user (uid {uid}; latlab runs as uid {me}); add allow-foreign to the action to send it anyway"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Send signal `num` to `pid` unless [`refusal`] says no. Through a pidfd where the kernel
+/// has them (5.3): the process checked is the process signalled, even if it exits and its
+/// pid is reused in between (the signal then fails with ESRCH instead of reaching the pid's
+/// new owner).
+fn send_signal(
+    pid: i32,
+    target: Target,
+    num: i32,
+    allow_init: bool,
+    allow_foreign: bool,
+) -> Result<(), String> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    if pid == 1 && !allow_init {
+        return Err(format!(
+            "not sent: {}",
+            refusal(pid, target, allow_init, allow_foreign).unwrap_or_default()
+        ));
+    }
+    // SAFETY: plain syscall; a non-negative result is a new descriptor we own.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    let pidfd = if raw >= 0 {
+        // SAFETY: raw is a fresh descriptor.
+        Some(unsafe { OwnedFd::from_raw_fd(raw) })
+    } else {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(e.to_string());
+        }
+        None
+    };
+    if let Some(why) = refusal(pid, target, allow_init, allow_foreign) {
+        return Err(format!("not sent: {why}"));
+    }
+    let r = match &pidfd {
+        Some(fd) => {
+            use std::os::fd::AsRawFd;
+            // SAFETY: plain syscall on our pidfd; no siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    num,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            }
+        }
+        // SAFETY: plain syscall.
+        None => (unsafe { libc::kill(pid, num) }) as libc::c_long,
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error().to_string());
     }
     Ok(())
 }
@@ -272,19 +436,17 @@ impl Runner {
                 // saved by the collector, before the actions run.
                 Action::Trace => {}
                 Action::Stop => self.stop = Some(f),
-                Action::Signal { num, pid } => {
-                    let pid = match pid {
-                        Target::Pid(p) => p,
-                        // SAFETY: getppid has no preconditions.
-                        Target::Parent => unsafe { libc::getppid() },
-                    };
-                    // SAFETY: plain syscall.
-                    if unsafe { libc::kill(pid, num) } != 0 {
-                        warnings.push(format!(
-                            "{} signal,num={num},pid={pid}: {}",
-                            self.flag,
-                            std::io::Error::last_os_error()
-                        ));
+                Action::Signal {
+                    num,
+                    pid,
+                    allow_init,
+                    allow_foreign,
+                } => {
+                    // `parent` is resolved now: an orphaned run's parent has become pid 1
+                    // (or a subreaper) since the run started.
+                    let target = resolve(pid);
+                    if let Err(e) = send_signal(target, pid, num, allow_init, allow_foreign) {
+                        warnings.push(format!("{} signal,num={num},pid={target}: {e}", self.flag));
                     }
                 }
                 Action::Shell { command } => {
@@ -377,7 +539,9 @@ mod tests {
             parse_action("signal,num=10,pid=parent"),
             Ok(Action::Signal {
                 num: 10,
-                pid: Target::Parent
+                pid: Target::Parent,
+                allow_init: false,
+                allow_foreign: false
             })
         );
         assert_eq!(
@@ -396,6 +560,40 @@ mod tests {
         assert!(parse_action("signal,num=10,pid=1,x=2")
             .unwrap_err()
             .contains("'x'"));
+        // Each key once: `pid=parent,pid=1` was taken as pid=1.
+        assert!(parse_action("signal,num=10,pid=parent,pid=5")
+            .unwrap_err()
+            .contains("pid is given twice"));
+        assert!(parse_action("signal,num=10,num=9,pid=5")
+            .unwrap_err()
+            .contains("num is given twice"));
+        // init only when asked for.
+        let e = parse_action("signal,num=9,pid=1").unwrap_err();
+        assert!(
+            e.contains("pid=1 is init") && e.contains("allow-init"),
+            "{e}"
+        );
+        assert_eq!(
+            parse_action("signal,num=10,pid=1,allow-init"),
+            Ok(Action::Signal {
+                num: 10,
+                pid: Target::Pid(1),
+                allow_init: true,
+                allow_foreign: false
+            })
+        );
+        assert_eq!(
+            parse_action("signal,allow-foreign,num=10,pid=parent"),
+            Ok(Action::Signal {
+                num: 10,
+                pid: Target::Parent,
+                allow_init: false,
+                allow_foreign: true
+            })
+        );
+        assert!(parse_action("signal,num=10,pid=5,allow-foreign=yes")
+            .unwrap_err()
+            .contains("takes no value"));
         assert!(parse_action("shell,cmd=ls")
             .unwrap_err()
             .contains("command="));

@@ -181,6 +181,21 @@ fn malformed_actions_exit_1_naming_the_part() {
         assert!(err.starts_with("latlab: error: "), "{err}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    // pid 1 without allow-init and a key given twice are refused while parsing. Without
+    // --max-latency nothing could fire, even where the refusal is missing: no test signals init.
+    for (action, want) in [
+        ("signal,num=10,pid=1", "allow-init"),
+        ("signal,num=10,pid=parent,pid=999999", "pid is given twice"),
+    ] {
+        let out = latlab()
+            .args(["run", "--backend", "sim", "--on-threshold", action])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{action}: {err}");
+        assert!(err.starts_with("latlab: error: --on-threshold"), "{err}");
+        assert!(err.contains(want), "{action}: {err}");
+    }
     // Without --max-latency nothing could fire.
     let out = latlab()
         .args(["run", "--backend", "sim", "--on-threshold", "stop"])
@@ -288,4 +303,155 @@ fn stop_in_a_fast_sim_records_the_simulated_time() {
         + run["cpus"][0]["missed_periods"].as_u64().unwrap();
     assert!(measured < 86_400_000_000_000, "{measured}");
     assert_eq!(measured, periods * 1_000_000);
+}
+
+/// A process of another user is not signalled without `allow-foreign`: refused before the run
+/// when it is foreign then (exit 1, the process untouched), and at the signal when it has
+/// become foreign since (a warning; root could have signalled any process). With
+/// `allow-foreign` the signal is sent.
+#[test]
+fn signal_to_another_users_process_needs_allow_foreign() {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(_g) =
+        support::privileged::guard("signal_to_another_users_process_needs_allow_foreign")
+    else {
+        return;
+    };
+    let nobody = || {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c
+    };
+    let t = tempfile::tempdir().unwrap();
+    // Foreign from the start.
+    let mut child = nobody().args(["sleep", "60"]).spawn().unwrap();
+    let action = format!("signal,num=10,pid={}", child.id());
+    let out = sim(&t.path().join("r1"), "1s", &["--on-threshold", &action]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("latlab: error: --on-threshold signal: pid ")
+            && err.contains("belongs to another user (uid 65534; latlab runs as uid 0)")
+            && err.contains("allow-foreign"),
+        "{err}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process was signalled"
+    );
+    let out = sim(
+        &t.path().join("r2"),
+        "1s",
+        &["--on-threshold", &format!("{action},allow-foreign")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(child.wait().unwrap().signal(), Some(10));
+
+    // Root's when the run starts, nobody's when the signal is due: an --on-end shell action
+    // (actions run in order) lets it change and waits until it has.
+    let fifo = t.path().join("go");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "read x < {}; exec setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60",
+            fifo.display()
+        ))
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let shell = format!(
+        "shell,command=echo go > {}; i=0; until grep -q '^Uid:[[:space:]]*65534' /proc/{pid}/status; do i=$((i+1)); [ $i -lt 3000 ] || exit 1; sleep 0.01; done",
+        fifo.display()
+    );
+    let out = sim(
+        &t.path().join("r3"),
+        "1s",
+        &[
+            "--on-end",
+            &shell,
+            "--on-end",
+            &format!("signal,num=10,pid={pid}"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--on-end signal,num=10,pid={pid}: not sent: pid {pid} belongs to another user (uid 65534"
+        )),
+        "{err}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process was signalled"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `pid=parent` is resolved when the signal is due: a run orphaned since it started has init
+/// as its parent, and is refused. Never init itself: latlab runs in a PID namespace whose init
+/// is a shell that records the signal. Its parent leaves once the run has passed its checks
+/// (an --on-threshold shell action lets it go, and waits until latlab is init's child).
+#[test]
+fn signal_to_a_parent_that_became_init_is_refused() {
+    let Some(_g) = support::privileged::guard("signal_to_a_parent_that_became_init_is_refused")
+    else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let p = |n: &str| t.path().join(n).display().to_string();
+    let (fifo, lpid, sig, done, out, err) =
+        (p("go"), p("lpid"), p("sig"), p("done"), p("out"), p("err"));
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let go = format!(
+        "shell,command=echo go > {fifo}; i=0; until grep -q '^PPid:[[:space:]]*1$' /proc/$(cat {lpid})/status; do i=$((i+1)); [ $i -lt 3000 ] || exit 1; sleep 0.01; done"
+    );
+    let latlab = format!(
+        "LATLAB_RUNTIME_DIR={rt} {bin} run --backend sim --sim-realtime --cpus 0 --max-latency 50us -q --no-db --duration 1s --results {res} --on-threshold '{go}' --on-end signal,num=10,pid=parent --on-end 'shell,command=touch {done}' > {out} 2> {err}",
+        rt = p("rt"),
+        bin = support::bin().display(),
+        res = p("r"),
+    );
+    // The namespace's init: records SIGUSR1, starts latlab's parent, waits for latlab's end.
+    let init = format!(
+        "trap 'echo got >> {sig}' USR1
+sh -c '{latlab_q} & echo $! > {lpid}; read x < {fifo}'
+i=0; until [ -f {done} ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 1; sleep 0.05; done
+l=$(cat {lpid}); until [ ! -e /proc/$l ] || grep -q '^State:[[:space:]]*Z' /proc/$l/status; do sleep 0.05; done",
+        latlab_q = latlab.replace('\'', "'\\''"),
+    );
+    let st = match std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", &init])
+        .status()
+    {
+        Ok(st) => st,
+        Err(e) => {
+            return support::cannot_run(
+                "signal_to_a_parent_that_became_init_is_refused",
+                &format!("unshare: {e}"),
+            )
+        }
+    };
+    let err = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(st.success(), "{st:?}: {err}");
+    assert!(
+        !Path::new(&sig).exists(),
+        "the namespace's init got the signal: {err}"
+    );
+    assert!(
+        err.contains("--on-end signal,num=10,pid=1: not sent: latlab's parent (pid 1) is init (latlab was orphaned, or runs as a service)")
+            && err.contains("allow-init"),
+        "{err}"
+    );
+    assert!(Path::new(&done).exists());
 }
