@@ -93,10 +93,25 @@ impl Ledger {
     /// Open a ledger in `dir`, created 0700 if missing; refused (with the path and the fix in
     /// the error) when another user owns `dir` or others may write it.
     pub fn open_in(dir: &Path) -> io::Result<Ledger> {
+        Self::open_file(dir, None)
+    }
+
+    /// A second ledger of this process, `<pid>-<part>.json` in the runtime directory, for
+    /// what lives apart from the run's own ledger (the threshold actions', the end actions',
+    /// which run after the run's ledger is closed). `latlab cleanup` reads it as any other.
+    pub fn open_part(part: &str) -> io::Result<Ledger> {
+        Self::open_file(&runtime_dir(), Some(part))
+    }
+
+    fn open_file(dir: &Path, part: Option<&str>) -> io::Result<Ledger> {
         crate::safefile::ensure_private_dir(dir)?;
         let pid = std::process::id();
+        let name = match part {
+            Some(p) => format!("{pid}-{p}.json"),
+            None => format!("{pid}.json"),
+        };
         let l = Ledger {
-            path: dir.join(format!("{pid}.json")),
+            path: dir.join(name),
             file: LedgerFile {
                 pid,
                 starttime: process_starttime(pid),

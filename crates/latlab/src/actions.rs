@@ -11,15 +11,23 @@
 //! ```
 //!
 //! Actions run from the collector thread, never on a measuring thread, one at a time and in
-//! the order given. A shell command runs in its own process group with stdout sent to stderr
-//! (stdout is latlab's); the collector does not wait for it but polls it each tick, so the
-//! measurement's bookkeeping goes on; one that outlives `--action-timeout` is killed (the whole
-//! group) and reported as a warning in run.json. Threshold crossings while a firing's actions
-//! still run are counted, not queued.
+//! the order given. A shell command runs as a load's iteration does: under the loads'
+//! watchdog (latlab_sys::loads::supervisor::Watched), in a session and a cgroup of its own
+//! (both in a ledger first, so `latlab cleanup` finds them after a SIGKILL), with stdout sent
+//! to stderr (stdout is latlab's). The collector does not wait for it but polls it each tick,
+//! so the measurement's bookkeeping goes on. When it ends, whatever it left running (`cmd &`,
+//! `setsid cmd &`) is killed with its cgroup; one that outlives `--action-timeout` is killed
+//! the same way; both are reported as warnings in run.json. Without a cgroup (no cgroup v2,
+//! not root) its process group is killed instead, and a warning says so once. Threshold
+//! crossings while a firing's actions still run are counted, not queued.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use latlab_sys::ledger::Ledger;
+use latlab_sys::loads::supervisor::Watched;
 
 use clap::Args;
 
@@ -335,6 +343,25 @@ pub struct Firing {
     pub latency_ns: u64,
 }
 
+/// A shell action's command while it runs, and after, until nothing of it is left.
+struct Running {
+    w: Watched,
+    started: Instant,
+    command: String,
+    /// When it ended (exited, or was killed at the timeout) and what was left of it was
+    /// killed: its processes are leaving its cgroup.
+    ended: Option<Instant>,
+}
+
+/// Where the actions' cgroups go: the cgroup-v2 root, as the loads'; None without one (not
+/// mounted, or not root: creating a cgroup there needs root).
+fn cgroup_parent() -> Option<PathBuf> {
+    latlab_sys::loads::supervisor::cgroup2_root()
+}
+
+/// The fallback to process groups is said once per latlab process.
+static NO_CGROUP_SAID: AtomicBool = AtomicBool::new(false);
+
 /// Runs the actions of one list, one at a time, from the collector.
 pub struct Runner {
     actions: Vec<Action>,
@@ -344,7 +371,10 @@ pub struct Runner {
     run_dir: PathBuf,
     /// The firing in progress and the index of its next action.
     current: Option<(Firing, usize)>,
-    child: Option<(Child, Instant, String)>,
+    child: Option<Running>,
+    /// This list's ledger (`<pid>-on-threshold.json`, `<pid>-on-end.json`), opened with its
+    /// first shell command: the end actions run after the run's own ledger is closed.
+    ledger: Option<Arc<Mutex<Ledger>>>,
     pub fired: u64,
     pub skipped: u64,
     /// A `stop` action ran, for this firing.
@@ -360,6 +390,7 @@ impl Runner {
             run_dir: std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf()),
             current: None,
             child: None,
+            ledger: None,
             fired: 0,
             skipped: 0,
             stop: None,
@@ -389,39 +420,67 @@ impl Runner {
         self.poll(warnings);
     }
 
-    /// Advance: reap or time out a running shell, then run the next actions until one must
-    /// be waited for. Never blocks.
+    /// Advance: reap or time out a running shell (and kill what it left), then run the next
+    /// actions until one must be waited for. Never blocks.
     pub fn poll(&mut self, warnings: &mut Vec<String>) {
-        if let Some((child, started, cmd)) = self.child.as_mut() {
-            match child.try_wait() {
-                Ok(Some(st)) => {
-                    if !st.success() {
-                        warnings.push(format!(
-                            "{} shell,command={cmd}: exited with {st}",
-                            self.flag
-                        ));
+        if let Some(r) = self.child.as_mut() {
+            let flag = self.flag;
+            let cmd = &r.command;
+            if r.ended.is_none() {
+                match r.w.try_wait() {
+                    Ok(Some(st)) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        let st = std::process::ExitStatus::from_raw(st);
+                        if !st.success() {
+                            warnings.push(format!("{flag} shell,command={cmd}: exited with {st}"));
+                        }
+                        // An action ends with its command: what it started and left running
+                        // (`cmd &`, `setsid cmd &`) goes with it.
+                        let left = r.w.remaining();
+                        if !left.is_empty() {
+                            warnings.push(format!(
+                                "{flag} shell,command={cmd}: left {} process{} running when it ended ({}); killed",
+                                left.len(),
+                                if left.len() == 1 { "" } else { "es" },
+                                left.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+                            ));
+                        }
+                        r.w.kill();
+                        r.ended = Some(Instant::now());
                     }
-                    self.child = None;
-                }
-                Ok(None) if started.elapsed() >= self.timeout => {
-                    kill_group(child);
-                    warnings.push(format!(
-                        "{} shell,command={cmd}: still running after --action-timeout {}; killed",
-                        self.flag,
-                        latlab_core::units::format_duration(self.timeout.as_nanos() as u64)
-                    ));
-                    self.child = None;
-                }
-                Ok(None) => return,
-                Err(e) => {
-                    warnings.push(format!(
-                        "{} shell,command={cmd}: cannot wait for it: {e}",
-                        self.flag
-                    ));
-                    kill_group(child);
-                    self.child = None;
+                    Ok(None) if r.started.elapsed() >= self.timeout => {
+                        r.w.kill();
+                        warnings.push(format!(
+                            "{flag} shell,command={cmd}: still running after --action-timeout {}; killed",
+                            latlab_core::units::format_duration(self.timeout.as_nanos() as u64)
+                        ));
+                        r.ended = Some(Instant::now());
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        warnings.push(format!(
+                            "{flag} shell,command={cmd}: cannot wait for it: {e}"
+                        ));
+                        r.w.kill();
+                        r.ended = Some(Instant::now());
+                    }
                 }
             }
+            if !r.w.try_finish() {
+                if r.ended
+                    .is_some_and(|t| t.elapsed() < latlab_sys::ledger::CGROUP_EMPTY_WAIT)
+                {
+                    return;
+                }
+                if let Some(r) = self.child.take() {
+                    let left = r.w.abandon();
+                    warnings.push(format!(
+                        "{flag} shell,command={}: killed, but {left}",
+                        r.command
+                    ));
+                }
+            }
+            self.child = None;
         }
         while let Some((f, i)) = self.current {
             let Some(act) = self.actions.get(i).cloned() else {
@@ -449,43 +508,84 @@ impl Runner {
                         warnings.push(format!("{} signal,num={num},pid={target}: {e}", self.flag));
                     }
                 }
-                Action::Shell { command } => {
-                    use std::os::unix::process::CommandExt;
-                    // stdout is latlab's (a summary, JSON): the command's goes to stderr.
-                    let out = match std::io::stderr().as_fd_stdio() {
-                        Some(s) => s,
-                        None => Stdio::null(),
-                    };
-                    let spawned = Command::new("/bin/sh")
-                        .arg("-c")
-                        .arg(&command)
-                        .env("LATLAB_CPU", f.cpu.to_string())
-                        .env("LATLAB_LATENCY_NS", f.latency_ns.to_string())
-                        .env("LATLAB_RUN_DIR", &self.run_dir)
-                        .stdin(Stdio::null())
-                        .stdout(out)
-                        .process_group(0)
-                        .spawn();
-                    match spawned {
-                        Ok(c) => {
-                            self.child = Some((c, Instant::now(), command));
-                            return;
-                        }
-                        Err(e) => warnings.push(format!(
-                            "{} shell,command={command}: cannot start /bin/sh: {e}",
-                            self.flag
-                        )),
+                Action::Shell { command } => match self.spawn(&command, f, warnings) {
+                    Ok(w) => {
+                        self.child = Some(Running {
+                            w,
+                            started: Instant::now(),
+                            command,
+                            ended: None,
+                        });
+                        return;
                     }
-                }
+                    Err(e) => warnings.push(format!(
+                        "{} shell,command={command}: cannot start it: {e}",
+                        self.flag
+                    )),
+                },
             }
         }
     }
 
+    /// Start a shell action: `/bin/sh -c CMD` under the loads' watchdog, in a session and
+    /// cgroup of its own (both in this list's ledger first), stdout and stderr on latlab's
+    /// stderr (stdout is latlab's: a summary, JSON).
+    fn spawn(
+        &mut self,
+        command: &str,
+        f: Firing,
+        warnings: &mut Vec<String>,
+    ) -> std::io::Result<Watched> {
+        use std::os::fd::AsFd;
+        let ledger = match &self.ledger {
+            Some(l) => l.clone(),
+            None => {
+                let part = self.flag.trim_start_matches('-');
+                let l = Ledger::open_part(part).map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("cannot write latlab's ledger: {e}"))
+                })?;
+                let l = Arc::new(Mutex::new(l));
+                self.ledger = Some(l.clone());
+                l
+            }
+        };
+        let parent = cgroup_parent();
+        let (w, note) = Watched::start(
+            command,
+            &format!("{} shell action", self.flag),
+            vec![
+                ("LATLAB_CPU".into(), f.cpu.to_string().into()),
+                ("LATLAB_LATENCY_NS".into(), f.latency_ns.to_string().into()),
+                (
+                    "LATLAB_RUN_DIR".into(),
+                    self.run_dir.clone().into_os_string(),
+                ),
+            ],
+            std::io::stderr().as_fd(),
+            parent.as_deref(),
+            ledger,
+        )?;
+        let why = match (&parent, note) {
+            (None, _) => Some("no cgroup-v2 hierarchy is mounted".to_string()),
+            (Some(_), Some(n)) => Some(n),
+            (Some(_), None) => None,
+        };
+        if let Some(why) = why {
+            if !NO_CGROUP_SAID.swap(true, Ordering::Relaxed) {
+                warnings.push(format!(
+                    "{} shell: actions run in a process group, not a cgroup ({why}): a process an action starts in a session of its own (setsid) survives the action",
+                    self.flag
+                ));
+            }
+        }
+        Ok(w)
+    }
+
     /// Wait (polling) until the firing in progress is done, at most the timeout per shell.
     pub fn wait(&mut self, warnings: &mut Vec<String>) {
-        while self.busy() {
+        while self.busy() || self.child.is_some() {
             self.poll(warnings);
-            if self.busy() {
+            if self.busy() || self.child.is_some() {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
@@ -503,28 +603,28 @@ impl Runner {
 }
 
 impl Drop for Runner {
-    /// An early end (an error, a panic) leaves no shell behind.
+    /// An early end (an error, a panic) leaves no shell behind, nor its cgroup; this list's
+    /// ledger goes once empty.
     fn drop(&mut self) {
-        if let Some((child, _, _)) = self.child.as_mut() {
-            kill_group(child);
+        if let Some(r) = self.child.take() {
+            if let Err(e) = r.w.finish() {
+                eprintln!(
+                    "latlab: warning: {} shell,command={}: killed, but {e}",
+                    self.flag, r.command
+                );
+            }
         }
-    }
-}
-
-fn kill_group(child: &mut Child) {
-    // SAFETY: plain syscall; the child leads its own process group (process_group(0)).
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-    let _ = child.wait();
-}
-
-trait AsFdStdio {
-    fn as_fd_stdio(&self) -> Option<Stdio>;
-}
-
-impl AsFdStdio for std::io::Stderr {
-    fn as_fd_stdio(&self) -> Option<Stdio> {
-        use std::os::fd::AsFd;
-        self.as_fd().try_clone_to_owned().ok().map(Stdio::from)
+        if let Some(l) = self.ledger.take() {
+            let mut l = l.lock().unwrap_or_else(|e| e.into_inner());
+            for line in l.restore_all() {
+                if line.starts_with("could not") {
+                    eprintln!("latlab: warning: {line}");
+                }
+            }
+            if l.is_empty() {
+                let _ = std::fs::remove_file(l.path());
+            }
+        }
     }
 }
 

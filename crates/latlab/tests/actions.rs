@@ -136,10 +136,14 @@ fn hanging_shell_is_killed_and_the_run_goes_on() {
         w.contains("still running after --action-timeout 1s; killed"),
         "{w}"
     );
+    // Dead: gone, or a zombie. It is the child of the action's watchdog, killed with it, so
+    // init (not latlab) reaps it, whenever it does.
     let pid = std::fs::read_to_string(&pidf).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rfind(')').map(|i| stat[i + 1..].trim_start());
     assert!(
-        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
-        "the hanging command {pid} is still there"
+        state.is_none_or(|s| s.starts_with('Z')),
+        "the hanging command {pid} is still there: {stat}"
     );
 }
 
@@ -454,4 +458,151 @@ l=$(cat {lpid}); until [ ! -e /proc/$l ] || grep -q '^State:[[:space:]]*Z' /proc
         "{err}"
     );
     assert!(Path::new(&done).exists());
+}
+
+/// Live processes whose environment holds `token` (`KEY=VALUE`), with their command lines.
+fn processes_with(token: &str) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == token.as_bytes()) {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            out.push((pid, cmd.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// An action ends with its command: `sleep 301 &` (still in its process group) and `setsid
+/// sleep 302 &` (out of it) are killed when their `--on-end` shell ends, and a command killed
+/// at `--action-timeout` takes its `setsid sleep 303 &` along. After latlab exits, no process
+/// of theirs is left (found by an environment token only they and latlab have), nor a cgroup,
+/// nor a ledger.
+#[test]
+fn an_actions_background_processes_do_not_outlive_it() {
+    let Some(_g) = support::privileged::guard("an_actions_background_processes_do_not_outlive_it")
+    else {
+        return;
+    };
+    let Some(cg_root) = latlab_sys::loads::supervisor::cgroup2_root() else {
+        return support::cannot_run(
+            "an_actions_background_processes_do_not_outlive_it",
+            "no cgroup-v2 hierarchy is mounted",
+        );
+    };
+    let t = tempfile::tempdir().unwrap();
+    let token = format!("LATLAB_TEST_TOKEN={}", t.path().display());
+    let rt = t.path().join("rt");
+    let mut child = support::command()
+        .args(["run", "--backend", "sim", "--sim-realtime", "--cpus", "0"])
+        .args(["--max-latency", "50us", "-q", "--format", "json"])
+        .args(["--duration", "2s", "--action-timeout", "1s", "--results"])
+        .arg(t.path().join("r"))
+        .args([
+            "--on-threshold",
+            "shell,command=setsid sleep 303 & exec sleep 304",
+        ])
+        .args(["--on-end", "shell,command=sleep 301 &"])
+        .args(["--on-end", "shell,command=setsid sleep 302 &"])
+        .env("LATLAB_TEST_TOKEN", t.path())
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        // Files, not pipes: a survivor holding a pipe would delay its end-of-file.
+        .stdout(std::fs::File::create(t.path().join("out")).unwrap())
+        .stderr(std::fs::File::create(t.path().join("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let st = child.wait().unwrap();
+    let left = processes_with(&token);
+    for (p, _) in &left {
+        // SAFETY: plain syscall; the test's own leftovers.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(t.path().join("err")).unwrap();
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        left.is_empty(),
+        "left running after latlab: {left:?}\n{err}"
+    );
+    let cgroups: Vec<String> = std::fs::read_dir(&cg_root)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&format!("latlab-{pid}-")))
+        .collect();
+    assert!(cgroups.is_empty(), "{cgroups:?}");
+    let ledgers: Vec<_> = support::run_dirs(&rt);
+    assert!(ledgers.is_empty(), "{ledgers:?}");
+    // Each said what it did.
+    assert!(
+        err.contains("--on-end shell,command=sleep 301 &: left 1 process running when it ended (")
+            && err.contains(
+                "--on-end shell,command=setsid sleep 302 &: left 1 process running when it ended ("
+            ),
+        "{err}"
+    );
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("still running after --action-timeout 1s; killed"),
+        "{w}"
+    );
+}
+
+/// Without a cgroup (a user who may not create one) an action's process group is killed when
+/// it ends, and a warning says once that `setsid` escapes it.
+#[test]
+fn without_a_cgroup_the_process_group_is_killed_and_that_is_said_once() {
+    let Some(_g) = support::privileged::guard(
+        "without_a_cgroup_the_process_group_is_killed_and_that_is_said_once",
+    ) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        t.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let token = format!("LATLAB_TEST_TOKEN={}", t.path().display());
+    let mut child = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(support::bin())
+        .args(["run", "--backend", "sim", "--sim-realtime", "--cpus", "0"])
+        .args(["--max-latency", "50us", "-q", "--format", "json"])
+        .args(["--duration", "1s", "--results"])
+        .arg(t.path().join("r"))
+        .args(["--on-end", "shell,command=sleep 301 &"])
+        .args(["--on-end", "shell,command=sleep 305 &"])
+        .env("LATLAB_TEST_TOKEN", t.path())
+        .env("LATLAB_RUNTIME_DIR", t.path().join("rt"))
+        .env("LATLAB_DB", t.path().join("db.sqlite"))
+        .stdout(std::fs::File::create(t.path().join("out")).unwrap())
+        .stderr(std::fs::File::create(t.path().join("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let st = child.wait().unwrap();
+    let left = processes_with(&token);
+    for (p, _) in &left {
+        // SAFETY: plain syscall; the test's own leftovers.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(t.path().join("err")).unwrap();
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        left.is_empty(),
+        "left running after latlab: {left:?}\n{err}"
+    );
+    assert_eq!(
+        err.matches("actions run in a process group, not a cgroup")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("(setsid) survives the action"), "{err}");
 }
