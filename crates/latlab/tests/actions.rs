@@ -327,8 +327,21 @@ fn signal_to_another_users_process_needs_allow_foreign() {
         c
     };
     let t = tempfile::tempdir().unwrap();
-    // Foreign from the start.
+    // Foreign from the start: once setpriv has changed its uid (it starts as root).
     let mut child = nobody().args(["sleep", "60"]).spawn().unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&status)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("65534"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "setpriv never became nobody"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let action = format!("signal,num=10,pid={}", child.id());
     let out = sim(&t.path().join("r1"), "1s", &["--on-threshold", &action]);
     let err = String::from_utf8_lossy(&out.stderr);
