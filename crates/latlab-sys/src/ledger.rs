@@ -39,6 +39,10 @@ pub enum Entry {
     },
     /// A scratch directory to remove recursively.
     ScratchDir { path: PathBuf },
+    /// A measurement under way on these CPUs (measuring threads; senders in the wakeup mode),
+    /// written before it starts so that another run can tell ([`measuring_now`]). Nothing to
+    /// undo: it ends with its process.
+    Measuring { command: String, cpus: Vec<u32> },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,10 +97,25 @@ impl Ledger {
     /// Open a ledger in `dir`, created 0700 if missing; refused (with the path and the fix in
     /// the error) when another user owns `dir` or others may write it.
     pub fn open_in(dir: &Path) -> io::Result<Ledger> {
+        Self::open_file(dir, None)
+    }
+
+    /// A second ledger of this process, `<pid>-<part>.json` in the runtime directory, for
+    /// what lives apart from the run's own ledger (the threshold actions', the end actions',
+    /// which run after the run's ledger is closed). `latlab cleanup` reads it as any other.
+    pub fn open_part(part: &str) -> io::Result<Ledger> {
+        Self::open_file(&runtime_dir(), Some(part))
+    }
+
+    fn open_file(dir: &Path, part: Option<&str>) -> io::Result<Ledger> {
         crate::safefile::ensure_private_dir(dir)?;
         let pid = std::process::id();
+        let name = match part {
+            Some(p) => format!("{pid}-{p}.json"),
+            None => format!("{pid}.json"),
+        };
         let l = Ledger {
-            path: dir.join(format!("{pid}.json")),
+            path: dir.join(name),
             file: LedgerFile {
                 pid,
                 starttime: process_starttime(pid),
@@ -375,6 +394,13 @@ pub fn undo_checked(e: &Entry) -> (String, bool) {
             }
             (s, ok)
         }
+        Entry::Measuring { command, cpus } => (
+            format!(
+                "{command} on CPUs {} has ended",
+                latlab_core::cpulist::format_cpu_list(cpus)
+            ),
+            true,
+        ),
         Entry::ScratchDir { path } => match fs::remove_dir_all(path) {
             Ok(()) => (
                 format!("removed scratch directory {}", path.display()),
@@ -413,6 +439,53 @@ pub fn orphaned(dir: &Path) -> io::Result<Vec<(PathBuf, LedgerFile)>> {
 /// trusted): those are not to be acted on.
 #[allow(clippy::type_complexity)]
 pub fn orphaned_trusted(dir: &Path) -> io::Result<(Vec<(PathBuf, LedgerFile)>, Vec<String>)> {
+    let (all, untrusted) = trusted_ledgers(dir)?;
+    let out = all
+        .into_iter()
+        .filter(|(_, _, alive)| !alive)
+        .map(|(p, f, _)| (p, f))
+        .collect();
+    Ok((out, untrusted))
+}
+
+/// A measurement another live latlab process has under way ([`Entry::Measuring`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherRun {
+    pub pid: u32,
+    pub command: String,
+    pub cpus: Vec<u32>,
+}
+
+/// The measurements other live latlab processes have under way, from their ledgers in
+/// `dir` (trusted ones only, see [`orphaned_trusted`]), by pid.
+pub fn measuring_now(dir: &Path) -> Vec<OtherRun> {
+    let me = std::process::id();
+    let Ok((all, _)) = trusted_ledgers(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<OtherRun> = Vec::new();
+    for (_, f, alive) in all {
+        if !alive || f.pid == me {
+            continue;
+        }
+        for (_, e) in f.entries {
+            if let Entry::Measuring { command, cpus } = e {
+                out.push(OtherRun {
+                    pid: f.pid,
+                    command,
+                    cpus,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|o| o.pid);
+    out
+}
+
+/// Every trusted ledger in `dir` with whether its owner is alive (pid there, same start
+/// time), sorted by path, and one line per ledger not trusted.
+#[allow(clippy::type_complexity)]
+fn trusted_ledgers(dir: &Path) -> io::Result<(Vec<(PathBuf, LedgerFile, bool)>, Vec<String>)> {
     let mut out = Vec::new();
     let mut untrusted = Vec::new();
     match crate::safefile::check_trusted(dir, true) {
@@ -450,9 +523,7 @@ pub fn orphaned_trusted(dir: &Path) -> io::Result<(Vec<(PathBuf, LedgerFile)>, V
             Some(st) => file.starttime.is_none_or(|s| s == st),
             None => false,
         };
-        if !alive {
-            out.push((p, file));
-        }
+        out.push((p, file, alive));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     untrusted.sort();
@@ -585,6 +656,47 @@ mod tests {
         l.restore_all();
         assert!(!scratch.exists());
         assert!(undo(&Entry::ScratchDir { path: scratch }).contains("already gone"));
+    }
+
+    /// Another live process's measurement is seen; this process's own and a dead one's are not.
+    #[test]
+    fn measuring_now_lists_live_other_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = dir.path().join("run");
+        let mut own = Ledger::open_in(&rt).unwrap();
+        let m = |cpus: Vec<u32>| Entry::Measuring {
+            command: "latlab run".into(),
+            cpus,
+        };
+        own.add(m(vec![0])).unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let live = LedgerFile {
+            pid: child.id(),
+            starttime: process_starttime(child.id()),
+            entries: vec![(1, m(vec![1, 2]))],
+        };
+        write_file(&rt.join("live.json"), &live).unwrap();
+        let dead = LedgerFile {
+            pid: u32::MAX - 1,
+            starttime: Some(1),
+            entries: vec![(1, m(vec![1]))],
+        };
+        write_file(&rt.join("dead.json"), &dead).unwrap();
+        assert_eq!(
+            measuring_now(&rt),
+            vec![OtherRun {
+                pid: child.id(),
+                command: "latlab run".into(),
+                cpus: vec![1, 2]
+            }]
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(measuring_now(&rt).is_empty());
+        assert!(undo(&m(vec![1, 2])).contains("has ended"));
     }
 
     /// A ledger others may write (anyone could have listed what root is to undo) is not

@@ -300,6 +300,10 @@ pub struct RunArgs {
     /// network)
     #[arg(long, requires = "metrics_listen")]
     pub metrics_listen_any: bool,
+    /// Measure even on CPUs another latlab measures now (refused otherwise: the two distort
+    /// each other); the overlap is recorded as a warning
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub ext: RunExtArgs,
     #[command(flatten)]

@@ -93,6 +93,10 @@ pub struct FairnessArgs {
     /// CPUs every task may run on (default: the last online CPU, so they compete)
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<CpuList>,
+    /// Run even on CPUs another latlab measures now (refused otherwise: the two distort each
+    /// other); the overlap is recorded as a warning
+    #[arg(long)]
+    pub force: bool,
     /// Load profile to run during the measurement (repeatable); see `latlab loads list`
     #[arg(long = "load", value_name = "PROFILE")]
     pub loads: Vec<String>,

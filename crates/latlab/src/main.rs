@@ -11,6 +11,7 @@ mod stdout;
 
 mod actions;
 mod args;
+mod claim;
 mod cli;
 mod cli_modes;
 mod cli_scenario;

@@ -7,10 +7,15 @@
 //! measuring threads never touch. A scrape therefore costs the measuring threads nothing but
 //! the cache lines it reads.
 //!
-//! **HTTP, by hand and bounded.** One client at a time; a request is read up to
-//! [`MAX_REQUEST`] bytes (more: 431) within [`REQUEST_DEADLINE`] (read and write timeouts on the
-//! socket too); only `GET /metrics` (a query string is ignored) is served, other paths are 404,
-//! other methods 405. Every response closes the connection.
+//! **HTTP, by hand and bounded.** One thread, non-blocking sockets and `poll(2)`: each
+//! connection is a small state machine with its own deadlines, so a client that sends its
+//! request slowly (slowloris) or never reads its answer holds up no other client and not the
+//! end of the run. A request is read up to [`MAX_REQUEST`] bytes (more: 431) within
+//! [`REQUEST_DEADLINE`] (then 408); the answer has as long to be written. At most
+//! [`MAX_CONNECTIONS`] are open; one more takes the slot of one that is done, a slow sender or
+//! a non-reader (oldest first), so a scrape always gets in. Only `GET /metrics` (a query string
+//! is ignored) is served, other paths are 404, other methods 405. Every response closes the
+//! connection. [`Server::stop`] returns within [`SHUTDOWN_BOUND`].
 //!
 //! **Encoding** is the `prometheus-client` crate's: the Prometheus text format 0.0.4 by
 //! default, OpenMetrics 1.0 when the `Accept` header asks for `application/openmetrics-text`.
@@ -18,6 +23,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -33,10 +39,23 @@ use prometheus_client::registry::{Registry, Unit};
 
 /// A request larger than this (request line and headers) is refused with 431.
 pub const MAX_REQUEST: usize = 8 * 1024;
-/// A client has this long to send its request; reads and writes time out as well.
+/// A client has this long to send its request (then 408), and its response this long to be
+/// written (then the connection is closed).
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
-/// How often the server thread looks for a client or the end of the run.
+/// Connections served at once. One more takes the slot of the one that is done, or the
+/// oldest still sending its request, or the oldest not reading its answer (in that order):
+/// a new scrape always gets in.
+pub const MAX_CONNECTIONS: usize = 32;
+/// After the response: what the client still sends is read and dropped, up to this long and
+/// [`LINGER_BYTES`], so that closing does not reset the connection before it read the answer.
+const LINGER: Duration = Duration::from_millis(200);
+const LINGER_BYTES: usize = 64 * 1024;
+/// How often the server thread looks at the stop flag (at most; sooner when a client is ready).
 const POLL: Duration = Duration::from_millis(20);
+/// [`Server::stop`] returns within this, whatever the clients do: the server thread does
+/// nothing that blocks and looks at the stop flag every [`POLL`]; one that has still not ended
+/// by then is left behind (it only reads) and the run goes on to write its record.
+pub const SHUTDOWN_BOUND: Duration = Duration::from_millis(500);
 
 /// The fixed bucket ladder of `latlab_latency_seconds`, in ns (+Inf follows).
 pub const LADDER_NS: [u64; 13] = [
@@ -140,10 +159,17 @@ impl Server {
         self.shutdown();
     }
 
+    /// Within [`SHUTDOWN_BOUND`].
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(h) = self.handle.take() {
-            let _ = h.join();
+            let t0 = Instant::now();
+            while !h.is_finished() && t0.elapsed() < SHUTDOWN_BOUND {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            }
         }
     }
 }
@@ -161,94 +187,238 @@ struct Source {
     started: Instant,
 }
 
+/// One client connection and how far it has got.
+struct Conn {
+    s: TcpStream,
+    accepted: Instant,
+    state: State,
+}
+
+enum State {
+    /// Reading the request, until the blank line (or [`MAX_REQUEST`], or the deadline).
+    Reading { buf: Vec<u8>, deadline: Instant },
+    /// Writing the response.
+    Writing {
+        out: Vec<u8>,
+        off: usize,
+        deadline: Instant,
+    },
+    /// The response is out: reading what the client still sends (see [`LINGER`]).
+    Lingering { left: usize, deadline: Instant },
+}
+
+impl State {
+    /// Which connection gives up its slot first when a new one comes and all are taken:
+    /// one that is done (lingering), then one still sending its request (a slowloris), then
+    /// one whose answer is still being written (a client that does not read). Lower first.
+    fn eviction_rank(&self) -> u8 {
+        match self {
+            State::Lingering { .. } => 0,
+            State::Reading { .. } => 1,
+            State::Writing { .. } => 2,
+        }
+    }
+}
+
+/// The server loop: every socket non-blocking, `poll(2)` for readiness, each connection a
+/// small state machine with its own deadlines, so no client holds up another or the end of
+/// the run. A new connection always gets a slot: at [`MAX_CONNECTIONS`], the one ranked first
+/// by [`State::eviction_rank`] (oldest first) is closed for it.
 fn serve(listener: TcpListener, src: Source, stop: &AtomicBool) {
+    let mut conns: Vec<Conn> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNECTIONS + 1);
     while !stop.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((mut s, _)) => {
-                // A client that misbehaves only loses its own answer.
-                let _ = handle(&mut s, &src);
-                linger(&mut s);
+        fds.clear();
+        fds.push(libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for c in &conns {
+            fds.push(libc::pollfd {
+                fd: c.s.as_raw_fd(),
+                events: match c.state {
+                    State::Writing { .. } => libc::POLLOUT,
+                    _ => libc::POLLIN,
+                },
+                revents: 0,
+            });
+        }
+        // SAFETY: fds is a valid array of initialised pollfds.
+        unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                POLL.as_millis() as i32,
+            )
+        };
+        // Accept what waits, a bounded number per round (a flood cannot keep the loop here).
+        for _ in 0..MAX_CONNECTIONS {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    if s.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    if conns.len() >= MAX_CONNECTIONS {
+                        if let Some(i) = (0..conns.len())
+                            .min_by_key(|&i| (conns[i].state.eviction_rank(), conns[i].accepted))
+                        {
+                            conns.swap_remove(i);
+                        }
+                    }
+                    let now = Instant::now();
+                    conns.push(Conn {
+                        s,
+                        accepted: now,
+                        state: State::Reading {
+                            buf: Vec::new(),
+                            deadline: now + REQUEST_DEADLINE,
+                        },
+                    });
+                }
+                Err(_) => break,
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(_) => std::thread::sleep(POLL),
+        }
+        conns.retain_mut(|c| advance(c, &src));
+    }
+    // Closed at once: the run does not wait for its clients.
+}
+
+/// Move a connection on as far as it goes without blocking; false when it is finished.
+fn advance(c: &mut Conn, src: &Source) -> bool {
+    loop {
+        let now = Instant::now();
+        match &mut c.state {
+            State::Reading { buf, deadline } => {
+                match read_request(&mut c.s, buf, *deadline, now, src) {
+                    Progress::Wait => return true,
+                    Progress::Closed => return false,
+                    Progress::Respond(out) => c.state = writing(out, now),
+                }
+            }
+            State::Writing { out, off, deadline } => {
+                while *off < out.len() {
+                    match c.s.write(&out[*off..]) {
+                        Ok(0) => return false,
+                        Ok(k) => *off += k,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            return now < *deadline;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => return false,
+                    }
+                }
+                // Close gently: a client whose request was not read to its end (431, a
+                // body) would otherwise get a reset that may destroy the answer before it
+                // reads it.
+                let _ = c.s.shutdown(std::net::Shutdown::Write);
+                c.state = State::Lingering {
+                    left: LINGER_BYTES,
+                    deadline: now + LINGER,
+                };
+            }
+            State::Lingering { left, deadline } => {
+                let mut sink = [0u8; 4096];
+                loop {
+                    match c.s.read(&mut sink) {
+                        Ok(0) => return false,
+                        Ok(k) => {
+                            *left = left.saturating_sub(k);
+                            if *left == 0 {
+                                return false;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            return now < *deadline;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => return false,
+                    }
+                }
+            }
         }
     }
 }
 
-/// Close gently: a client whose request was not read to its end (431, a body) would otherwise
-/// get a reset that may destroy the answer before it reads it. Bounded: 64 KiB or 200 ms.
-fn linger(s: &mut TcpStream) {
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-    let mut sink = [0u8; 4096];
-    let t0 = Instant::now();
-    let mut left: usize = 64 * 1024;
-    while left > 0 && t0.elapsed() < Duration::from_millis(200) {
-        match s.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(k) => left = left.saturating_sub(k),
-        }
-    }
+/// Where reading a request got to.
+enum Progress {
+    /// Nothing more to read now.
+    Wait,
+    /// The client went away (or the socket failed).
+    Closed,
+    /// The request is complete, too large or too slow: this is the answer.
+    Respond(Vec<u8>),
 }
 
-fn respond(
+/// Read what the client has sent, without blocking.
+fn read_request(
     s: &mut TcpStream,
-    status: &str,
-    ctype: &str,
-    extra: &str,
-    body: &[u8],
-) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    s.flush()
-}
-
-fn handle(s: &mut TcpStream, src: &Source) -> std::io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(REQUEST_DEADLINE))?;
-    s.set_write_timeout(Some(REQUEST_DEADLINE))?;
-    let t0 = Instant::now();
-    let mut buf = vec![0u8; MAX_REQUEST + 1];
-    let mut n = 0;
-    let end = loop {
-        if let Some(i) = buf[..n].windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
+    buf: &mut Vec<u8>,
+    deadline: Instant,
+    now: Instant,
+    src: &Source,
+) -> Progress {
+    let mut chunk = [0u8; 2048];
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Progress::Respond(answer(&buf[..i], src));
         }
-        if n > MAX_REQUEST {
-            return respond(
-                s,
+        if buf.len() > MAX_REQUEST {
+            return Progress::Respond(response(
                 "431 Request Header Fields Too Large",
                 "text/plain; charset=utf-8",
                 "",
                 format!("request larger than {MAX_REQUEST} bytes\n").as_bytes(),
-            );
+            ));
         }
-        if t0.elapsed() > REQUEST_DEADLINE {
-            return respond(
-                s,
-                "408 Request Timeout",
-                "text/plain; charset=utf-8",
-                "",
-                b"request too slow\n",
-            );
+        let want = (MAX_REQUEST + 1 - buf.len()).min(chunk.len());
+        match s.read(&mut chunk[..want]) {
+            Ok(0) => return Progress::Closed,
+            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if now >= deadline {
+                    return Progress::Respond(response(
+                        "408 Request Timeout",
+                        "text/plain; charset=utf-8",
+                        "",
+                        b"request too slow\n",
+                    ));
+                }
+                return Progress::Wait;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Progress::Closed,
         }
-        match s.read(&mut buf[n..])? {
-            0 => return Ok(()),
-            k => n += k,
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..end]);
+    }
+}
+
+fn writing(out: Vec<u8>, now: Instant) -> State {
+    State::Writing {
+        out,
+        off: 0,
+        deadline: now + REQUEST_DEADLINE,
+    }
+}
+
+fn response(status: &str, ctype: &str, extra: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// The response to a request whose head (up to the blank line) is `head`.
+fn answer(head: &[u8], src: &Source) -> Vec<u8> {
+    let head = String::from_utf8_lossy(head);
     let mut lines = head.split("\r\n");
     let mut req = lines.next().unwrap_or("").split(' ');
     let (method, target) = (req.next().unwrap_or(""), req.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
     if path != "/metrics" {
-        return respond(
-            s,
+        return response(
             "404 Not Found",
             "text/plain; charset=utf-8",
             "",
@@ -256,8 +426,7 @@ fn handle(s: &mut TcpStream, src: &Source) -> std::io::Result<()> {
         );
     }
     if method != "GET" {
-        return respond(
-            s,
+        return response(
             "405 Method Not Allowed",
             "text/plain; charset=utf-8",
             "Allow: GET\r\n",
@@ -278,8 +447,7 @@ fn handle(s: &mut TcpStream, src: &Source) -> std::io::Result<()> {
         prometheus_client::encoding::prometheus_text::encode(&mut body, &reg)
     };
     if enc.is_err() {
-        return respond(
-            s,
+        return response(
             "500 Internal Server Error",
             "text/plain; charset=utf-8",
             "",
@@ -291,7 +459,7 @@ fn handle(s: &mut TcpStream, src: &Source) -> std::io::Result<()> {
     } else {
         prometheus_client::encoding::prometheus_text::CONTENT_TYPE
     };
-    respond(s, "200 OK", ctype, "", body.as_bytes())
+    response("200 OK", ctype, "", body.as_bytes())
 }
 
 /// One CPU's figures, read once per scrape.

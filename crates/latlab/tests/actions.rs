@@ -136,10 +136,14 @@ fn hanging_shell_is_killed_and_the_run_goes_on() {
         w.contains("still running after --action-timeout 1s; killed"),
         "{w}"
     );
+    // Dead: gone, or a zombie. It is the child of the action's watchdog, killed with it, so
+    // init (not latlab) reaps it, whenever it does.
     let pid = std::fs::read_to_string(&pidf).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rfind(')').map(|i| stat[i + 1..].trim_start());
     assert!(
-        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
-        "the hanging command {pid} is still there"
+        state.is_none_or(|s| s.starts_with('Z')),
+        "the hanging command {pid} is still there: {stat}"
     );
 }
 
@@ -180,6 +184,21 @@ fn malformed_actions_exit_1_naming_the_part() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.starts_with("latlab: error: "), "{err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // pid 1 without allow-init and a key given twice are refused while parsing. Without
+    // --max-latency nothing could fire, even where the refusal is missing: no test signals init.
+    for (action, want) in [
+        ("signal,num=10,pid=1", "allow-init"),
+        ("signal,num=10,pid=parent,pid=999999", "pid is given twice"),
+    ] {
+        let out = latlab()
+            .args(["run", "--backend", "sim", "--on-threshold", action])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{action}: {err}");
+        assert!(err.starts_with("latlab: error: --on-threshold"), "{err}");
+        assert!(err.contains(want), "{action}: {err}");
     }
     // Without --max-latency nothing could fire.
     let out = latlab()
@@ -288,4 +307,315 @@ fn stop_in_a_fast_sim_records_the_simulated_time() {
         + run["cpus"][0]["missed_periods"].as_u64().unwrap();
     assert!(measured < 86_400_000_000_000, "{measured}");
     assert_eq!(measured, periods * 1_000_000);
+}
+
+/// A process of another user is not signalled without `allow-foreign`: refused before the run
+/// when it is foreign then (exit 1, the process untouched), and at the signal when it has
+/// become foreign since (a warning; root could have signalled any process). With
+/// `allow-foreign` the signal is sent.
+#[test]
+fn signal_to_another_users_process_needs_allow_foreign() {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(_g) =
+        support::privileged::guard("signal_to_another_users_process_needs_allow_foreign")
+    else {
+        return;
+    };
+    let nobody = || {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        c
+    };
+    let t = tempfile::tempdir().unwrap();
+    // Foreign from the start: once setpriv has changed its uid (it starts as root).
+    let mut child = nobody().args(["sleep", "60"]).spawn().unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&status)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("65534"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "setpriv never became nobody"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let action = format!("signal,num=10,pid={}", child.id());
+    let out = sim(&t.path().join("r1"), "1s", &["--on-threshold", &action]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("latlab: error: --on-threshold signal: pid ")
+            && err.contains("belongs to another user (uid 65534; latlab runs as uid 0)")
+            && err.contains("allow-foreign"),
+        "{err}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process was signalled"
+    );
+    let out = sim(
+        &t.path().join("r2"),
+        "1s",
+        &["--on-threshold", &format!("{action},allow-foreign")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(child.wait().unwrap().signal(), Some(10));
+
+    // Root's when the run starts, nobody's when the signal is due: an --on-end shell action
+    // (actions run in order) lets it change and waits until it has.
+    let fifo = t.path().join("go");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "read x < {}; exec setpriv --reuid=65534 --regid=65534 --clear-groups sleep 60",
+            fifo.display()
+        ))
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let shell = format!(
+        "shell,command=echo go > {}; i=0; until grep -q '^Uid:[[:space:]]*65534' /proc/{pid}/status; do i=$((i+1)); [ $i -lt 3000 ] || exit 1; sleep 0.01; done",
+        fifo.display()
+    );
+    let out = sim(
+        &t.path().join("r3"),
+        "1s",
+        &[
+            "--on-end",
+            &shell,
+            "--on-end",
+            &format!("signal,num=10,pid={pid}"),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--on-end signal,num=10,pid={pid}: not sent: pid {pid} belongs to another user (uid 65534"
+        )),
+        "{err}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process was signalled"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `pid=parent` is resolved when the signal is due: a run orphaned since it started has init
+/// as its parent, and is refused. Never init itself: latlab runs in a PID namespace whose init
+/// is a shell that records the signal. Its parent leaves once the run has passed its checks
+/// (an --on-threshold shell action lets it go, and waits until latlab is init's child).
+#[test]
+fn signal_to_a_parent_that_became_init_is_refused() {
+    let Some(_g) = support::privileged::guard("signal_to_a_parent_that_became_init_is_refused")
+    else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let p = |n: &str| t.path().join(n).display().to_string();
+    let (fifo, lpid, sig, done, out, err) =
+        (p("go"), p("lpid"), p("sig"), p("done"), p("out"), p("err"));
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let go = format!(
+        "shell,command=echo go > {fifo}; i=0; until grep -q '^PPid:[[:space:]]*1$' /proc/$(cat {lpid})/status; do i=$((i+1)); [ $i -lt 3000 ] || exit 1; sleep 0.01; done"
+    );
+    let latlab = format!(
+        "LATLAB_RUNTIME_DIR={rt} {bin} run --backend sim --sim-realtime --cpus 0 --max-latency 50us -q --no-db --duration 1s --results {res} --on-threshold '{go}' --on-end signal,num=10,pid=parent --on-end 'shell,command=touch {done}' > {out} 2> {err}",
+        rt = p("rt"),
+        bin = support::bin().display(),
+        res = p("r"),
+    );
+    // The namespace's init: records SIGUSR1, starts latlab's parent, waits for latlab's end.
+    let init = format!(
+        "trap 'echo got >> {sig}' USR1
+sh -c '{latlab_q} & echo $! > {lpid}; read x < {fifo}'
+i=0; until [ -f {done} ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 1; sleep 0.05; done
+l=$(cat {lpid}); until [ ! -e /proc/$l ] || grep -q '^State:[[:space:]]*Z' /proc/$l/status; do sleep 0.05; done",
+        latlab_q = latlab.replace('\'', "'\\''"),
+    );
+    let st = match std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", &init])
+        .status()
+    {
+        Ok(st) => st,
+        Err(e) => {
+            return support::cannot_run(
+                "signal_to_a_parent_that_became_init_is_refused",
+                &format!("unshare: {e}"),
+            )
+        }
+    };
+    let err = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(st.success(), "{st:?}: {err}");
+    assert!(
+        !Path::new(&sig).exists(),
+        "the namespace's init got the signal: {err}"
+    );
+    assert!(
+        err.contains("--on-end signal,num=10,pid=1: not sent: latlab's parent (pid 1) is init (latlab was orphaned, or runs as a service)")
+            && err.contains("allow-init"),
+        "{err}"
+    );
+    assert!(Path::new(&done).exists());
+}
+
+/// Live processes whose environment holds `token` (`KEY=VALUE`), with their command lines.
+fn processes_with(token: &str) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|kv| kv == token.as_bytes()) {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            out.push((pid, cmd.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// An action ends with its command: `sleep 301 &` (still in its process group) and `setsid
+/// sleep 302 &` (out of it) are killed when their `--on-end` shell ends, and a command killed
+/// at `--action-timeout` takes its `setsid sleep 303 &` along. After latlab exits, no process
+/// of theirs is left (found by an environment token only they and latlab have), nor a cgroup,
+/// nor a ledger.
+#[test]
+fn an_actions_background_processes_do_not_outlive_it() {
+    let Some(_g) = support::privileged::guard("an_actions_background_processes_do_not_outlive_it")
+    else {
+        return;
+    };
+    let Some(cg_root) = latlab_sys::loads::supervisor::cgroup2_root() else {
+        return support::cannot_run(
+            "an_actions_background_processes_do_not_outlive_it",
+            "no cgroup-v2 hierarchy is mounted",
+        );
+    };
+    let t = tempfile::tempdir().unwrap();
+    let token = format!("LATLAB_TEST_TOKEN={}", t.path().display());
+    let rt = t.path().join("rt");
+    let mut child = support::command()
+        .args(["run", "--backend", "sim", "--sim-realtime", "--cpus", "0"])
+        .args(["--max-latency", "50us", "-q", "--format", "json"])
+        .args(["--duration", "2s", "--action-timeout", "1s", "--results"])
+        .arg(t.path().join("r"))
+        .args([
+            "--on-threshold",
+            "shell,command=setsid sleep 303 & exec sleep 304",
+        ])
+        .args(["--on-end", "shell,command=sleep 301 &"])
+        .args(["--on-end", "shell,command=setsid sleep 302 &"])
+        .env("LATLAB_TEST_TOKEN", t.path())
+        .env("LATLAB_RUNTIME_DIR", &rt)
+        // Files, not pipes: a survivor holding a pipe would delay its end-of-file.
+        .stdout(std::fs::File::create(t.path().join("out")).unwrap())
+        .stderr(std::fs::File::create(t.path().join("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let st = child.wait().unwrap();
+    let left = processes_with(&token);
+    for (p, _) in &left {
+        // SAFETY: plain syscall; the test's own leftovers.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(t.path().join("err")).unwrap();
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        left.is_empty(),
+        "left running after latlab: {left:?}\n{err}"
+    );
+    let cgroups: Vec<String> = std::fs::read_dir(&cg_root)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&format!("latlab-{pid}-")))
+        .collect();
+    assert!(cgroups.is_empty(), "{cgroups:?}");
+    let ledgers: Vec<_> = support::run_dirs(&rt);
+    assert!(ledgers.is_empty(), "{ledgers:?}");
+    // Each said what it did.
+    assert!(
+        err.contains("--on-end shell,command=sleep 301 &: left 1 process running when it ended (")
+            && err.contains(
+                "--on-end shell,command=setsid sleep 302 &: left 1 process running when it ended ("
+            ),
+        "{err}"
+    );
+    let run = read_json(&only_run_dir(&t.path().join("r")).join("run.json"));
+    let w = run["warnings"].to_string();
+    assert!(
+        w.contains("still running after --action-timeout 1s; killed"),
+        "{w}"
+    );
+}
+
+/// Without a cgroup (a user who may not create one) an action's process group is killed when
+/// it ends, and a warning says once that `setsid` escapes it.
+#[test]
+fn without_a_cgroup_the_process_group_is_killed_and_that_is_said_once() {
+    let Some(_g) = support::privileged::guard(
+        "without_a_cgroup_the_process_group_is_killed_and_that_is_said_once",
+    ) else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        t.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let token = format!("LATLAB_TEST_TOKEN={}", t.path().display());
+    let mut child = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(support::bin())
+        .args(["run", "--backend", "sim", "--sim-realtime", "--cpus", "0"])
+        .args(["--max-latency", "50us", "-q", "--format", "json"])
+        .args(["--duration", "1s", "--results"])
+        .arg(t.path().join("r"))
+        .args(["--on-end", "shell,command=sleep 301 &"])
+        .args(["--on-end", "shell,command=sleep 305 &"])
+        .env("LATLAB_TEST_TOKEN", t.path())
+        .env("LATLAB_RUNTIME_DIR", t.path().join("rt"))
+        .env("LATLAB_DB", t.path().join("db.sqlite"))
+        .stdout(std::fs::File::create(t.path().join("out")).unwrap())
+        .stderr(std::fs::File::create(t.path().join("err")).unwrap())
+        .spawn()
+        .unwrap();
+    let st = child.wait().unwrap();
+    let left = processes_with(&token);
+    for (p, _) in &left {
+        // SAFETY: plain syscall; the test's own leftovers.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    let err = std::fs::read_to_string(t.path().join("err")).unwrap();
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(
+        left.is_empty(),
+        "left running after latlab: {left:?}\n{err}"
+    );
+    assert_eq!(
+        err.matches("actions run in a process group, not a cgroup")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("(setsid) survives the action"), "{err}");
 }

@@ -472,3 +472,99 @@ fn load_throughput_is_served_while_the_load_runs() {
     let json = r.wait_json();
     assert_eq!(json["loads"][0]["profile"], "hackbench");
 }
+
+/// Connections that attack the server: `slow` that send part of a request and never finish it
+/// (slowloris), `deaf` that send a whole request and never read the answer. Held open until
+/// dropped. A connection the server (or the backlog) refuses is simply not held.
+fn attack(addr: &str, slow: usize, deaf: usize) -> Vec<TcpStream> {
+    let sa: std::net::SocketAddr = addr.parse().unwrap();
+    let mut held = Vec::new();
+    for i in 0..slow + deaf {
+        let Ok(mut s) = TcpStream::connect_timeout(&sa, Duration::from_secs(2)) else {
+            continue;
+        };
+        let req: &[u8] = if i < slow {
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+        } else {
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+        };
+        let _ = s.write_all(req);
+        held.push(s);
+    }
+    held
+}
+
+/// A scrape with a deadline of its own: the status line, or why there is none.
+fn scrape_within(addr: &str, limit: Duration) -> Result<String, String> {
+    let sa: std::net::SocketAddr = addr.parse().unwrap();
+    let mut s = TcpStream::connect_timeout(&sa, limit).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).map_err(|e| format!("read: {e}"))?;
+    let out = String::from_utf8_lossy(&out);
+    if !out.contains("latlab_samples_total{cpu=\"0\"}") {
+        return Err(format!("no samples line in {out:?}"));
+    }
+    Ok(out.lines().next().unwrap_or("").to_string())
+}
+
+/// 50 slowloris connections and 50 that never read their answer, all held open (more than the
+/// server's 32 slots; fewer than the listen backlog, so each connects at once however slow the
+/// server): every scrape after them is still answered (they were served one after another,
+/// 5 s each, before: 1 scrape in 24 got through).
+#[test]
+fn scrapes_get_through_slowloris_and_non_readers() {
+    let r = Run::start(60);
+    let held = attack(&r.addr, 50, 50);
+    assert_eq!(held.len(), 100, "attack connections");
+    for i in 0..5 {
+        // 10 s: far above a scrape's milliseconds, far below the minutes the attack cost.
+        match scrape_within(&r.addr, Duration::from_secs(10)) {
+            Ok(status) => assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}"),
+            Err(e) => panic!("scrape {i} under attack failed: {e}"),
+        }
+    }
+    // More of them, now that the server's slots are full: a scrape still gets one.
+    let held2 = attack(&r.addr, 10, 10);
+    let status = scrape_within(&r.addr, Duration::from_secs(10)).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}");
+    drop((held, held2));
+}
+
+/// The shutdown bound of the metrics server (`SHUTDOWN_BOUND` in src/metrics.rs,
+/// docs/design.md): `Server::stop` returns within it whatever the clients do.
+const SHUTDOWN_BOUND: Duration = Duration::from_millis(500);
+
+/// A run whose metrics server is under attack when it ends still ends on time: from the
+/// moment it announced the server (right after measuring started) to its exit, no longer than
+/// its duration, the server's shutdown bound and a margin (it ended 3.2 s late before, the
+/// server finishing a slow client first).
+///
+/// Why this is robust on a VM that stalls for milliseconds: the margin (2 s) covers what else
+/// happens after measuring, writing the run directory and scheduling delays (the whole run
+/// takes 1.2 s here, 0.2 s over its duration), while a server that waits for its clients
+/// overshoots by seconds: a slowloris connection is given `REQUEST_DEADLINE` (5 s) to finish
+/// its request, and the attack opens them as the 1 s run starts, so such a server is still in
+/// the first one 4 s after the run should have ended. The assertion is on the code's bound
+/// plus a margin, never on how fast the VM is.
+#[test]
+fn a_run_under_attack_ends_within_the_shutdown_bound() {
+    let mut r = Run::start(1);
+    let announced = Instant::now();
+    let held = attack(&r.addr, 50, 50);
+    let st = r.child.wait().unwrap();
+    let took = announced.elapsed();
+    eprintln!(
+        "the run ended {took:?} after it announced its metrics ({} attack connections)",
+        held.len()
+    );
+    drop(held);
+    assert!(st.success(), "{st}");
+    let limit = Duration::from_secs(1) + SHUTDOWN_BOUND + Duration::from_secs(2);
+    assert!(
+        took < limit,
+        "the run took {took:?} from measuring to its exit (limit {limit:?})"
+    );
+}

@@ -311,6 +311,8 @@ struct Child {
     _alive: OwnedFd,
     /// I/O of this iteration so far (field-wise maximum of the samples).
     io: IoCounters,
+    /// It was moved into its cgroup (it had one and the move worked).
+    in_cgroup: bool,
 }
 
 struct PartState {
@@ -495,10 +497,51 @@ pub const WATCHDOG_ARG: &str = "__load-watchdog";
 /// `posix_spawn` (no copy of latlab's address space; see the module docs) and held on the
 /// pipe until it is recorded.
 fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Result<Child> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&p.spec.log)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.spec.log.display())))?;
+    spawn_watched(
+        &Spawn {
+            command: &p.spec.command,
+            name: format!("{} ({})", p.spec.profile, p.spec.part),
+            env: vec![("LATLAB_LOAD".into(), p.spec.profile.clone().into())],
+            out: log.as_raw_fd(),
+            cgroup: p.report.cgroup.as_deref(),
+            // Without --load-cpus: every CPU latlab could use, not the housekeeping CPUs this
+            // thread is confined to (`rt::confine_calling_thread`).
+            cpus: Some(opts.cpus.clone().unwrap_or_else(crate::rt::initial_cpus)),
+        },
+        ledger,
+    )
+}
+
+/// What [`spawn_watched`] starts.
+struct Spawn<'a> {
+    /// The `/bin/sh -c` script.
+    command: &'a str,
+    /// Its name in the ledger.
+    name: String,
+    /// Set in its environment (replacing latlab's value). `LATLAB_LOAD` is never inherited.
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Its stdout and stderr.
+    out: i32,
+    /// The cgroup it goes into (made by the caller).
+    cgroup: Option<&'a Path>,
+    /// Its CPU affinity (None: the calling thread's).
+    cpus: Option<Vec<u32>>,
+}
+
+/// Start `sh -c COMMAND` under a watchdog: latlab's own executable, spawned with
+/// `posix_spawn` (no copy of latlab's address space; see the module docs), in a session and
+/// process group of its own, held on the pipe until its group is in the ledger, it is in its
+/// cgroup and has its affinity; then let go.
+fn spawn_watched(p: &Spawn, ledger: &Arc<Mutex<Ledger>>) -> io::Result<Child> {
     let exe = to_cstring(b"/proc/self/exe")?;
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
-    let kill_file = p.report.cgroup.as_ref().and_then(|cg| {
+    let kill_file = p.cgroup.and_then(|cg| {
         std::fs::OpenOptions::new()
             .write(true)
             .open(cg.join("cgroup.kill"))
@@ -509,13 +552,13 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         to_cstring(WATCHDOG_ARG.as_bytes())?,
         to_cstring(parent.to_string().as_bytes())?,
         to_cstring(if kill_file.is_some() { b"1" } else { b"0" })?,
-        to_cstring(p.spec.command.as_bytes())?,
+        to_cstring(p.command.as_bytes())?,
     ];
     let mut argv: Vec<*mut libc::c_char> = argv_c.iter().map(|c| c.as_ptr() as *mut _).collect();
     argv.push(std::ptr::null_mut());
     let mut env_c = Vec::new();
     for (k, v) in std::env::vars_os() {
-        if k == "LATLAB_LOAD" {
+        if k == "LATLAB_LOAD" || p.env.iter().any(|(n, _)| *n == k) {
             continue;
         }
         let mut kv = k.as_bytes().to_vec();
@@ -525,16 +568,14 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             env_c.push(c);
         }
     }
-    env_c.push(to_cstring(
-        format!("LATLAB_LOAD={}", p.spec.profile).as_bytes(),
-    )?);
+    for (k, v) in &p.env {
+        let mut kv = k.as_bytes().to_vec();
+        kv.push(b'=');
+        kv.extend_from_slice(v.as_bytes());
+        env_c.push(to_cstring(&kv)?);
+    }
     let mut envp: Vec<*mut libc::c_char> = env_c.iter().map(|c| c.as_ptr() as *mut _).collect();
     envp.push(std::ptr::null_mut());
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&p.spec.log)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.spec.log.display())))?;
     let mut fds = [0i32; 2];
     // SAFETY: fds is a valid 2-element array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -542,7 +583,7 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
     }
     // SAFETY: pipe2 returned two fresh fds that we own.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // The watchdog gets the pipe as 0, cgroup.kill as 1 and the log as 2; every other
+    // The watchdog gets the pipe as 0, cgroup.kill as 1 and the output as 2; every other
     // descriptor of latlab is close-on-exec (Rust opens them so; the pipe too), so the
     // watchdog holds none of them: not the recorder's tracefs files (an instance cannot be
     // removed while they are open), /dev/cpu_dma_latency or other watchdogs' pipes.
@@ -553,7 +594,7 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         [
             rd.as_raw_fd(),
             kill_file.as_ref().map_or(-1, |f| f.as_raw_fd()),
-            log.as_raw_fd(),
+            p.out,
         ],
     );
     let pid = spawned?;
@@ -566,7 +607,7 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             l.add(Entry::ProcessGroup {
                 pgid: pid,
                 cgroup: None,
-                name: format!("{} ({})", p.spec.profile, p.spec.part),
+                name: p.name.clone(),
                 // The child is held on the pipe, alive: its start time is readable now.
                 leader_starttime: crate::ledger::process_starttime(pid as u32),
             })
@@ -582,24 +623,21 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
             return Err(e);
         }
     };
-    if let Some(cg) = &p.report.cgroup {
-        // Failure leaves the part supervised by process group only; stop still works.
-        let _ = std::fs::write(cg.join("cgroup.procs"), pid.to_string());
-    }
+    // Failure leaves it supervised by process group only; stop still works.
+    let in_cgroup = p
+        .cgroup
+        .is_some_and(|cg| std::fs::write(cg.join("cgroup.procs"), pid.to_string()).is_ok());
     // SAFETY: plain syscalls on our own child with initialised arguments.
     unsafe {
         let param = libc::sched_param { sched_priority: 0 };
         libc::sched_setscheduler(pid, libc::SCHED_OTHER, &param);
-        // Without --load-cpus: every CPU latlab could use, not the housekeeping CPUs this
-        // thread is confined to (`rt::confine_calling_thread`).
-        let cpus = opts.cpus.clone().unwrap_or_else(crate::rt::initial_cpus);
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in &cpus {
-            if (c as usize) < libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c as usize, &mut set);
+        if let Some(cpus) = p.cpus.as_ref().filter(|c| !c.is_empty()) {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                if (c as usize) < libc::CPU_SETSIZE as usize {
+                    libc::CPU_SET(c as usize, &mut set);
+                }
             }
-        }
-        if !cpus.is_empty() {
             libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set);
         }
         libc::write(wr.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1);
@@ -612,7 +650,210 @@ fn spawn(p: &PartState, opts: &Options, ledger: &Arc<Mutex<Ledger>>) -> io::Resu
         reaped: None,
         drained: false,
         io: IoCounters::default(),
+        in_cgroup,
     })
+}
+
+/// One command run once under a watchdog (`latlab run`'s shell actions), as a load's
+/// iteration is: its own session and process group, and its own cgroup where it can have one
+/// (`latlab-<pid>-action-<n>` under the cgroup-v2 root), both in the ledger before they
+/// exist, so `latlab cleanup` finds them after a SIGKILL, and the watchdog kills them when
+/// latlab dies. [`Watched::kill`] reaches every process it started, also one that left the
+/// group with `setsid` (the cgroup's `cgroup.kill`). Dropped unfinished, it is killed and
+/// waited for.
+pub struct Watched {
+    child: Child,
+    cgroup: Option<(PathBuf, EntryId)>,
+    ledger: Arc<Mutex<Ledger>>,
+    /// Nothing of it is left and its ledger entries are forgotten (or left on purpose).
+    done: bool,
+}
+
+/// Numbers the cgroups of [`Watched`] commands within this process.
+static WATCHED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl Watched {
+    /// Start `sh -c command` with `env` set, its stdout and stderr on `out`, named `name` in
+    /// the ledger; in a cgroup of its own under `cgroup_parent` when given. The note says why
+    /// it has none when it should have had one (then its process group is all there is).
+    pub fn start(
+        command: &str,
+        name: &str,
+        env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+        out: std::os::fd::BorrowedFd<'_>,
+        cgroup_parent: Option<&Path>,
+        ledger: Arc<Mutex<Ledger>>,
+    ) -> io::Result<(Watched, Option<String>)> {
+        let mut note = None;
+        let mut cgroup = None;
+        if let Some(parent) = cgroup_parent {
+            let n = WATCHED.fetch_add(1, Ordering::Relaxed);
+            let path = parent.join(format!("latlab-{}-action-{n}", std::process::id()));
+            match create_cgroup(&ledger, &path, name) {
+                Ok(id) => cgroup = Some((path, id)),
+                Err(e) => note = Some(format!("cannot create cgroup {}: {e}", path.display())),
+            }
+        }
+        let spawned = spawn_watched(
+            &Spawn {
+                command,
+                name: name.to_string(),
+                env,
+                out: out.as_raw_fd(),
+                cgroup: cgroup.as_ref().map(|c: &(PathBuf, EntryId)| c.0.as_path()),
+                cpus: None,
+            },
+            &ledger,
+        );
+        let child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some((cg, id)) = cgroup {
+                    if std::fs::remove_dir(&cg).is_ok() {
+                        if let Ok(mut l) = ledger.lock() {
+                            let _ = l.forget(id);
+                        }
+                    }
+                }
+                return Err(e);
+            }
+        };
+        if let (Some((cg, _)), false) = (&cgroup, child.in_cgroup) {
+            note = Some(format!("cannot move it into cgroup {}", cg.display()));
+        }
+        Ok((
+            Watched {
+                child,
+                cgroup,
+                ledger,
+                done: false,
+            },
+            note,
+        ))
+    }
+
+    /// Its cgroup, if it has one.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_ref().map(|c| c.0.as_path())
+    }
+
+    fn cgroup_if_in(&self) -> Option<&Path> {
+        self.cgroup().filter(|_| self.child.in_cgroup)
+    }
+
+    /// The command's wait status once it has ended (the watchdog passes the shell's on).
+    /// Never blocks.
+    pub fn try_wait(&mut self) -> io::Result<Option<i32>> {
+        if let Some(s) = self.child.reaped {
+            return Ok(Some(s));
+        }
+        let mut status = 0;
+        // SAFETY: plain syscall on our own child; WNOHANG never blocks.
+        match unsafe { libc::waitpid(self.child.pid, &mut status, libc::WNOHANG) } {
+            0 => Ok(None),
+            r if r == self.child.pid => {
+                self.child.reaped = Some(status);
+                Ok(Some(status))
+            }
+            _ => {
+                let e = io::Error::last_os_error();
+                // Reaped by someone else (should not happen): it is gone.
+                self.child.reaped = Some(0);
+                Err(e)
+            }
+        }
+    }
+
+    /// Live processes of it: in its process group or its cgroup (what `cmd &` left behind,
+    /// also after `setsid`), the watchdog until it is reaped.
+    pub fn remaining(&self) -> Vec<i32> {
+        remaining(&self.child, self.cgroup_if_in()).0
+    }
+
+    /// SIGKILL every process of it: its process group, and its cgroup (`cgroup.kill`).
+    pub fn kill(&mut self) {
+        signal_group(&self.child, self.cgroup_if_in(), libc::SIGKILL);
+    }
+
+    /// Once it has ended and was killed: reap the watchdog, remove the cgroup when nothing is
+    /// left and forget the ledger entries. Never blocks; true when nothing of it is left.
+    pub fn try_finish(&mut self) -> bool {
+        if self.done {
+            return true;
+        }
+        if self.child.reaped.is_none() && !matches!(self.try_wait(), Ok(Some(_)) | Err(_)) {
+            return false;
+        }
+        if !self.remaining().is_empty() {
+            return false;
+        }
+        if let Some((cg, id)) = &self.cgroup {
+            match std::fs::remove_dir(cg) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => return false,
+            }
+            if let Ok(mut l) = self.ledger.lock() {
+                let _ = l.forget(*id);
+            }
+        }
+        if let Ok(mut l) = self.ledger.lock() {
+            let _ = l.forget(self.child.entry);
+        }
+        self.done = true;
+        true
+    }
+
+    /// Kill it and wait until nothing of it is left (up to [`crate::ledger::CGROUP_EMPTY_WAIT`]).
+    /// Err says what is left; its ledger entries stay, for `latlab cleanup`.
+    pub fn finish(mut self) -> Result<(), String> {
+        self.finish_blocking()
+    }
+
+    fn finish_blocking(&mut self) -> Result<(), String> {
+        self.kill();
+        let t0 = Instant::now();
+        while !self.try_finish() {
+            if t0.elapsed() >= crate::ledger::CGROUP_EMPTY_WAIT {
+                self.done = true;
+                return Err(self.leftover());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// What is left of it, for a message.
+    fn leftover(&self) -> String {
+        let left = self.remaining();
+        match self.cgroup() {
+            Some(cg) => format!(
+                "processes {left:?} or cgroup {} still there after {:.0} s (left in the ledger for latlab cleanup)",
+                cg.display(),
+                crate::ledger::CGROUP_EMPTY_WAIT.as_secs_f64()
+            ),
+            None => format!(
+                "processes {left:?} still there after {:.0} s (left in the ledger for latlab cleanup)",
+                crate::ledger::CGROUP_EMPTY_WAIT.as_secs_f64()
+            ),
+        }
+    }
+
+    /// Give up on it without waiting: its ledger entries stay (for `latlab cleanup`), and
+    /// what is left is described.
+    pub fn abandon(mut self) -> String {
+        self.done = true;
+        self.leftover()
+    }
+}
+
+impl Drop for Watched {
+    /// An early end (an error, a panic) leaves nothing of it behind.
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.finish_blocking();
+        }
+    }
 }
 
 /// `posix_spawn` `exe` with `fds` as its descriptors 0, 1, 2 (-1: closed), every signal

@@ -77,7 +77,7 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
         eprintln!("{msg}");
     }
     let argv = o.run_argv();
-    let run_args = match Cli::try_parse_from(&argv) {
+    let mut run_args = match Cli::try_parse_from(&argv) {
         Ok(Cli {
             command: Command::Run(r),
         }) => r,
@@ -115,6 +115,9 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // cyclictest's command line has no --force: another latlab measuring the same CPUs is a
+    // warning here, not a refusal.
+    run_args.force = true;
     if let Some(set) = &o.main_affinity {
         set_main_affinity(set)?;
     }

@@ -254,6 +254,29 @@ pub fn run_with(
             anyhow::anyhow!("cannot keep latlab's own threads off the measured CPUs: {e}")
         })?;
     }
+    // Another latlab measuring any of these CPUs now: refused (or, with --force, a warning),
+    // before anything is changed or written. Held until the run has ended.
+    let mut claim_warning = None;
+    let _claim = if matches!(a.backend, Backend::Real) && !no_measure {
+        let mut busy = p.cpus.clone();
+        if let latlab_sys::modes::Mode::Wakeup { sender_cpus, .. } = &mp.mode {
+            busy.extend(sender_cpus);
+        }
+        let command = format!(
+            "latlab {}",
+            std::env::args().nth(1).unwrap_or_else(|| "run".into())
+        );
+        let overlap = if a.force {
+            crate::claim::Overlap::Warn
+        } else {
+            crate::claim::Overlap::Refuse
+        };
+        let (c, w) = crate::claim::claim(&command, &busy, overlap)?;
+        claim_warning = w;
+        Some(c)
+    } else {
+        None
+    };
     let loads = if a.loads.is_empty() {
         None
     } else {
@@ -265,7 +288,7 @@ pub fn run_with(
         Some(addr) => Some(crate::metrics::bind(addr, a.metrics_listen_any)?),
         None => None,
     };
-    let mut probe_warnings = Vec::new();
+    let mut probe_warnings: Vec<String> = claim_warning.into_iter().collect();
     let dma_us = hooks.dma_latency_us();
     // Nothing to protect without measuring threads: no mlockall, no /dev/cpu_dma_latency
     // hold (the profile sees the machine's own C-states).

@@ -107,6 +107,14 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
             &load_options(&a.common, None)?,
         )?)
     };
+    // Another latlab measuring any of these CPUs now: refused (or, with --force, a warning),
+    // before anything is changed or written.
+    let overlap = if a.force {
+        crate::claim::Overlap::Warn
+    } else {
+        crate::claim::Overlap::Refuse
+    };
+    let (_claim, claim_warning) = crate::claim::claim("latlab scenario fairness", &cpus, overlap)?;
     let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
     let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
     let mut s = Session::begin(Begin {
@@ -126,6 +134,7 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    s.warnings.extend(claim_warning);
     let mut ran = true;
     if let Some(l) = loads.take() {
         let log = s.dir().join("loads");
