@@ -7,7 +7,12 @@
 # oracle that reads the trace.dat files latlab writes; only ever run to read files), postgresql
 # (the results-database tests start their own server from /usr/lib/postgresql/*/bin), man-db and
 # groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test),
-# prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text).
+# prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text),
+# and for the kernel lab (scripts/kernel-lab: Debian kernels booted under QEMU by the lab_*
+# tests) qemu-system-x86, busybox-static, cpio, xz-utils, rtla and util-linux (chrt, taskset in
+# the guests); then the lab's kernels are fetched into its cache when missing (apt-get download
+# of Debian's 6.12-rt, 6.1 and 6.1-rt kernel packages, about 250 MB once; `apt-get update`
+# first as root when apt does not know them).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -23,6 +28,8 @@ needs=(
     trace-cmd:trace-cmd
     man:man-db groff:groff-base dpkg:dpkg
     prometheus:prometheus promtool:prometheus
+    qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils
+    rtla:rtla chrt:util-linux taskset:util-linux
 )
 missing=()
 for n in "${needs[@]}"; do
@@ -37,9 +44,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
 fi
 if [ ${#missing[@]} -eq 0 ]; then
     echo "deps: everything the tests need is installed"
-    exit 0
-fi
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "deps: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
@@ -47,4 +52,12 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "deps: installed ${missing[*]}"
 else
     echo "deps: missing ${missing[*]}: as root, apt-get install ${missing[*]} (the tests that need them skip)" >&2
+fi
+
+# The kernel lab's kernels (a no-op when the cache has the versions apt offers).
+if command -v apt-get >/dev/null 2>&1; then
+    bash "$(dirname "$0")/kernel-lab" fetch rt-6.12 stock-6.1 rt-6.1 ||
+        echo "deps: the kernel lab's kernels could not be fetched (the lab tests skip)" >&2
+else
+    echo "deps: no apt-get: the kernel lab's kernels cannot be fetched (the lab tests skip)" >&2
 fi

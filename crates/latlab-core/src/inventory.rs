@@ -103,7 +103,8 @@ pub struct Cpus {
     /// `/sys/devices/system/cpu/isolated` (isolcpus=).
     #[serde(default)]
     pub isolated: Vec<u32>,
-    /// `/sys/devices/system/cpu/nohz_full`.
+    /// `/sys/devices/system/cpu/nohz_full` (`(null)`, the kernel's text without nohz_full=:
+    /// none).
     #[serde(default)]
     pub nohz_full: Vec<u32>,
     pub model: Option<String>,
@@ -208,7 +209,8 @@ pub struct Virt {
     #[serde(default)]
     pub page_reporting: Option<bool>,
     /// `/sys/module/page_reporting/parameters/page_reporting_order`: free blocks of
-    /// 2^order pages are reported.
+    /// 2^order pages are reported. None when the kernel shows -1 (no reporting device has
+    /// registered) or has no such parameter.
     #[serde(default)]
     pub page_reporting_order: Option<u32>,
 }

@@ -168,13 +168,15 @@ impl Reader {
 
     fn cpulist(&mut self, rel: &str, need: Need) -> Option<Vec<u32>> {
         let s = self.read(rel, need)?;
-        match parse_cpu_list(s.trim()) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                self.bad(rel, s.trim(), "a CPU list such as 0-3,6");
-                None
-            }
-        }
+        Some(self.parse_cpulist(rel, &s))
+    }
+
+    /// The CPUs of a CPU-list file's text; none (and a note in `invalid`) when it is not one.
+    fn parse_cpulist(&mut self, rel: &str, s: &str) -> Vec<u32> {
+        parse_cpu_list(s.trim()).unwrap_or_else(|_| {
+            self.bad(rel, s.trim(), "a CPU list such as 0-3,6");
+            vec![]
+        })
     }
 
     fn kernel(&mut self, out: &mut Inventory) {
@@ -278,9 +280,13 @@ impl Reader {
         c.isolated = self
             .cpulist(&format!("{base}/isolated"), Optional)
             .unwrap_or_default();
-        c.nohz_full = self
-            .cpulist(&format!("{base}/nohz_full"), Optional)
-            .unwrap_or_default();
+        // Without nohz_full= the kernel prints its never-allocated mask as `(null)` (Debian's
+        // 6.12 PREEMPT_RT): no CPU.
+        c.nohz_full = match self.read(&format!("{base}/nohz_full"), Optional) {
+            Some(s) if s.trim() == "(null)" => vec![],
+            Some(s) => self.parse_cpulist(&format!("{base}/nohz_full"), &s),
+            None => vec![],
+        };
         c.smt_control = self.line(&format!("{base}/smt/control"), Optional);
         c.smt_active = self.flag(&format!("{base}/smt/active"), Optional);
         out.clocksource.current = self.line(
@@ -536,6 +542,9 @@ impl Reader {
         if let Some(o) = self.line(rel, Optional) {
             match o.parse::<u32>() {
                 Ok(v) if v < 64 => out.virt.page_reporting_order = Some(v),
+                // The kernel's "not set" until a reporting device registers (6.12: the
+                // parameter is read as an int, initialised to -1): nothing reports.
+                _ if o == "-1" => {}
                 _ => self.bad(rel, &o, "an order (0–63)"),
             }
         }

@@ -1,6 +1,6 @@
 //! The inventory readers on fixture trees (`tests/fixtures/inventory/<tree>`): a tuned
-//! PREEMPT_RT box, a default desktop kernel, this VM as captured by `capture.sh`, and a tree of
-//! garbage. Each test checks what the reader must have understood, and that what it could not
+//! PREEMPT_RT box, a default desktop kernel, this VM as captured by `capture.sh`, Debian's
+//! 6.12 PREEMPT_RT kernel as captured in the kernel lab, and a tree of garbage. Each test checks what the reader must have understood, and that what it could not
 //! understand is reported with its path rather than guessed.
 
 use std::path::PathBuf;
@@ -141,6 +141,67 @@ fn this_vm_as_captured() {
         pr.evidence.contains("blocks of 2048 KiB"),
         "{}",
         pr.evidence
+    );
+}
+
+#[test]
+fn debian_6_12_rt_as_captured_in_the_kernel_lab() {
+    // capture.sh in a guest of scripts/kernel-lab (rt-6.12, 2 CPUs, no tuning): Debian's
+    // linux-image-6.12-rt-amd64 as it boots, its config in /boot (no /proc/config.gz).
+    let inv = tree("debian-6.12-rt");
+    assert_eq!(
+        inv.kernel.release.as_deref(),
+        Some("6.12.117+deb12-rt-amd64")
+    );
+    assert_eq!(inv.preemption.model.as_deref(), Some("rt"));
+    assert_eq!(
+        inv.kernel
+            .config
+            .get("CONFIG_PREEMPT_RT")
+            .map(String::as_str),
+        Some("y")
+    );
+    assert_eq!(inv.tracing.timerlat, Some(true));
+    let file = |rel: &str| {
+        std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/inventory/debian-6.12-rt")
+                .join(rel),
+        )
+        .unwrap()
+    };
+    // Without nohz_full= the kernel prints its unallocated mask as "(null)": no CPU.
+    let invalid = |p: &str| inv.invalid.iter().any(|i| i.path == p);
+    assert_eq!(file("sys/devices/system/cpu/nohz_full"), "(null)\n");
+    assert!(inv.cpus.nohz_full.is_empty());
+    assert!(
+        !invalid("/sys/devices/system/cpu/nohz_full"),
+        "{:?}",
+        inv.invalid
+    );
+    // page_reporting_order -1: the kernel's "unset" until a reporting device registers.
+    assert_eq!(
+        file("sys/module/page_reporting/parameters/page_reporting_order"),
+        "-1\n"
+    );
+    assert_eq!(inv.virt.page_reporting_order, None);
+    assert!(
+        !invalid("/sys/module/page_reporting/parameters/page_reporting_order"),
+        "{:?}",
+        inv.invalid
+    );
+    assert_eq!(inv.virt.page_reporting, None, "no balloon in the guest");
+    assert!(
+        inv.invalid.is_empty() && inv.unreadable.is_empty(),
+        "{:?} {:?}",
+        inv.invalid,
+        inv.unreadable
+    );
+    let f = ids(&inv);
+    assert!(
+        f.iter()
+            .all(|(id, _)| !id.starts_with("invalid:") && !id.starts_with("unknown:")),
+        "{f:?}"
     );
 }
 

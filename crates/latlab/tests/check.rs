@@ -29,14 +29,20 @@ fn golden(tree: &str, format: &str, ext: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     insta::assert_snapshot!(
-        format!("check_{}_{ext}", tree.replace('-', "_")),
+        format!("check_{}_{ext}", tree.replace(['-', '.'], "_")),
         String::from_utf8(out.stdout).expect("check prints UTF-8")
     );
 }
 
 #[test]
 fn golden_outputs() {
-    for tree in ["rt-tuned", "desktop", "this-vm", "garbage"] {
+    for tree in [
+        "rt-tuned",
+        "desktop",
+        "this-vm",
+        "garbage",
+        "debian-6.12-rt",
+    ] {
         golden(tree, "text", "txt");
         golden(tree, "json", "json");
     }

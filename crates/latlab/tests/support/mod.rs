@@ -1,5 +1,6 @@
 //! What latlab's integration tests share: the binary under test, the run directories it
-//! writes, and the privileged-test guard (`latlab_sys::privileged`, in test builds only).
+//! writes, the privileged-test guard (`latlab_sys::privileged`, in test builds only), and the
+//! kernel lab (`lab`: Debian kernels booted under QEMU).
 //! Each test file takes it with `mod support;`; not every file uses every helper.
 #![allow(dead_code)]
 
@@ -7,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 #[allow(unused_imports)]
 pub use latlab_sys::privileged;
+
+pub mod lab;
 
 /// The latlab binary under test (built with the `test-hooks` feature).
 pub fn bin() -> PathBuf {

@@ -1,0 +1,294 @@
+//! The kernel lab's first tests (issue 27): latlab on Debian's 6.12 PREEMPT_RT, 6.1 stock and
+//! 6.1 PREEMPT_RT kernels, booted under QEMU by `scripts/kernel-lab` (support/lab.rs), one
+//! boot per kernel doing several things, and the lab's own bad input. TCG emulates the CPUs:
+//! the assertions are structural (exit codes, files, CPUs, counts, names), never latencies.
+//! Without qemu, busybox or the fetched kernels they skip (fail under
+//! `LATLAB_REQUIRE_PRIVILEGED=1`); the bad-input tests that need no guest always run.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+mod support;
+use support::lab::{self, Guest, Lab};
+
+/// One traced run (the recorder reads the kernel's binary pages and writes trace.dat), then
+/// `check`, then `cleanup`; each step's stdout, stderr and status in the share, its start and
+/// end (guest uptime) in `times`. The interval
+/// is long for TCG, where many periods are missed; 500 µs is crossed by TCG's stalls every
+/// second, 3 spikes keep the analysis (a debug build, emulated) short.
+const SMOKE: &str = r#"
+up() { cut -d' ' -f1 /proc/uptime; }
+step() { n=$1; shift; a=$(up); "$@" >"$n.out" 2>"$n.err"; echo $? >"$n.rc"; echo "$n $a $(up)" >>times; }
+uname -r >uname-r
+step run latlab run --duration 3s --interval 5ms --trace-threshold 500us --trace-max-spikes 3 --results /lab/results --no-db -q
+ls -A /sys/kernel/tracing/instances >instances-after-run
+step check latlab check --format json
+step cleanup latlab cleanup
+ls -A /sys/kernel/tracing/instances >instances-after-cleanup
+"#;
+
+/// A step of the guest script exited 0.
+fn step_ok(g: &Guest, step: &str) {
+    let rc = g.read(&format!("{step}.rc"));
+    assert_eq!(
+        rc.trim(),
+        "0",
+        "{step} exited {}: {}",
+        rc.trim(),
+        g.read(&format!("{step}.err"))
+    );
+}
+
+/// The one run directory under the share's `results`.
+fn run_json(g: &Guest) -> (std::path::PathBuf, Value) {
+    let dir = support::only_run_dir(&g.path("results"));
+    let v = support::read_json(&dir.join("run.json"));
+    (dir, v)
+}
+
+/// Every measured CPU accounts for every period of the measured time (samples + missed
+/// periods, within 5 % and a period or two of the expected count) and has samples at all.
+fn counts_consistent(run: &Value) {
+    let c = &run["config"];
+    let expected = c["measured_ns"].as_f64().unwrap() / c["interval_ns"].as_f64().unwrap();
+    assert!(expected >= 100.0, "{c}");
+    for cpu in run["cpus"].as_array().unwrap() {
+        let samples = cpu["samples"].as_f64().unwrap();
+        let missed = cpu["missed_periods"].as_f64().unwrap();
+        let n = samples + missed;
+        assert!(
+            n >= expected * 0.95 - 2.0 && n <= expected * 1.05 + 2.0,
+            "CPU {}: {samples} samples + {missed} missed, {expected} periods expected",
+            cpu["cpu"]
+        );
+        assert!(
+            samples >= expected * 0.05,
+            "CPU {}: {samples} samples of {expected}",
+            cpu["cpu"]
+        );
+    }
+}
+
+fn cpus_of(run: &Value) -> Vec<u64> {
+    run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cpu"].as_u64().unwrap())
+        .collect()
+}
+
+fn smoke(test: &str, kernel: &str, model: &str) {
+    let Some(g) = lab::run(test, kernel, 2, SMOKE, 300) else {
+        return;
+    };
+    assert_eq!(g.exit, 0, "{}", g.job_log);
+    eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
+    let release = g.read("uname-r").trim().to_string();
+    assert_eq!(
+        Some(release.clone()),
+        lab::release(kernel),
+        "the booted kernel"
+    );
+
+    // The run: exit 0, run.json of this kernel, 2 CPUs, every period accounted for.
+    step_ok(&g, "run");
+    let (dir, run) = run_json(&g);
+    assert_eq!(run["machine"]["kernel_release"], release.as_str());
+    assert_eq!(run["machine"]["preemption"], model);
+    assert_eq!(run["config"]["cpus"], serde_json::json!([0, 1]));
+    assert_eq!(cpus_of(&run), vec![0, 1]);
+    counts_consistent(&run);
+
+    // The recorder read the kernel's binary pages: every spike has its trace.txt, trace.dat
+    // and analysis.txt.
+    let trace = &run["trace"];
+    assert_eq!(trace["read_as"], "binary", "{trace}");
+    let spikes = run["spikes"].as_array().unwrap();
+    assert!(
+        !spikes.is_empty(),
+        "no spike above 500us under TCG: {trace}"
+    );
+    assert_eq!(trace["traced"].as_u64(), Some(spikes.len() as u64));
+    for s in spikes {
+        let txt = dir.join(s["trace_file"].as_str().expect("a trace file"));
+        let sd = txt.parent().unwrap();
+        for f in ["trace.txt", "trace.dat", "analysis.txt"] {
+            assert!(sd.join(f).is_file(), "{} missing", sd.join(f).display());
+        }
+        assert!(!s["causes"].as_array().unwrap().is_empty(), "{s}");
+    }
+    assert_eq!(
+        g.read("instances-after-run"),
+        "",
+        "the run left an instance"
+    );
+
+    // check: the preemption model, and no finding of an unreadable or unexpected value.
+    step_ok(&g, "check");
+    let check = g.json("check.out");
+    assert_eq!(check["inventory"]["preemption"]["model"], model);
+    let odd: Vec<&Value> = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            let id = f["id"].as_str().unwrap();
+            id.starts_with("invalid:") || id.starts_with("unknown:")
+        })
+        .collect();
+    assert!(odd.is_empty(), "{odd:#?}");
+
+    step_ok(&g, "cleanup");
+    assert_eq!(g.read("instances-after-cleanup"), "");
+}
+
+#[test]
+fn rt_6_12_runs_traces_checks_and_cleans_up() {
+    smoke("rt_6_12_runs_traces_checks_and_cleans_up", "rt-6.12", "rt");
+}
+
+#[test]
+fn stock_6_1_runs_traces_checks_and_cleans_up() {
+    smoke(
+        "stock_6_1_runs_traces_checks_and_cleans_up",
+        "stock-6.1",
+        "voluntary",
+    );
+}
+
+#[test]
+fn rt_6_1_runs_traces_checks_and_cleans_up() {
+    smoke("rt_6_1_runs_traces_checks_and_cleans_up", "rt-6.1", "rt");
+}
+
+#[test]
+fn eight_cpus_measure_four_and_keep_four_for_housekeeping() {
+    // 8 emulated CPUs on 2 cores: a long interval, or most periods are missed.
+    let script = r#"
+latlab run --cpus 2-5 --duration 3s --interval 10ms --results /lab/results --no-db -q >run.out 2>run.err
+echo $? >run.rc
+"#;
+    let test = "eight_cpus_measure_four_and_keep_four_for_housekeeping";
+    let Some(g) = lab::run(test, "rt-6.12", 8, script, 300) else {
+        return;
+    };
+    assert_eq!(g.exit, 0, "{}", g.job_log);
+    step_ok(&g, "run");
+    let (_, run) = run_json(&g);
+    assert_eq!(
+        run["machine"]["cpus_online"],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
+    assert_eq!(run["config"]["cpus"], serde_json::json!([2, 3, 4, 5]));
+    assert_eq!(cpus_of(&run), vec![2, 3, 4, 5]);
+    assert_eq!(
+        run["config"]["housekeeping_cpus"],
+        serde_json::json!([0, 1, 6, 7])
+    );
+    counts_consistent(&run);
+}
+
+/// `scripts/kernel-lab` with the given cache directory.
+fn kernel_lab(cache: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(lab::script())
+        .env("LATLAB_LAB_CACHE", cache)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// One line `kernel-lab: ...` on stderr, nothing on stdout.
+fn one_line(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with("kernel-lab: "), "{err:?}");
+    assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+    err
+}
+
+#[test]
+fn an_unknown_kernel_is_one_clear_line() {
+    let cache = tempfile::tempdir().unwrap();
+    let share = tempfile::tempdir().unwrap();
+    let job = share.path().join("job.sh");
+    std::fs::write(&job, "true\n").unwrap();
+    for args in [
+        vec!["check", "rt-5.4"],
+        vec!["fetch", "rt-5.4"],
+        vec![
+            "run",
+            "--kernel",
+            "rt-5.4",
+            "--smp",
+            "2",
+            "--share",
+            share.path().to_str().unwrap(),
+            job.to_str().unwrap(),
+        ],
+    ] {
+        let out = kernel_lab(cache.path(), &args);
+        assert_eq!(out.status.code(), Some(lab::EXIT_USAGE), "{args:?}");
+        let err = one_line(&out);
+        assert!(
+            err.contains("unknown kernel 'rt-5.4': one of rt-6.12 stock-6.1 rt-6.1"),
+            "{err}"
+        );
+    }
+    let why = Lab::available("rt-5.4").unwrap_err();
+    assert!(why.contains("unknown kernel 'rt-5.4'"), "{why}");
+}
+
+#[test]
+fn a_kernel_not_fetched_is_its_own_status() {
+    // Nothing is fetched in an empty cache: the status the tests skip on, and what to run.
+    let cache = tempfile::tempdir().unwrap();
+    for k in lab::KERNELS {
+        let out = kernel_lab(cache.path(), &["check", k]);
+        assert_eq!(out.status.code(), Some(lab::EXIT_NO_KERNEL), "{k}");
+        let err = one_line(&out);
+        assert!(
+            err.contains(&format!("kernel {k} is not in"))
+                && err.contains(&format!("scripts/kernel-lab fetch {k}")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_hung_guest_is_killed_at_the_limit() {
+    let test = "a_hung_guest_is_killed_at_the_limit";
+    let lab = Lab::new("rt-6.12", 1, 10);
+    if let Err(why) = Lab::available(&lab.kernel) {
+        support::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
+        return;
+    }
+    // 10 s: the limit may strike while the kernel boots or while the script sleeps; either
+    // way the guest has not ended in time.
+    let l = lab.launch(test, "echo started\nsleep 3600\n");
+    assert_eq!(l.status, Some(lab::EXIT_HUNG), "{}", l.stderr);
+    assert_eq!(l.stderr.lines().count(), 1, "{}", l.stderr);
+    assert!(
+        l.stderr
+            .starts_with("kernel-lab: guest hung after 10 s (killed), see ")
+            && l.stderr.contains("console.log"),
+        "{}",
+        l.stderr
+    );
+    // No QEMU left with this share, no initramfs left in its temp directory, no exit status.
+    let left = lab::processes_mentioning(l.dir.to_str().unwrap());
+    assert!(left.is_empty(), "{left:?}");
+    let tmp: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+    assert!(!l.dir.join("exit").exists());
+    eprintln!(
+        "{test}: killed after {:.1} s (the script {} started)",
+        l.wall.as_secs_f64(),
+        if l.dir.join("job.log").exists() {
+            "had"
+        } else {
+            "had not"
+        }
+    );
+}

@@ -1,0 +1,283 @@
+//! The kernel lab from the tests: boots a Debian kernel under QEMU with `scripts/kernel-lab`
+//! (docs/testing.md, "Kernel lab"), the binary under test in its initramfs, runs a shell
+//! script in the guest and hands back the directory the guest wrote through its 9p share.
+//!
+//! A guest saturates both cores of the test machine (TCG), so a guest only runs while this
+//! process holds the machine-wide privileged-test lock: never two at a time, never beside a
+//! privileged test. When the lab cannot run here (no qemu, no busybox, the kernel not fetched)
+//! the test skips with the reason, a failure under `LATLAB_REQUIRE_PRIVILEGED=1`.
+//!
+//! ```ignore
+//! let Some(g) = lab::run("my_test", "rt-6.12", 2, "latlab run --duration 3s", 240) else {
+//!     return;
+//! };
+//! assert_eq!(g.exit, 0, "{}", g.job_log);
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The kernels the lab boots (`scripts/kernel-lab fetch` names).
+pub const KERNELS: [&str; 3] = ["rt-6.12", "stock-6.1", "rt-6.1"];
+
+/// `scripts/kernel-lab`'s exit statuses (its header).
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_NO_TOOL: i32 = 3;
+pub const EXIT_NO_KERNEL: i32 = 4;
+pub const EXIT_HUNG: i32 = 5;
+pub const EXIT_NO_JOB: i32 = 6;
+
+/// The lab script.
+pub fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel-lab")
+}
+
+/// The release of the kernel the lab boots as `kernel` (`uname -r` in the guest), from the cache.
+pub fn release(kernel: &str) -> Option<String> {
+    let out = Command::new(script())
+        .args(["release", kernel])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A host tool to copy into the guest (`--bin`): its path, or why it is missing.
+pub fn tool(name: &str) -> Result<PathBuf, String> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("{name} is not installed (scripts/deps.sh installs it)"))
+}
+
+/// What one boot did.
+#[derive(Debug)]
+pub struct Guest {
+    /// The share (`/lab` in the guest): job.sh, job.log, exit, console.log and what the
+    /// script wrote. It stays after the test, under `target/tmp/lab/`.
+    pub dir: PathBuf,
+    /// The script's exit status in the guest.
+    pub exit: i32,
+    /// The script's stdout and stderr.
+    pub job_log: String,
+    /// The guest kernel's uptime when the script started (its boot time).
+    pub boot_seconds: f64,
+    /// From the start of `scripts/kernel-lab run` to its end.
+    pub wall: Duration,
+}
+
+impl Guest {
+    /// A file the guest wrote, relative to the share.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    /// A text file the guest wrote (panics, with the job log, when it is missing).
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}\njob.log:\n{}",
+                self.path(rel).display(),
+                self.job_log
+            )
+        })
+    }
+
+    /// A JSON file the guest wrote.
+    pub fn json(&self, rel: &str) -> serde_json::Value {
+        let text = self.read(rel);
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{rel}: {e}: {text}\njob.log:\n{}", self.job_log))
+    }
+}
+
+/// What `scripts/kernel-lab run` did, for the callers that expect it to fail.
+#[derive(Debug)]
+pub struct Launch {
+    /// Its exit status (None: killed by a signal).
+    pub status: Option<i32>,
+    /// Its stderr (one line on failure).
+    pub stderr: String,
+    /// Its stdout.
+    pub stdout: String,
+    /// The share.
+    pub dir: PathBuf,
+    /// The temp directory it was given (TMPDIR): where its initramfs was built.
+    pub tmpdir: PathBuf,
+    pub wall: Duration,
+}
+
+/// One boot: the kernel, the CPUs, and what goes into the guest.
+#[derive(Debug, Clone)]
+pub struct Lab {
+    pub kernel: String,
+    pub smp: u32,
+    pub mem_mib: Option<u32>,
+    pub append: Option<String>,
+    /// Binaries for the guest besides latlab (the binary under test, always there).
+    pub bins: Vec<PathBuf>,
+    /// Time limit of the boot and the script.
+    pub timeout_s: u32,
+}
+
+impl Lab {
+    pub fn new(kernel: &str, smp: u32, timeout_s: u32) -> Lab {
+        Lab {
+            kernel: kernel.into(),
+            smp,
+            mem_mib: None,
+            append: None,
+            bins: vec![],
+            timeout_s,
+        }
+    }
+
+    /// Ok when `kernel` can boot here, else the reason (`scripts/kernel-lab check`).
+    pub fn available(kernel: &str) -> Result<(), String> {
+        let out = Command::new(script())
+            .args(["check", kernel])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let err = err.trim();
+            Err(err.strip_prefix("kernel-lab: ").unwrap_or(err).to_string())
+        }
+    }
+
+    /// Runs `scripts/kernel-lab run` with `script` under the privileged-test lock, the share in
+    /// `target/tmp/lab/<name>` (emptied first), whatever comes of it.
+    pub fn launch(&self, name: &str, job: &str) -> Launch {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lab");
+        let dir = base.join(name);
+        let tmpdir = base.join(format!("{name}.tmp"));
+        for d in [&dir, &tmpdir] {
+            if d.exists() {
+                std::fs::remove_dir_all(d).unwrap();
+            }
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(dir.join("job.sh"), job).unwrap();
+        let mut cmd = Command::new(script());
+        cmd.env("TMPDIR", &tmpdir)
+            .args(["run", "--kernel", &self.kernel])
+            .args(["--smp", &self.smp.to_string()])
+            .args(["--timeout", &self.timeout_s.to_string()])
+            .arg("--share")
+            .arg(&dir)
+            .arg("--bin")
+            .arg(super::bin());
+        if let Some(m) = self.mem_mib {
+            cmd.args(["--mem", &m.to_string()]);
+        }
+        if let Some(a) = &self.append {
+            cmd.args(["--append", a]);
+        }
+        for b in &self.bins {
+            cmd.arg("--bin").arg(b);
+        }
+        cmd.arg(dir.join("job.sh"));
+        let _lock = latlab_sys::privileged::lock();
+        let start = Instant::now();
+        let out = cmd.output().expect("run scripts/kernel-lab");
+        let wall = start.elapsed();
+        Launch {
+            status: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            dir,
+            tmpdir,
+            wall,
+        }
+    }
+
+    /// Boots, runs `script` in the guest and returns what it wrote; None when the lab cannot
+    /// run here (the test skipped, through [`super::cannot_run`]). Panics when the guest did
+    /// not run the script to its end (hung, boot failure), with the end of its console.
+    pub fn run(&self, test: &str, job: &str) -> Option<Guest> {
+        if let Err(why) = Lab::available(&self.kernel) {
+            super::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
+            return None;
+        }
+        let l = self.launch(test, job);
+        match l.status {
+            Some(0) => {}
+            Some(EXIT_NO_TOOL | EXIT_NO_KERNEL) => {
+                super::cannot_run(
+                    test,
+                    &format!("the kernel lab cannot boot here: {}", l.stderr.trim()),
+                );
+                return None;
+            }
+            s => {
+                // The guest's console, line by line through latlab's escaper (the BIOS
+                // writes terminal escapes).
+                let console = std::fs::read(l.dir.join("console.log")).unwrap_or_default();
+                let console = String::from_utf8_lossy(&console);
+                let lines: Vec<&str> = console.lines().collect();
+                let tail: Vec<String> = lines[lines.len().saturating_sub(30)..]
+                    .iter()
+                    .map(|l| latlab_report::escape::escape(l.trim_end_matches('\r')))
+                    .collect();
+                panic!(
+                    "{test}: scripts/kernel-lab run on {} exited {s:?}: {}\nconsole.log (end):\n{}",
+                    self.kernel,
+                    latlab_report::escape::escape(l.stderr.trim()),
+                    tail.join("\n")
+                );
+            }
+        }
+        let read = |f: &str| std::fs::read_to_string(l.dir.join(f)).unwrap_or_default();
+        let exit = read("exit")
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{test}: no exit status in {}", l.dir.display()));
+        let boot_seconds = read("boot-seconds").trim().parse().unwrap_or(f64::NAN);
+        let left: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
+        assert!(left.is_empty(), "{test}: the lab left {left:?}");
+        eprintln!(
+            "{test}: {} with {} CPUs booted in {boot_seconds:.1} s, {:.1} s in all",
+            self.kernel,
+            self.smp,
+            l.wall.as_secs_f64()
+        );
+        Some(Guest {
+            exit,
+            job_log: read("job.log"),
+            boot_seconds,
+            wall: l.wall,
+            dir: l.dir,
+        })
+    }
+}
+
+/// Boots `kernel` on `smp` CPUs with latlab, runs `script` there within `timeout_s` seconds
+/// (boot included). None: the lab cannot run here and the test skipped.
+pub fn run(test: &str, kernel: &str, smp: u32, script: &str, timeout_s: u32) -> Option<Guest> {
+    Lab::new(kernel, smp, timeout_s).run(test, script)
+}
+
+/// The processes whose command line mentions `needle` (e.g. a share's path): QEMU left
+/// behind.
+pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let mut v = vec![];
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(needle) {
+            v.push((pid, cmd));
+        }
+    }
+    v
+}
