@@ -20,7 +20,7 @@ mod lifecycle;
 mod load_session;
 mod metrics;
 mod rundir;
-mod trace_session;
+
 
 fn main() -> ExitCode {
     // A load's watchdog (latlab_sys::loads::supervisor): latlab's own executable, started by

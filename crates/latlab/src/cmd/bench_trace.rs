@@ -259,7 +259,7 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         // The same events as binary pages (reading them consumes them: after the text), in
         // trace-cmd's file beside it, so both formats are timed.
         let cpus: Vec<u32> = (0..ncpu as u32).collect();
-        match crate::trace_session::instance_trace_dat(&rec, &cpus) {
+        match latlab_engine::recorder::instance_trace_dat(&rec, &cpus) {
             Ok(dat) => std::fs::write(out.with_extension("dat"), dat)
                 .with_context(|| format!("cannot write {}", out.with_extension("dat").display()))?,
             Err(e) => warnln!("no trace.dat to time: {e:#}"),

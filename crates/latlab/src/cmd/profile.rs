@@ -210,7 +210,7 @@ impl ProfileSession {
             .and_then(|dec| {
                 let cpus: Vec<(u32, &[u8])> =
                     out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
-                crate::trace_session::trace_dat(
+                latlab_engine::recorder::trace_dat(
                     &dec,
                     &self.layout,
                     &self.clock,

@@ -161,7 +161,7 @@ fn probe(
         let want = ring
             .saturating_mul(4)
             .saturating_add(64 << 20)
-            .saturating_add(crate::trace_session::defer_budget());
+            .saturating_add(latlab_engine::recorder::defer_budget());
         let cap = rt::mem_available().map_or(want, |m| (m / 8) as usize);
         rt::keep_heap(want.min(cap));
     }
@@ -331,7 +331,7 @@ pub fn run_with(
 
     // The flight recorder, started last so its buffer holds the measured period only.
     let mut tracer = match &p.trace {
-        Some(opts) => crate::trace_session::TraceSession::start(
+        Some(opts) => latlab_engine::recorder::TraceSession::start(
             opts,
             &p.cpus,
             s.ledger.clone(),
@@ -765,7 +765,7 @@ fn cumulative_counts(threads: &[Arc<measure::ThreadShared>]) -> Vec<u64> {
 /// (the standby instance takes over) as soon as a marker has stopped it, and the wait ends so
 /// the stopped instance's spike is collected and its trace saved (spikes while the recorder is
 /// disarmed would go untraced).
-fn collector_sleep(tracer: Option<&mut crate::trace_session::TraceSession>) {
+fn collector_sleep(tracer: Option<&mut latlab_engine::recorder::TraceSession>) {
     const SLICE: Duration = Duration::from_millis(1);
     // The recorder that never stops needs no re-arming: a plain tick.
     let Some(tr) = tracer.filter(|t| t.stops()) else {
@@ -787,7 +787,7 @@ fn collector_sleep(tracer: Option<&mut crate::trace_session::TraceSession>) {
 /// Hand the drained spikes at or above the trace threshold to the recorder (if tracing);
 /// keep the ones it traced. The events stay (a front end's hooks and the actions see them).
 fn trace_spikes(
-    tracer: Option<&mut crate::trace_session::TraceSession>,
+    tracer: Option<&mut latlab_engine::recorder::TraceSession>,
     threshold_ns: Option<u64>,
     events: &mut [SpikeEvent],
     dir: &std::path::Path,

@@ -11,7 +11,7 @@ use latlab_sys::rt::{self, Policy};
 
 use crate::args::CpuSel;
 use crate::cli::{Backend, RunArgs};
-use crate::trace_session::TraceOptions;
+use latlab_engine::recorder::TraceOptions;
 
 /// Everything `run` needs, typed and validated before anything touches the machine or the disk.
 pub struct Plan {

@@ -1650,7 +1650,7 @@ fn end_marker<'a>(
 
 /// Pages of some CPUs (ascending) as a trace-cmd file (version 6): the instance's header and
 /// format files, the task names and the few kernel symbols its events name.
-pub(crate) fn trace_dat(
+pub fn trace_dat(
     dec: &RawDecoder,
     layout: &RawLayout,
     clock: &str,
