@@ -139,7 +139,7 @@ impl Url {
     pub fn shown(&self) -> String {
         match self {
             Url::Sqlite(p) => escape(&p.display().to_string()),
-            Url::Postgres(u) => escape(&redact(u)),
+            Url::Postgres(u) => escape(&latlab_core::secrets::mask(u)),
         }
     }
 }
@@ -153,25 +153,6 @@ impl fmt::Display for Url {
 /// Untrusted text for a terminal line.
 pub fn escape(s: &str) -> String {
     s.escape_debug().to_string()
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
-fn redact(u: &str) -> String {
-    let Some(scheme_end) = u.find("://") else {
-        return u.into();
-    };
-    let rest = &u[scheme_end + 3..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let auth = &rest[..auth_end];
-    match (auth.rfind('@'), auth.find(':')) {
-        (Some(at), Some(colon)) if colon < at => format!(
-            "{}{}:***{}",
-            &u[..scheme_end + 3],
-            &auth[..colon],
-            &rest[at..]
-        ),
-        _ => u.into(),
-    }
 }
 
 /// The default database: `$XDG_DATA_HOME/latlab/runs.sqlite`, else
@@ -363,11 +344,13 @@ pub trait Store {
         let _ = self.batch("ROLLBACK");
     }
 
-    /// Store a run (its `run.json` bytes, as written). Idempotent by run id.
+    /// Store a run (its `run.json` bytes, as written, with any secret in them masked:
+    /// latlab_core::secrets). Idempotent by run id.
     fn push(&mut self, bytes: &[u8]) -> Result<Pushed> {
         let record = RunRecord::from_json(bytes)
             .map_err(|e| msg(format!("not a run latlab can store: {e}")))?;
-        let text = std::str::from_utf8(bytes)
+        let masked = latlab_core::secrets::mask_json(bytes);
+        let text = std::str::from_utf8(&masked)
             .map_err(|_| msg("not a run latlab can store: run.json is not UTF-8"))?;
         let run_id = run_id_of(&record, bytes);
         let model =

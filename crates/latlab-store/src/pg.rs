@@ -20,9 +20,10 @@ const MIGRATION_LOCK: i64 = 0x6c61_746c_6162;
 impl Pg {
     pub fn connect(url: &str) -> Result<Pg> {
         let shown = Url::Postgres(url.into()).shown();
-        let mut cfg: Config = url.parse().map_err(|e| {
+        let mut cfg: Config = url.parse().map_err(|e: postgres::Error| {
             msg(format!(
-                "--db {shown}: not a PostgreSQL URL ({e}); write it as postgres://user@host:port/dbname"
+                "--db {shown}: not a PostgreSQL URL ({}); write it as postgres://user@host:port/dbname",
+                crate::escape(&latlab_core::secrets::mask(&e.to_string()))
             ))
         })?;
         if cfg.get_connect_timeout().is_none() {
@@ -31,7 +32,7 @@ impl Pg {
         let client = cfg.connect(NoTls).map_err(|e| {
             msg(format!(
                 "cannot connect to the results database {shown}: {}",
-                crate::escape(&describe(&e))
+                crate::escape(&latlab_core::secrets::mask(&describe(&e)))
             ))
         })?;
         Ok(Pg { client, shown })
@@ -41,7 +42,7 @@ impl Pg {
         msg(format!(
             "the results database {}: {}",
             self.shown,
-            crate::escape(&describe(&e))
+            crate::escape(&latlab_core::secrets::mask(&describe(&e)))
         ))
     }
 }

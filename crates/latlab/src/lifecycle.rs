@@ -64,10 +64,12 @@ pub fn open_ledger() -> anyhow::Result<Ledger> {
     Ledger::open().context("cannot write latlab's ledger")
 }
 
-/// The command line as run, for the record (arguments with spaces quoted).
+/// The command line as run, for the record (arguments with spaces quoted), with secrets
+/// masked (`--db postgres://user:***@host/db`: latlab_core::secrets).
 pub fn command_line() -> String {
-    std::env::args()
+    std::env::args_os()
         .map(|a| {
+            let a = latlab_core::secrets::mask(&a.to_string_lossy()).into_owned();
             if a.contains(char::is_whitespace) {
                 format!("'{a}'")
             } else {

@@ -108,6 +108,8 @@ fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
 fn pull(id: &str, out: &Path, db: &DbUrl) -> anyhow::Result<ExitCode> {
     let mut s = open(db.db.as_deref())?;
     let (full, bytes) = s.get(id).map_err(|e| anyhow!("{e}"))?;
+    // A run an older latlab stored with a password in it comes back without.
+    let bytes = latlab_core::secrets::mask_json(&bytes).into_owned();
     let record =
         RunRecord::from_json(&bytes).map_err(|e| anyhow!("run {full} in the database: {e}"))?;
     let model = RunModel::new(record).with_context(|| format!("run {full} in the database"))?;

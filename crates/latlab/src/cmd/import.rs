@@ -127,6 +127,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "import".into()),
     };
+    // The tool's command line as recorded, minus any password in it.
+    if let Some(c) = &record.command_line {
+        record.command_line = Some(latlab_core::secrets::mask(c).into_owned());
+    }
     let (now, _) = rundir::utc_now();
     record
         .notes
