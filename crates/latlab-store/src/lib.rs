@@ -116,7 +116,7 @@ impl Url {
                     "--db {shown}: no file after sqlite:; give sqlite:PATH"
                 )));
             }
-            return Ok(Url::Sqlite(PathBuf::from(p)));
+            return sqlite_path(p, &shown);
         }
         if let Some(i) = s.find("://") {
             let scheme = &s[..i];
@@ -131,7 +131,7 @@ impl Url {
                 )));
             }
         }
-        Ok(Url::Sqlite(PathBuf::from(s)))
+        sqlite_path(s, &shown)
     }
 
     /// The URL for messages: a PostgreSQL password replaced by `***`, control characters
@@ -142,6 +142,23 @@ impl Url {
             Url::Postgres(u) => escape(&latlab_core::secrets::mask(u)),
         }
     }
+}
+
+/// A SQLite file path, refusing what SQLite would not take as a plain file: `:memory:` (an
+/// in-memory database keeps nothing) and `file:` URIs (their query can ask for memory, or any
+/// VFS option).
+fn sqlite_path(p: &str, shown: &str) -> Result<Url> {
+    if p == ":memory:" {
+        return Err(msg(format!(
+            "--db {shown}: an in-memory database keeps nothing; give the path of a SQLite database file (or --no-db to not record runs)"
+        )));
+    }
+    if p.get(..5).is_some_and(|f| f.eq_ignore_ascii_case("file:")) {
+        return Err(msg(format!(
+            "--db {shown}: SQLite URIs (file:…) are not taken; give the path of a SQLite database file (./{shown} for a file of that name)"
+        )));
+    }
+    Ok(Url::Sqlite(PathBuf::from(p)))
 }
 
 impl fmt::Display for Url {

@@ -2,7 +2,9 @@
 //! SQLite's lock (a 30 s busy timeout), WAL journal.
 //!
 //! The file is created 0600 with O_EXCL|O_NOFOLLOW when missing; an existing path that is not
-//! a regular file (a symlink, a FIFO, a directory) is refused, never opened.
+//! a regular file (a symlink, a FIFO, a directory) is refused, never opened, and so is a file
+//! (or its -wal, -shm, -journal) owned by another user or writable by group or others. The
+//! directories above the file are resolved first: a symlinked directory is followed.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -22,28 +24,26 @@ pub struct Sqlite {
 impl Sqlite {
     pub fn open(path: &Path) -> Result<Sqlite> {
         let shown = escape(&path.display().to_string());
-        match std::fs::symlink_metadata(path) {
+        let path = resolve(path, &shown)?;
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(msg(format!(
+                    "--db {shown}: is a symlink; give the path of the database file itself"
+                )))
+            }
             Ok(m) if !m.file_type().is_file() => {
                 return Err(msg(format!(
-                    "--db {shown}: not a regular file (a directory, symlink or device); give the path of a SQLite database file"
+                    "--db {shown}: not a regular file (a directory or device); give the path of a SQLite database file"
                 )))
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A missing directory is made, private (an existing one is used as it is).
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    if !dir.exists() {
-                        latlab_sys::safefile::ensure_private_dir(dir).map_err(|e| {
-                            msg(format!("--db {shown}: cannot create its directory: {e}"))
-                        })?;
-                    }
-                }
                 match OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .mode(0o600)
                     .custom_flags(libc::O_NOFOLLOW)
-                    .open(path)
+                    .open(&path)
                 {
                     Ok(_) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -56,8 +56,25 @@ impl Sqlite {
             }
             Err(e) => return Err(msg(format!("--db {shown}: {e}"))),
         }
+        // The file and the journals SQLite keeps next to it: another user's, or one others
+        // may write, could hold anything (a trigger that never ends, rows of their choosing).
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = path.clone().into_os_string();
+            p.push(suffix);
+            let p = PathBuf::from(p);
+            match latlab_sys::safefile::check_trusted(&p, false) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !suffix.is_empty() => {}
+                Err(e) => {
+                    return Err(msg(format!(
+                        "--db {shown}: refusing the results database: {}; whoever can write it decides what latlab reads and runs there: use a database file of your own (`chown` it to yourself, `chmod go-w` it) or give another with --db",
+                        escape(&e.to_string())
+                    )))
+                }
+            }
+        }
         let conn = Connection::open_with_flags(
-            path,
+            &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
                 | OpenFlags::SQLITE_OPEN_NOFOLLOW,
@@ -67,10 +84,7 @@ impl Sqlite {
                 "--db {shown}: cannot open the SQLite database: {e}"
             ))
         })?;
-        let s = Sqlite {
-            conn,
-            path: path.to_path_buf(),
-        };
+        let s = Sqlite { conn, path };
         s.conn
             .busy_timeout(Duration::from_secs(30))
             .map_err(|e| s.err(e))?;
@@ -98,6 +112,28 @@ impl Sqlite {
             msg(format!("the results database {shown}: {e}"))
         }
     }
+}
+
+/// `path` with the directories above the file resolved (a symlinked directory — a HOME reached
+/// through /home → var/home — is followed; SQLite's no-follow open refuses a symlink anywhere
+/// in the path), the file name kept as given. A missing directory is made, private.
+fn resolve(path: &Path, shown: &str) -> Result<PathBuf> {
+    let Some(name) = path.file_name() else {
+        return Err(msg(format!(
+            "--db {shown}: not a file path; give the path of a SQLite database file"
+        )));
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.exists() {
+        latlab_sys::safefile::ensure_private_dir(dir)
+            .map_err(|e| msg(format!("--db {shown}: cannot create its directory: {e}")))?;
+    }
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| msg(format!("--db {shown}: cannot resolve its directory: {e}")))?;
+    Ok(dir.join(name))
 }
 
 fn to_sql(v: &Val) -> SqlValue {

@@ -245,3 +245,253 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
         stored["command_line"]
     );
 }
+
+/// `latlab ARGS` fails with exit 1 and one line `latlab: error: …` containing every `want`.
+fn fails_with(args: &[&str], want: &[&str]) {
+    let out = latlab().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("latlab: error: "), "{args:?}: {err}");
+    for w in want {
+        assert!(err.contains(w), "{args:?}: want {w:?} in {err}");
+    }
+}
+
+/// A run recorded in `db` whose database cannot be used: the run is kept and the one warning
+/// says why (`want`) and how to push it later.
+fn run_kept_with_warning(db: &str, want: &str) {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    let (o, dir) = sim(&results, &["--db", db], &[]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("latlab: warning: the run was not stored in the results database: ")
+            && err.contains(want)
+            && err.contains("latlab db push "),
+        "{err}"
+    );
+    assert!(dir.join("run.json").is_file());
+}
+
+fn history_ids(db: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let mut args = vec!["history", "--format", "json"];
+    if !db.is_empty() {
+        args.extend(["--db", db]);
+    }
+    let o = run_latlab(&args, env);
+    ok(&o, "history");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// ------------------------------------------------------------------ 8: symlinked directories
+
+/// A symlinked directory above the database file is followed (`--db link/x.sqlite`, and the
+/// default database under a HOME reached through a symlink, as /home → var/home on Fedora
+/// Silverblue); a database file that is itself a symlink is refused.
+#[test]
+fn a_symlinked_directory_above_the_database_works_a_symlinked_file_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let real = t.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = t.path().join("link");
+    std::os::unix::fs::symlink("real", &link).unwrap();
+    let results = t.path().join("r");
+    let db = link.join("x.sqlite");
+    let db_s = db.to_str().unwrap();
+    let (o, dir) = sim(&results, &["--db", db_s], &[]);
+    ok(&o, "run --db link/x.sqlite");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let id = read_json(&dir.join("run.json"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(history_ids(db_s, &[]), [id.clone()]);
+    assert!(std::fs::metadata(real.join("x.sqlite")).unwrap().len() > 0);
+
+    // The default database, HOME through a symlink.
+    let home = t.path().join("var-home");
+    std::fs::create_dir(&home).unwrap();
+    let home_link = t.path().join("home");
+    std::os::unix::fs::symlink("var-home", &home_link).unwrap();
+    let env_home = home_link.to_str().unwrap();
+    let mut c = latlab();
+    c.args([
+        "run",
+        "--backend",
+        "sim",
+        "--duration",
+        "1s",
+        "--cpus",
+        "0",
+        "-q",
+        "--format",
+        "json",
+    ])
+    .arg("--results")
+    .arg(&results)
+    .env("HOME", env_home)
+    .env_remove("XDG_DATA_HOME")
+    .env_remove("LATLAB_DB");
+    let o = c.output().unwrap();
+    ok(&o, "run with HOME through a symlink");
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut c = latlab();
+    c.args(["history", "--format", "json"])
+        .env("HOME", env_home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("LATLAB_DB");
+    let o = c.output().unwrap();
+    ok(&o, "history with HOME through a symlink");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1, "{v}");
+    assert!(
+        std::fs::metadata(home.join(".local/share/latlab/runs.sqlite"))
+            .unwrap()
+            .len()
+            > 0
+    );
+
+    // The database file itself a symlink: refused, also when it was made through a link.
+    let file_link = t.path().join("f.sqlite");
+    std::os::unix::fs::symlink(real.join("x.sqlite"), &file_link).unwrap();
+    fails_with(
+        &["history", "--db", file_link.to_str().unwrap()],
+        &["is a symlink"],
+    );
+    let via = link.join("y.sqlite");
+    std::os::unix::fs::symlink("x.sqlite", &via).unwrap();
+    fails_with(
+        &["history", "--db", via.to_str().unwrap()],
+        &["is a symlink"],
+    );
+}
+
+// ------------------------------------------------------------------ 10: in-memory, URIs
+
+/// `:memory:` and SQLite `file:` URIs keep nothing (or reach SQLite past latlab's checks):
+/// refused, and nothing is created for them.
+#[test]
+fn in_memory_databases_and_sqlite_uris_are_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let uri_dir = format!("file:{}/zz/x.db", t.path().display());
+    for db in [
+        ":memory:",
+        "sqlite::memory:",
+        "file:x.db?mode=memory",
+        "FILE:x.db",
+        "sqlite:file:x.db",
+        uri_dir.as_str(),
+    ] {
+        let mut c = latlab();
+        c.current_dir(t.path()).args(["history", "--db", db]);
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{db}: {err}");
+        assert!(
+            err.starts_with("latlab: error: --db ") && err.lines().count() == 1,
+            "{db}: {err}"
+        );
+        assert!(
+            err.contains("in-memory database keeps nothing")
+                || err.contains("SQLite URIs (file:…) are not taken"),
+            "{db}: {err}"
+        );
+    }
+    run_kept_with_warning(":memory:", "in-memory database keeps nothing");
+    run_kept_with_warning(
+        "file:x.db?mode=memory",
+        "SQLite URIs (file:…) are not taken",
+    );
+    assert!(
+        std::fs::read_dir(t.path()).unwrap().next().is_none(),
+        "nothing is created: {:?}",
+        files_under(t.path())
+    );
+    // A plain relative path to a file of that name is still a file.
+    let mut c = latlab();
+    c.current_dir(t.path())
+        .args(["history", "--db", "./file:x.db"]);
+    ok(&c.output().unwrap(), "history --db ./file:x.db");
+    assert!(t.path().join("file:x.db").is_file());
+}
+
+// ------------------------------------------------------------------ 11: other users' files
+
+/// A database file (or its -wal, -shm or -journal) owned by another user, or writable by group
+/// or others, is refused with the fix in the message; a run keeps its directory and warns.
+#[test]
+fn a_database_of_another_user_or_writable_by_others_is_refused_privileged() {
+    let name = "a_database_of_another_user_or_writable_by_others_is_refused_privileged";
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    // A sticky world-writable directory, as /tmp.
+    let shared = t.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let db = shared.join("runs.sqlite");
+    let db_s = db.to_str().unwrap();
+    ok(
+        &run_latlab(&["history", "--db", db_s], &[]),
+        "a fresh database",
+    );
+    let nobody = 65534;
+
+    std::os::unix::fs::chown(&db, Some(nobody), None).unwrap();
+    fails_with(
+        &["history", "--db", db_s],
+        &["is owned by uid 65534, not by you", "chown"],
+    );
+    run_kept_with_warning(db_s, "is owned by uid 65534, not by you");
+    std::os::unix::fs::chown(&db, Some(0), None).unwrap();
+    ok(&run_latlab(&["history", "--db", db_s], &[]), "owned again");
+
+    for mode in [0o666, 0o620, 0o602] {
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(mode)).unwrap();
+        fails_with(
+            &["history", "--db", db_s],
+            &["is writable by others", "chmod go-w"],
+        );
+    }
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok(
+        &run_latlab(&["history", "--db", db_s], &[]),
+        "private again",
+    );
+
+    // A companion file planted by another user.
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let p = shared.join(format!("runs.sqlite{suffix}"));
+        let _ = std::fs::remove_file(&p);
+        std::fs::write(&p, b"").unwrap();
+        std::os::unix::fs::chown(&p, Some(nobody), None).unwrap();
+        fails_with(
+            &["history", "--db", db_s],
+            &[&format!("runs.sqlite{suffix} is owned by uid 65534")],
+        );
+        std::fs::remove_file(&p).unwrap();
+    }
+    ok(
+        &run_latlab(&["history", "--db", db_s], &[]),
+        "nothing planted",
+    );
+}
