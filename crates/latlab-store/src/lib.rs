@@ -21,9 +21,12 @@ use latlab_core::inventory::Inventory;
 use latlab_core::model::RunModel;
 use latlab_core::record::RunRecord;
 
+pub mod limits;
 pub mod pg;
 pub mod schema;
 pub mod sqlite;
+
+pub use limits::Limits;
 
 /// A parameter or a column value (typed, so a NULL has a type on PostgreSQL).
 #[derive(Debug, Clone, PartialEq)]
@@ -190,8 +193,14 @@ pub fn default_path() -> Result<PathBuf> {
 }
 
 /// Open (creating and migrating as needed) the database `url`; None: the default one, whose
-/// directory is made (mode 0700) and checked.
+/// directory is made (mode 0700) and checked. Each wait is bounded by `LATLAB_DB_TIMEOUT`
+/// (10 s when unset).
 pub fn open(url: Option<&str>) -> Result<Box<dyn Store>> {
+    open_with(url, Limits::from_env()?)
+}
+
+/// [`open`] with these limits (a signal flag, a bound of the caller's).
+pub fn open_with(url: Option<&str>, limits: Limits) -> Result<Box<dyn Store>> {
     let url = match url {
         Some(u) => Url::parse(u)?,
         None => {
@@ -208,8 +217,8 @@ pub fn open(url: Option<&str>) -> Result<Box<dyn Store>> {
         }
     };
     let mut s: Box<dyn Store> = match &url {
-        Url::Sqlite(p) => Box::new(sqlite::Sqlite::open(p)?),
-        Url::Postgres(u) => Box::new(pg::Pg::connect(u)?),
+        Url::Sqlite(p) => Box::new(sqlite::Sqlite::open(p, limits)?),
+        Url::Postgres(u) => Box::new(pg::Pg::connect(u, limits)?),
     };
     schema::migrate(s.as_mut())?;
     Ok(s)

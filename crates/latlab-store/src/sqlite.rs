@@ -1,5 +1,7 @@
 //! The SQLite engine (rusqlite, SQLite built in): one file, many readers, writers queued by
-//! SQLite's lock (a 30 s busy timeout), WAL journal.
+//! SQLite's lock, WAL journal. A lock wait and a statement are bounded ([`crate::limits`]):
+//! the busy handler waits for the lock until the deadline, the progress handler stops a
+//! statement that runs past it (a planted trigger that never ends), both at once on a signal.
 //!
 //! The file is created 0600 with O_EXCL|O_NOFOLLOW when missing; an existing path that is not
 //! a regular file (a symlink, a FIFO, a directory) is refused, never opened, and so is a file
@@ -9,20 +11,25 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::limits::{GaveUp, Limits, Watch};
 use crate::{escape, msg, Result, Store, StoreError, Ty, Val};
 
 pub struct Sqlite {
     conn: Connection,
     path: PathBuf,
+    watch: Arc<Watch>,
 }
 
+/// SQLite virtual-machine steps between two looks at the deadline.
+const PROGRESS_STEPS: i32 = 1000;
+
 impl Sqlite {
-    pub fn open(path: &Path) -> Result<Sqlite> {
+    pub fn open(path: &Path, limits: Limits) -> Result<Sqlite> {
         let shown = escape(&path.display().to_string());
         let path = resolve(path, &shown)?;
         match std::fs::symlink_metadata(&path) {
@@ -84,22 +91,40 @@ impl Sqlite {
                 "--db {shown}: cannot open the SQLite database: {e}"
             ))
         })?;
-        let s = Sqlite { conn, path };
+        let watch = Watch::new(limits);
+        let s = Sqlite { conn, path, watch };
         s.conn
-            .busy_timeout(Duration::from_secs(30))
+            .busy_handler(Some(crate::limits::busy))
             .map_err(|e| s.err(e))?;
+        let w = s.watch.clone();
+        s.conn
+            .progress_handler(PROGRESS_STEPS, Some(move || w.expired()));
         // The first read of the file: a file that is not a database fails here.
-        s.conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| s.err(e))?;
-        s.conn
-            .pragma_update(None, "foreign_keys", "ON")
-            .map_err(|e| s.err(e))?;
+        s.armed(|c| c.pragma_update(None, "journal_mode", "WAL"))?;
+        s.armed(|c| c.pragma_update(None, "foreign_keys", "ON"))?;
         Ok(s)
+    }
+
+    /// Run `f` with the statement bound armed; its error as latlab's.
+    fn armed<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        self.watch.arm();
+        let r = f(&self.conn);
+        self.watch.disarm();
+        r.map_err(|e| self.err(e))
     }
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
         let shown = escape(&self.path.display().to_string());
+        if let Some(why) = self.watch.why() {
+            let what = match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    "waiting for its lock, which another process holds"
+                }
+                _ if why == GaveUp::Signal => "a statement",
+                _ => "a statement that did not end",
+            };
+            return self.watch.limits().gave_up(why, &shown, what);
+        }
         let corrupt = matches!(
             e.sqlite_error_code(),
             Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
@@ -156,17 +181,17 @@ impl Store for Sqlite {
 
     fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64> {
         let p: Vec<SqlValue> = params.iter().map(to_sql).collect();
-        let r = self
-            .conn
-            .prepare_cached(sql)
-            .and_then(|mut st| st.execute(rusqlite::params_from_iter(p)));
-        r.map(|n| n as u64).map_err(|e| self.err(e))
+        self.armed(|c| {
+            c.prepare_cached(sql)
+                .and_then(|mut st| st.execute(rusqlite::params_from_iter(p)))
+                .map(|n| n as u64)
+        })
     }
 
     fn query(&mut self, sql: &str, params: &[Val], types: &[Ty]) -> Result<Vec<Vec<Val>>> {
         let p: Vec<SqlValue> = params.iter().map(to_sql).collect();
-        let r = (|| {
-            let mut st = self.conn.prepare_cached(sql)?;
+        self.armed(|c| {
+            let mut st = c.prepare_cached(sql)?;
             let rows = st.query_map(rusqlite::params_from_iter(p), |row| {
                 types
                     .iter()
@@ -181,12 +206,11 @@ impl Store for Sqlite {
                     .collect::<rusqlite::Result<Vec<Val>>>()
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
-        })();
-        r.map_err(|e| self.err(e))
+        })
     }
 
     fn batch(&mut self, sql: &str) -> Result<()> {
-        self.conn.execute_batch(sql).map_err(|e| self.err(e))
+        self.armed(|c| c.execute_batch(sql))
     }
 
     fn begin_write(&mut self) -> Result<()> {

@@ -318,7 +318,7 @@ fn a_symlinked_directory_above_the_database_works_a_symlinked_file_is_refused() 
         .as_str()
         .unwrap()
         .to_string();
-    assert_eq!(history_ids(db_s, &[]), [id.clone()]);
+    assert_eq!(history_ids(db_s, &[]), [id]);
     assert!(std::fs::metadata(real.join("x.sqlite")).unwrap().len() > 0);
 
     // The default database, HOME through a symlink.
@@ -493,5 +493,253 @@ fn a_database_of_another_user_or_writable_by_others_is_refused_privileged() {
     ok(
         &run_latlab(&["history", "--db", db_s], &[]),
         "nothing planted",
+    );
+}
+
+// ------------------------------------------------------------------ 3: bounded waits, signals
+
+/// A `latlab run` recording in `db`, started: stdout discarded, stderr kept.
+fn spawn_run(results: &Path, db: &str, timeout: &str) -> std::process::Child {
+    support::command()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "--cpus",
+            "0",
+            "-q",
+            "--db",
+            db,
+        ])
+        .arg("--results")
+        .arg(results)
+        .env("LATLAB_DB_TIMEOUT", timeout)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for `child` to end; a latlab still running after `secs` (far beyond every bound the
+/// tests set) is killed and the test fails: it hung. Its exit status and stderr.
+fn finish(mut child: std::process::Child, secs: u64) -> (std::process::ExitStatus, String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "latlab still waiting after {secs} s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// The run ended normally with its directory kept and one warning containing `want`.
+fn kept_with(status: std::process::ExitStatus, err: &str, results: &Path, want: &str) {
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("latlab: warning: the run was not stored in the results database: ")
+            && err.contains(want)
+            && err.contains("latlab db push "),
+        "want {want:?} in: {err}"
+    );
+    let dir = run_dirs(results).pop().expect("the run directory");
+    assert_eq!(read_json(&dir.join("run.json"))["complete"], true);
+}
+
+/// A TCP server that accepts and never answers: its port, and a channel told of each
+/// connection (the connections stay open as long as the test runs).
+fn silent_server() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = vec![];
+        for c in l.incoming() {
+            held.push(c);
+            let _ = tx.send(());
+        }
+    });
+    (port, rx)
+}
+
+/// A server that accepts and never answers: connecting gives up at the bound (the run is kept,
+/// `db push` later), also for commands that read the database; SIGTERM and SIGINT during the
+/// wait end it at once.
+#[test]
+fn a_server_that_never_answers_costs_the_bound_and_a_signal_ends_the_wait() {
+    let (port, accepted) = silent_server();
+    let url = format!("postgres://latlab@127.0.0.1:{port}/latlab");
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    let (st, err) = finish(spawn_run(&results, &url, "1s"), 120);
+    kept_with(
+        st,
+        &err,
+        &results,
+        &format!(
+            "the results database {url} did not answer within 1s (connecting); LATLAB_DB_TIMEOUT"
+        ),
+    );
+    let o = run_latlab(&["history", "--db", &url], &[("LATLAB_DB_TIMEOUT", "1s")]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("did not answer within 1s (connecting)"), "{e}");
+
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        while accepted.try_recv().is_ok() {}
+        let child = spawn_run(&results, &url, "1h");
+        accepted
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("latlab connects");
+        signal(&child, sig);
+        let (st, err) = finish(child, 120);
+        kept_with(
+            st,
+            &err,
+            &results,
+            &format!("gave up on the results database {url} (connecting): a signal arrived"),
+        );
+    }
+}
+
+/// A SQLite database whose trigger never ends (planted in the file): the statement is stopped
+/// at the bound, and at once by SIGTERM; a write lock another process holds costs the bound.
+#[test]
+fn a_sqlite_statement_or_lock_that_never_ends_costs_the_bound_and_a_signal_ends_it() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    let db = t.path().join("trigger.sqlite");
+    let db_s = db.to_str().unwrap();
+    {
+        let mut s = latlab_store::open(Some(db_s)).unwrap();
+        s.batch(
+            "CREATE TRIGGER spin AFTER INSERT ON machines BEGIN
+                 SELECT count(*) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c);
+             END",
+        )
+        .unwrap();
+    }
+    let (st, err) = finish(spawn_run(&results, db_s, "1s"), 120);
+    kept_with(
+        st,
+        &err,
+        &results,
+        "did not answer within 1s (a statement that did not end); LATLAB_DB_TIMEOUT",
+    );
+
+    // SIGTERM once the run directory is written (the wait starts right after): sent again
+    // until latlab ends, in case the first came a moment before the wait.
+    let before = run_dirs(&results);
+    let mut child = spawn_run(&results, db_s, "1h");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "latlab still running after 120 s"
+        );
+        let written = run_dirs(&results)
+            .iter()
+            .any(|d| !before.contains(d) && d.join("report.html").exists());
+        if written {
+            signal(&child, libc::SIGTERM);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    kept_with(status, &err, &results, "(a statement): a signal arrived");
+
+    // A write lock held by another process.
+    let locked = t.path().join("locked.sqlite");
+    let locked_s = locked.to_str().unwrap();
+    let mut holder = latlab_store::open(Some(locked_s)).unwrap();
+    holder.begin_write().unwrap();
+    let (st, err) = finish(spawn_run(&results, locked_s, "1s"), 120);
+    kept_with(
+        st,
+        &err,
+        &results,
+        "did not answer within 1s (waiting for its lock, which another process holds)",
+    );
+    holder.rollback();
+}
+
+/// A table another PostgreSQL session keeps locked: the insert gives up at the bound (the
+/// server's lock_timeout), and at once on SIGTERM.
+#[test]
+fn a_postgres_lock_another_session_holds_costs_the_bound_and_a_signal_ends_the_wait_privileged() {
+    let name =
+        "a_postgres_lock_another_session_holds_costs_the_bound_and_a_signal_ends_the_wait_privileged";
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
+    let Some(pg) = pg_server(name) else {
+        return;
+    };
+    let url = pg.url();
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    let mut holder = latlab_store::open(Some(&url)).unwrap();
+    holder.batch("BEGIN; LOCK TABLE runs").unwrap();
+    let (st, err) = finish(spawn_run(&results, &url, "2s"), 120);
+    kept_with(
+        st,
+        &err,
+        &results,
+        "did not answer within 2s (waiting for a lock another session holds); LATLAB_DB_TIMEOUT",
+    );
+
+    let child = spawn_run(&results, &url, "1h");
+    let start = std::time::Instant::now();
+    loop {
+        let waiting = holder
+            .query(
+                "SELECT COUNT(*) FROM pg_locks WHERE NOT granted",
+                &[],
+                &[latlab_store::Ty::I],
+            )
+            .unwrap()[0][0]
+            .int()
+            .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "latlab never waited for the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    signal(&child, libc::SIGTERM);
+    let (st, err) = finish(child, 120);
+    kept_with(st, &err, &results, "a signal arrived");
+    holder.rollback();
+    assert_eq!(
+        history_ids(&url, &[]),
+        Vec::<String>::new(),
+        "nothing stored"
     );
 }

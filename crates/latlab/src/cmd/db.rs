@@ -7,6 +7,8 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use latlab_core::escape::escape;
@@ -23,15 +25,19 @@ pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
 }
 
 /// Record the run directory `dir` (its run.json as written) unless `--no-db`; a failure is a
-/// warning on stderr.
-pub fn record_dir(db: &RecordDb, dir: &Path) {
+/// warning on stderr. Every wait is bounded (`LATLAB_DB_TIMEOUT`), and ends at once when
+/// `cancel` is set (a signal).
+pub fn record_dir(db: &RecordDb, dir: &Path, cancel: Option<Arc<AtomicBool>>) {
     if db.no_db {
         return;
     }
     let r = (|| -> anyhow::Result<()> {
         let bytes = std::fs::read(dir.join("run.json"))
             .with_context(|| format!("cannot read {}", dir.join("run.json").display()))?;
-        let mut s = open(db.db.as_deref())?;
+        let mut limits = latlab_store::Limits::from_env().map_err(|e| anyhow!("{e}"))?;
+        limits.cancel = cancel;
+        let mut s =
+            latlab_store::open_with(db.db.as_deref(), limits).map_err(|e| anyhow!("{e}"))?;
         s.push(&bytes).map_err(|e| anyhow!("{e}"))?;
         Ok(())
     })();

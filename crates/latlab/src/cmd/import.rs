@@ -142,7 +142,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         + rundir::estimate_run_bytes(record.cpus.len(), 0, 10_000_000, 0);
     let dir = rundir::create_run_dir_for(&args.results, &record.label, need)?;
     rundir::write_run(&dir, &record, true)?;
-    super::db::record_dir(&args.record_db, &dir);
+    super::db::record_dir(&args.record_db, &dir, None);
     let mut out = std::io::stdout().lock();
     if let Err(e) = writeln!(out, "{}", dir.display()).and_then(|()| out.flush()) {
         bail!(
