@@ -310,7 +310,10 @@ fn bad_databases_are_clear_errors() {
     drop(s);
     fails_with(
         &["history", "--db", newer.to_str().unwrap()],
-        "has schema version 99, newer than this latlab knows (1): use a newer latlab",
+        &format!(
+            "has schema version 99, newer than this latlab knows ({}): use a newer latlab",
+            latlab_store::schema::version()
+        ),
     );
     // Not a regular file.
     fails_with(

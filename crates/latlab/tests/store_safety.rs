@@ -743,3 +743,288 @@ fn a_postgres_lock_another_session_holds_costs_the_bound_and_a_signal_ends_the_w
         "nothing stored"
     );
 }
+
+// ------------------------------------------------------------------ 6: run ids, integer keys
+
+/// A copy of `src`'s run directory under `dst` with its run.json changed by `f`.
+fn doctored(src: &Path, dst: &Path, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    std::fs::create_dir_all(dst).unwrap();
+    let mut v = read_json(&src.join("run.json"));
+    f(&mut v);
+    std::fs::write(dst.join("run.json"), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    dst.to_path_buf()
+}
+
+/// A sim run recorded nowhere: its directory.
+fn unrecorded_run(results: &Path) -> PathBuf {
+    let (o, dir) = sim(results, &["--no-db"], &[]);
+    ok(&o, "run --no-db");
+    dir
+}
+
+/// A run id that is not a UUID (1 MB of it, a short word, a UUID in capitals) is refused by
+/// `db push`, with a short message; the rows of a run reference it by an integer key (the
+/// run id is stored once).
+fn run_ids_are_uuids(db: &str) {
+    let t = tempfile::tempdir().unwrap();
+    let run = unrecorded_run(&t.path().join("r"));
+    let id = read_json(&run.join("run.json"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (i, bad) in [
+        "x".repeat(1 << 20),
+        "abcd".into(),
+        id.to_uppercase(),
+        String::new(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = doctored(&run, &t.path().join(format!("bad{i}")), |v| {
+            v["run_id"] = bad.clone().into()
+        });
+        let o = run_latlab(&["db", "push", d.to_str().unwrap(), "--db", db], &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.lines().count() == 1
+                && err.len() < 400
+                && err.contains("run_id")
+                && err.contains("is not a UUID"),
+            "{}",
+            &err[..err.len().min(600)]
+        );
+    }
+    assert!(history_ids(db, &[]).is_empty(), "nothing stored");
+
+    let o = run_latlab(&["db", "push", run.to_str().unwrap(), "--db", db], &[]);
+    ok(&o, "db push");
+    assert_eq!(history_ids(db, &[]), std::slice::from_ref(&id));
+    // The children reference the run by its integer key; the id is in `runs` only.
+    let mut s = latlab_store::open(Some(db)).unwrap();
+    for table in [
+        "cpu_stats",
+        "histograms",
+        "spikes",
+        "spike_causes",
+        "loads",
+        "findings",
+    ] {
+        let n = s
+            .query(
+                &format!(
+                    "SELECT COUNT(*) FROM {table} c JOIN runs r ON r.id = c.run WHERE r.run_id = ?"
+                ),
+                &[latlab_store::Val::T(Some(id.clone()))],
+                &[latlab_store::Ty::I],
+            )
+            .unwrap_or_else(|e| panic!("{table}: {e}"))[0][0]
+            .int()
+            .unwrap();
+        if matches!(table, "cpu_stats" | "histograms" | "findings") {
+            assert!(n > 0, "{table}: no rows of the run");
+        }
+        s.query(
+            &format!("SELECT run_id FROM {table}"),
+            &[],
+            &[latlab_store::Ty::T],
+        )
+        .expect_err("no run id column in the children");
+    }
+}
+
+#[test]
+fn sqlite_run_ids_are_uuids_and_rows_reference_runs_by_integer_keys() {
+    let t = tempfile::tempdir().unwrap();
+    run_ids_are_uuids(t.path().join("runs.sqlite").to_str().unwrap());
+}
+
+#[test]
+fn postgres_run_ids_are_uuids_and_rows_reference_runs_by_integer_keys_privileged() {
+    let name = "postgres_run_ids_are_uuids_and_rows_reference_runs_by_integer_keys_privileged";
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
+    let Some(pg) = pg_server(name) else {
+        return;
+    };
+    run_ids_are_uuids(&pg.url());
+}
+
+/// A database of schema version 1 (latlab_store's fixture: runs keyed by their text id,
+/// a run id that is not a UUID among them) is migrated: every run, row and byte is kept,
+/// readable by id, and the children reference runs by integer keys.
+fn migrates_from_version_1(db: &str) {
+    use latlab_store::Ty;
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../latlab-store/tests/fixtures/schema-v1.sql"),
+    )
+    .unwrap();
+    let mut s = latlab_store::open_at_version(Some(db), 1).unwrap();
+    s.batch(&fixture).unwrap();
+    let tables = [
+        "cpu_stats",
+        "histograms",
+        "spikes",
+        "spike_causes",
+        "loads",
+        "findings",
+    ];
+    let count = |s: &mut Box<dyn latlab_store::Store>, sql: &str| {
+        s.query(sql, &[], &[Ty::I]).unwrap()[0][0].int().unwrap()
+    };
+    let before: Vec<i64> = tables
+        .iter()
+        .map(|t| count(&mut s, &format!("SELECT COUNT(*) FROM {t}")))
+        .collect();
+    let runs = s.list(&Default::default()).unwrap();
+    assert_eq!(runs.len(), 5);
+    let jsons: Vec<(String, Vec<u8>)> = runs.iter().map(|r| s.get(&r.run_id).unwrap()).collect();
+    drop(s);
+
+    let mut s = latlab_store::open(Some(db)).unwrap();
+    assert_eq!(
+        latlab_store::schema::current(s.as_mut()).unwrap(),
+        latlab_store::schema::version()
+    );
+    assert_eq!(s.list(&Default::default()).unwrap(), runs);
+    for (id, bytes) in &jsons {
+        assert_eq!(&s.get(id).unwrap().1, bytes, "{id}");
+    }
+    for (t, n) in tables.iter().zip(&before) {
+        let joined = count(
+            &mut s,
+            &format!("SELECT COUNT(*) FROM {t} c JOIN runs r ON r.id = c.run"),
+        );
+        assert_eq!(joined, *n, "{t}");
+    }
+    assert!(before.iter().all(|&n| n > 0), "{before:?}");
+    // The legacy id stays readable; its rows are there.
+    let legacy = count(
+        &mut s,
+        "SELECT COUNT(*) FROM histograms h JOIN runs r ON r.id = h.run WHERE r.run_id = 'legacy-id-of-an-older-push'",
+    );
+    assert!(legacy > 0);
+    // New runs go on being stored, and a run of the fixture is there once.
+    let t = tempfile::tempdir().unwrap();
+    let run = unrecorded_run(&t.path().join("r"));
+    let p = s
+        .push(&std::fs::read(run.join("run.json")).unwrap())
+        .unwrap();
+    assert!(p.added);
+    let again = s.push(&jsons[0].1).unwrap();
+    assert!(!again.added, "{}", again.run_id);
+    let n = count(&mut s, "SELECT COUNT(*) FROM runs");
+    assert_eq!(n, 6);
+    let max = s.query("SELECT MAX(id) FROM runs", &[], &[Ty::I]).unwrap()[0][0]
+        .int()
+        .unwrap();
+    assert_eq!(max, 6, "keys continue after the migrated runs");
+}
+
+#[test]
+fn sqlite_migrates_a_version_1_database() {
+    let t = tempfile::tempdir().unwrap();
+    migrates_from_version_1(t.path().join("runs.sqlite").to_str().unwrap());
+}
+
+#[test]
+fn postgres_migrates_a_version_1_database_privileged() {
+    let name = "postgres_migrates_a_version_1_database_privileged";
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
+    let Some(pg) = pg_server(name) else {
+        return;
+    };
+    migrates_from_version_1(&pg.url());
+}
+
+// ------------------------------------------------------------------ 17: checked before written
+
+/// `db push` of 12 run directories, the last with a NUL in a string PostgreSQL cannot store:
+/// refused before anything is written, naming the directory and the field, the same on both
+/// engines.
+fn every_record_is_checked_before_anything_is_written(db: &str) {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    let run = unrecorded_run(&results);
+    let mut dirs: Vec<PathBuf> = (0..11)
+        .map(|i| {
+            doctored(&run, &t.path().join(format!("ok{i}")), |v| {
+                v["run_id"] = format!("00000000-0000-4000-8000-{i:012}").into();
+                v["label"] = format!("ok{i}").into();
+            })
+        })
+        .collect();
+    for (field, f) in [
+        (
+            "label",
+            Box::new(|v: &mut serde_json::Value| v["label"] = "a\u{0}b".into())
+                as Box<dyn Fn(&mut serde_json::Value)>,
+        ),
+        (
+            "machine.hostname",
+            Box::new(|v: &mut serde_json::Value| v["machine"]["hostname"] = "h\u{0}".into()),
+        ),
+        (
+            "loads[0].command",
+            Box::new(
+                |v: &mut serde_json::Value| v["loads"] = serde_json::json!([{"profile": "p", "command": "x\u{0}y", "exit": 0, "ops": null}]),
+            ),
+        ),
+    ] {
+        let bad = doctored(&run, &t.path().join("bad"), |v| {
+            v["run_id"] = "00000000-0000-4000-8000-999999999999".into();
+            f(v)
+        });
+        dirs.push(bad.clone());
+        let mut args = vec!["db".to_string(), "push".into()];
+        args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
+        args.extend(["--db".into(), db.into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_latlab(&args, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{field}: {err}");
+        assert!(
+            err.lines().count() == 1
+                && err.contains(&bad.join("run.json").display().to_string())
+                && err.contains(&format!("{field} holds a NUL character")),
+            "{field}: {err}"
+        );
+        assert!(o.stdout.is_empty());
+        assert!(
+            history_ids(db, &[]).is_empty(),
+            "{field}: something was stored"
+        );
+        dirs.pop();
+    }
+    let mut args = vec!["db".to_string(), "push".into()];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
+    args.extend(["--db".into(), db.into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = run_latlab(&args, &[]);
+    ok(&o, "db push of the good ones");
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("11 added, 0 already present"));
+}
+
+#[test]
+fn sqlite_push_checks_every_record_before_writing() {
+    let t = tempfile::tempdir().unwrap();
+    every_record_is_checked_before_anything_is_written(
+        t.path().join("runs.sqlite").to_str().unwrap(),
+    );
+}
+
+#[test]
+fn postgres_push_checks_every_record_before_writing_privileged() {
+    let name = "postgres_push_checks_every_record_before_writing_privileged";
+    let Some(_g) = privileged::guard(name) else {
+        return;
+    };
+    let Some(pg) = pg_server(name) else {
+        return;
+    };
+    every_record_is_checked_before_anything_is_written(&pg.url());
+}

@@ -86,20 +86,21 @@ pub fn db(a: DbArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
-    // Every argument is checked (and read) before the database is touched.
+    // Every argument is read and checked whole — its rows built, as the database will store
+    // them — before the database is touched.
     let mut all = Vec::new();
     for r in runs {
         let p = rundir::run_json_path(r)?;
         let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        RunRecord::from_json(&bytes)
+        let prepared = latlab_store::prepare(&bytes)
             .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
-        all.push((p, bytes));
+        all.push((p, prepared));
     }
     let mut s = open(db.db.as_deref())?;
     let (mut added, mut present) = (0, 0);
-    for (p, bytes) in &all {
+    for (p, prepared) in &all {
         let r = s
-            .push(bytes)
+            .store(prepared)
             .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
         if r.added {
             added += 1;
