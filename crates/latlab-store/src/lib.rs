@@ -352,6 +352,11 @@ pub trait Store {
     fn query(&mut self, sql: &str, params: &[Val], types: &[Ty]) -> Result<Vec<Vec<Val>>>;
     /// Run statements without parameters (schema changes).
     fn batch(&mut self, sql: &str) -> Result<()>;
+    /// [`Store::batch`] for statements that may take long on a large database (a migration
+    /// copies every row): bounded by [`limits::MIGRATION_FACTOR`] times the bound.
+    fn batch_slow(&mut self, sql: &str) -> Result<()> {
+        self.batch(sql)
+    }
     /// Begin a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue instead of failing on upgrade).
     fn begin_write(&mut self) -> Result<()>;

@@ -23,6 +23,10 @@ use crate::{msg, Result, StoreError};
 /// The bound of one wait when `LATLAB_DB_TIMEOUT` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A migration (every row of a large database copied in one statement) is bounded by this
+/// many times the bound: 10 minutes by default.
+pub const MIGRATION_FACTOR: u32 = 60;
+
 /// The environment variable that sets the bound (a duration: `30s`, `2m`, `500ms`; bare
 /// seconds).
 pub const TIMEOUT_ENV: &str = "LATLAB_DB_TIMEOUT";
@@ -84,10 +88,21 @@ impl Limits {
 
     /// The error of a wait that ended early: `what` was waited for, on database `db`.
     pub(crate) fn gave_up(&self, why: GaveUp, db: &str, what: &str) -> StoreError {
+        self.gave_up_after(why, db, what, self.timeout)
+    }
+
+    /// [`Limits::gave_up`] after waiting `waited` (a multiple of the bound).
+    pub(crate) fn gave_up_after(
+        &self,
+        why: GaveUp,
+        db: &str,
+        what: &str,
+        waited: Duration,
+    ) -> StoreError {
         match why {
             GaveUp::Timeout => msg(format!(
                 "the results database {db} did not answer within {} ({what}); {TIMEOUT_ENV} sets how long latlab waits",
-                format_duration(self.timeout.as_nanos().min(u64::MAX as u128) as u64)
+                format_duration(waited.as_nanos().min(u64::MAX as u128) as u64)
             )),
             GaveUp::Signal => msg(format!(
                 "gave up on the results database {db} ({what}): a signal arrived"
@@ -153,9 +168,9 @@ impl Watch {
         &self.limits
     }
 
-    /// A statement starts on this thread: its deadline is the bound from now.
-    pub(crate) fn arm(self: &Arc<Watch>) {
-        let ms = (self.origin.elapsed() + self.limits.timeout).as_millis();
+    /// A statement starts on this thread: its deadline is `times` the bound from now.
+    pub(crate) fn arm(self: &Arc<Watch>, times: u32) {
+        let ms = (self.origin.elapsed() + self.limits.timeout * times).as_millis();
         self.deadline_ms
             .store(u64::try_from(ms).unwrap_or(u64::MAX - 1), Ordering::Relaxed);
         self.why.store(0, Ordering::Relaxed);

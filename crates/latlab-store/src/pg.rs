@@ -17,7 +17,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{CancelToken, Client, Config, NoTls};
 
-use crate::limits::{wait, GaveUp, Limits};
+use crate::limits::{wait, GaveUp, Limits, MIGRATION_FACTOR};
 use crate::{msg, Result, Store, StoreError, Ty, Url, Val};
 
 /// One piece of work for the client's thread.
@@ -111,6 +111,16 @@ impl Pg {
         what: &str,
         f: impl FnOnce(&mut Client) -> std::result::Result<R, postgres::Error> + Send + 'static,
     ) -> Result<R> {
+        self.call_for(1, what, f)
+    }
+
+    /// [`Pg::call`] for a statement bounded by `times` the bound.
+    fn call_for<R: Send + 'static>(
+        &mut self,
+        times: u32,
+        what: &str,
+        f: impl FnOnce(&mut Client) -> std::result::Result<R, postgres::Error> + Send + 'static,
+    ) -> Result<R> {
         let Some(conn) = &self.conn else {
             return Err(msg(format!(
                 "the results database {}: the connection was given up",
@@ -132,7 +142,7 @@ impl Pg {
         // clean rollback and says why; latlab gives up on a server that has not answered a
         // moment after it.
         let patience = Limits {
-            timeout: self.limits.timeout + 2 * SERVER_GRACE,
+            timeout: self.limits.timeout * times + 2 * SERVER_GRACE,
             cancel: self.limits.cancel.clone(),
         };
         match wait(&rx, &patience) {
@@ -264,6 +274,15 @@ impl Store for Pg {
     fn batch(&mut self, sql: &str) -> Result<()> {
         let sql = sql.to_string();
         self.call("a statement", move |c| c.batch_execute(&sql))
+    }
+
+    fn batch_slow(&mut self, sql: &str) -> Result<()> {
+        // In the migration's transaction: the server's statement bound is longer until it ends.
+        let long = (self.limits.timeout * MIGRATION_FACTOR + SERVER_GRACE).as_millis();
+        let sql = format!("SET LOCAL statement_timeout = {long}; {sql}");
+        self.call_for(MIGRATION_FACTOR, "a migration", move |c| {
+            c.batch_execute(&sql)
+        })
     }
 
     fn begin_write(&mut self) -> Result<()> {

@@ -293,7 +293,7 @@ pub fn migrate_to(s: &mut (impl Store + ?Sized), target: i64) -> Result<()> {
             .take(target as usize)
             .skip(have as usize)
         {
-            s.batch(&for_engine(s.engine(), m))?;
+            s.batch_slow(&for_engine(s.engine(), m))?;
             s.exec(
                 "INSERT INTO latlab_migrations (version, applied_unix) VALUES (?, ?)",
                 &[Val::I(Some(i as i64 + 1)), Val::I(Some(crate::now_unix()))],

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::limits::{GaveUp, Limits, Watch};
+use crate::limits::{GaveUp, Limits, Watch, MIGRATION_FACTOR};
 use crate::{escape, msg, Result, Store, StoreError, Ty, Val};
 
 pub struct Sqlite {
@@ -107,13 +107,27 @@ impl Sqlite {
 
     /// Run `f` with the statement bound armed; its error as latlab's.
     fn armed<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
-        self.watch.arm();
+        self.armed_for(1, f)
+    }
+
+    /// [`Sqlite::armed`], bounded by `times` the bound.
+    fn armed_for<T>(
+        &self,
+        times: u32,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        self.watch.arm(times);
         let r = f(&self.conn);
         self.watch.disarm();
-        r.map_err(|e| self.err(e))
+        r.map_err(|e| self.err_after(e, times))
     }
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
+        self.err_after(e, 1)
+    }
+
+    /// The error of a statement bounded by `times` the bound.
+    fn err_after(&self, e: rusqlite::Error, times: u32) -> StoreError {
         let shown = escape(&self.path.display().to_string());
         if let Some(why) = self.watch.why() {
             let what = match e.sqlite_error_code() {
@@ -123,7 +137,8 @@ impl Sqlite {
                 _ if why == GaveUp::Signal => "a statement",
                 _ => "a statement that did not end",
             };
-            return self.watch.limits().gave_up(why, &shown, what);
+            let limits = self.watch.limits();
+            return limits.gave_up_after(why, &shown, what, limits.timeout * times);
         }
         let corrupt = matches!(
             e.sqlite_error_code(),
@@ -211,6 +226,10 @@ impl Store for Sqlite {
 
     fn batch(&mut self, sql: &str) -> Result<()> {
         self.armed(|c| c.execute_batch(sql))
+    }
+
+    fn batch_slow(&mut self, sql: &str) -> Result<()> {
+        self.armed_for(MIGRATION_FACTOR, |c| c.execute_batch(sql))
     }
 
     fn begin_write(&mut self) -> Result<()> {
