@@ -1,7 +1,8 @@
 #!/bin/sh
 # Run every fuzz target for N seconds each (default 20): the importers, the trace parser and
-# attribution of `latlab analyze`, run.json loading, every renderer, compare, histogram merge,
-# the ledger file `latlab cleanup` reads, unit and CPU-list parsing.
+# attribution of `latlab analyze`, run.json loading, the results database's rows of a run.json
+# (store_rows), every renderer, compare, histogram merge, the ledger file `latlab cleanup`
+# reads, unit and CPU-list parsing.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # Seeds: fuzz/corpus/TARGET/ (kept in the repository, never written to) plus, for the importers
 # and the trace target, the test fixtures; the run.json readers use fuzz/dict/run_json.dict. libFuzzer grows a working copy under
@@ -44,7 +45,7 @@ for t in $targets; do
     leaks=1
     # run.json readers share a dictionary of the record's keys and extreme numbers.
     dict=""
-    case $t in run_json | render | compare) dict="-dict=dict/run_json.dict" ;; esac
+    case $t in run_json | render | compare | store_rows) dict="-dict=dict/run_json.dict" ;; esac
     case $t in
         trace_*) cp ../crates/latlab-core/tests/fixtures/trace/* "$work/$t/" 2>/dev/null || true
                  leaks=0 ;;

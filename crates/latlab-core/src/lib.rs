@@ -30,6 +30,7 @@ pub mod profile;
 pub mod record;
 pub mod scenario;
 pub mod scenario_record;
+pub mod secrets;
 pub mod sim;
 pub mod stats;
 pub mod trace;

@@ -536,8 +536,12 @@ impl RunRecord {
     }
 
     /// Parse `run.json` bytes: checks the schema version first, then every histogram, and
-    /// recomputes the derived statistics.
+    /// recomputes the derived statistics. A secret in any string (a database password an older
+    /// latlab recorded in `command_line`) is masked ([`crate::secrets`]): a record read never
+    /// holds one.
     pub fn from_json(bytes: &[u8]) -> Result<RunRecord, RecordError> {
+        let masked = crate::secrets::mask_json(bytes);
+        let bytes: &[u8] = &masked;
         // Only the version first, then the record straight from the bytes: going through a
         // serde_json::Value would turn the u128 sums above 2^64 into floats.
         #[derive(Deserialize)]

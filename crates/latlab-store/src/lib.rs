@@ -16,14 +16,16 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use latlab_core::findings::findings;
-use latlab_core::inventory::Inventory;
-use latlab_core::model::RunModel;
 use latlab_core::record::RunRecord;
 
+pub mod limits;
 pub mod pg;
+pub mod rows;
 pub mod schema;
 pub mod sqlite;
+
+pub use limits::Limits;
+pub use rows::{is_run_id, prepare, run_id_of, Prepared};
 
 /// A parameter or a column value (typed, so a NULL has a type on PostgreSQL).
 #[derive(Debug, Clone, PartialEq)]
@@ -51,15 +53,12 @@ impl Val {
 fn t(s: impl Into<String>) -> Val {
     Val::T(Some(s.into()))
 }
-fn ot(s: Option<&str>) -> Val {
-    Val::T(s.map(str::to_string))
-}
 /// Nanoseconds and counts are u64 in latlab, BIGINT (i64) in the database: beyond 2^63 they
 /// are stored as i64::MAX (292 years of nanoseconds; no real count gets there).
-fn u(v: u64) -> Val {
+pub(crate) fn u(v: u64) -> Val {
     Val::I(Some(i64::try_from(v).unwrap_or(i64::MAX)))
 }
-fn ou(v: Option<u64>) -> Val {
+pub(crate) fn ou(v: Option<u64>) -> Val {
     Val::I(v.map(|v| i64::try_from(v).unwrap_or(i64::MAX)))
 }
 
@@ -116,7 +115,7 @@ impl Url {
                     "--db {shown}: no file after sqlite:; give sqlite:PATH"
                 )));
             }
-            return Ok(Url::Sqlite(PathBuf::from(p)));
+            return sqlite_path(p, &shown);
         }
         if let Some(i) = s.find("://") {
             let scheme = &s[..i];
@@ -131,7 +130,7 @@ impl Url {
                 )));
             }
         }
-        Ok(Url::Sqlite(PathBuf::from(s)))
+        sqlite_path(s, &shown)
     }
 
     /// The URL for messages: a PostgreSQL password replaced by `***`, control characters
@@ -139,9 +138,26 @@ impl Url {
     pub fn shown(&self) -> String {
         match self {
             Url::Sqlite(p) => escape(&p.display().to_string()),
-            Url::Postgres(u) => escape(&redact(u)),
+            Url::Postgres(u) => escape(&latlab_core::secrets::mask(u)),
         }
     }
+}
+
+/// A SQLite file path, refusing what SQLite would not take as a plain file: `:memory:` (an
+/// in-memory database keeps nothing) and `file:` URIs (their query can ask for memory, or any
+/// VFS option).
+fn sqlite_path(p: &str, shown: &str) -> Result<Url> {
+    if p == ":memory:" {
+        return Err(msg(format!(
+            "--db {shown}: an in-memory database keeps nothing; give the path of a SQLite database file (or --no-db to not record runs)"
+        )));
+    }
+    if p.get(..5).is_some_and(|f| f.eq_ignore_ascii_case("file:")) {
+        return Err(msg(format!(
+            "--db {shown}: SQLite URIs (file:…) are not taken; give the path of a SQLite database file (./{shown} for a file of that name)"
+        )));
+    }
+    Ok(Url::Sqlite(PathBuf::from(p)))
 }
 
 impl fmt::Display for Url {
@@ -153,25 +169,6 @@ impl fmt::Display for Url {
 /// Untrusted text for a terminal line.
 pub fn escape(s: &str) -> String {
     s.escape_debug().to_string()
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
-fn redact(u: &str) -> String {
-    let Some(scheme_end) = u.find("://") else {
-        return u.into();
-    };
-    let rest = &u[scheme_end + 3..];
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let auth = &rest[..auth_end];
-    match (auth.rfind('@'), auth.find(':')) {
-        (Some(at), Some(colon)) if colon < at => format!(
-            "{}{}:***{}",
-            &u[..scheme_end + 3],
-            &auth[..colon],
-            &rest[at..]
-        ),
-        _ => u.into(),
-    }
 }
 
 /// The default database: `$XDG_DATA_HOME/latlab/runs.sqlite`, else
@@ -192,8 +189,24 @@ pub fn default_path() -> Result<PathBuf> {
 }
 
 /// Open (creating and migrating as needed) the database `url`; None: the default one, whose
-/// directory is made (mode 0700) and checked.
+/// directory is made (mode 0700) and checked. Each wait is bounded by `LATLAB_DB_TIMEOUT`
+/// (10 s when unset).
 pub fn open(url: Option<&str>) -> Result<Box<dyn Store>> {
+    open_with(url, Limits::from_env()?)
+}
+
+/// [`open`] with these limits (a signal flag, a bound of the caller's).
+pub fn open_with(url: Option<&str>, limits: Limits) -> Result<Box<dyn Store>> {
+    open_migrated(url, limits, schema::version())
+}
+
+/// A database brought to schema version `version` only, for the tests of a later migration.
+#[doc(hidden)]
+pub fn open_at_version(url: Option<&str>, version: i64) -> Result<Box<dyn Store>> {
+    open_migrated(url, Limits::from_env()?, version)
+}
+
+fn open_migrated(url: Option<&str>, limits: Limits, version: i64) -> Result<Box<dyn Store>> {
     let url = match url {
         Some(u) => Url::parse(u)?,
         None => {
@@ -210,10 +223,10 @@ pub fn open(url: Option<&str>) -> Result<Box<dyn Store>> {
         }
     };
     let mut s: Box<dyn Store> = match &url {
-        Url::Sqlite(p) => Box::new(sqlite::Sqlite::open(p)?),
-        Url::Postgres(u) => Box::new(pg::Pg::connect(u)?),
+        Url::Sqlite(p) => Box::new(sqlite::Sqlite::open(p, limits)?),
+        Url::Postgres(u) => Box::new(pg::Pg::connect(u, limits)?),
     };
-    schema::migrate(s.as_mut())?;
+    schema::migrate_to(s.as_mut(), version)?;
     Ok(s)
 }
 
@@ -230,14 +243,6 @@ const NAMESPACE: uuid::Uuid = uuid::Uuid::from_bytes([
 /// (SHA-1) of its bytes, so the same file always gets the same id.
 pub fn derived_run_id(bytes: &[u8]) -> String {
     uuid::Uuid::new_v5(&NAMESPACE, bytes).to_string()
-}
-
-/// The id a record is stored under: its own `run_id`, else [`derived_run_id`] of its bytes.
-pub fn run_id_of(record: &RunRecord, bytes: &[u8]) -> String {
-    match &record.run_id {
-        Some(id) if !id.is_empty() => id.clone(),
-        _ => derived_run_id(bytes),
-    }
 }
 
 /// What identifies a machine: host name, CPU model and the DMI vendor where present.
@@ -327,7 +332,7 @@ fn now_unix() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
-fn parse_time(s: &str) -> Option<i64> {
+pub(crate) fn parse_time(s: &str) -> Option<i64> {
     s.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
 }
 
@@ -347,6 +352,11 @@ pub trait Store {
     fn query(&mut self, sql: &str, params: &[Val], types: &[Ty]) -> Result<Vec<Vec<Val>>>;
     /// Run statements without parameters (schema changes).
     fn batch(&mut self, sql: &str) -> Result<()>;
+    /// [`Store::batch`] for statements that may take long on a large database (a migration
+    /// copies every row): bounded by [`limits::MIGRATION_FACTOR`] times the bound.
+    fn batch_slow(&mut self, sql: &str) -> Result<()> {
+        self.batch(sql)
+    }
     /// Begin a transaction that will write (SQLite takes the write lock at once, so two
     /// writers queue instead of failing on upgrade).
     fn begin_write(&mut self) -> Result<()>;
@@ -363,20 +373,23 @@ pub trait Store {
         let _ = self.batch("ROLLBACK");
     }
 
-    /// Store a run (its `run.json` bytes, as written). Idempotent by run id.
+    /// Store a run (its `run.json` bytes, as written, with any secret in them masked:
+    /// latlab_core::secrets), checked whole first ([`prepare`]). Idempotent by run id.
     fn push(&mut self, bytes: &[u8]) -> Result<Pushed> {
-        let record = RunRecord::from_json(bytes)
-            .map_err(|e| msg(format!("not a run latlab can store: {e}")))?;
-        let text = std::str::from_utf8(bytes)
-            .map_err(|_| msg("not a run latlab can store: run.json is not UTF-8"))?;
-        let run_id = run_id_of(&record, bytes);
-        let model =
-            RunModel::new(record).map_err(|e| msg(format!("not a run latlab can store: {e}")))?;
+        let p = prepare(bytes)?;
+        self.store(&p)
+    }
+
+    /// Store a run [`prepare`]d, in one transaction. Idempotent by run id.
+    fn store(&mut self, p: &Prepared) -> Result<Pushed> {
         self.begin_write()?;
-        match insert_run(self, &run_id, &model, text) {
+        match insert_run(self, p) {
             Ok(added) => {
                 self.commit()?;
-                Ok(Pushed { run_id, added })
+                Ok(Pushed {
+                    run_id: p.run_id.clone(),
+                    added,
+                })
             }
             Err(e) => {
                 self.rollback();
@@ -506,196 +519,46 @@ fn insert_rows(
 }
 
 /// The inserts of one push, in its transaction: false when the run was already there.
-fn insert_run(
-    s: &mut (impl Store + ?Sized),
-    run_id: &str,
-    m: &RunModel,
-    json: &str,
-) -> Result<bool> {
-    let r = &m.record;
-    let key = MachineKey::of(r);
-    let machine_id = key.id();
-    let now = now_unix();
+fn insert_run(s: &mut (impl Store + ?Sized), p: &Prepared) -> Result<bool> {
+    let now = Val::I(Some(now_unix()));
+    let mut machine = p.machine.clone();
+    machine.push(now.clone());
     s.exec(
-        "INSERT INTO machines (machine_id, hostname, cpu_model, dmi, arch, first_seen_unix) VALUES (?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (machine_id) DO NOTHING",
-        &[
-            t(machine_id.as_str()),
-            ot(key.hostname.as_deref()),
-            ot(key.cpu_model.as_deref()),
-            ot(key.dmi.as_deref()),
-            ot(key.arch.as_deref()),
-            Val::I(Some(now)),
-        ],
+        &format!(
+            "INSERT INTO machines ({}, first_seen_unix) VALUES ({}) ON CONFLICT (machine_id) DO NOTHING",
+            rows::MACHINE.join(", "),
+            vec!["?"; machine.len()].join(", ")
+        ),
+        &machine,
     )?;
-    let config = serde_json::to_string(&r.config).expect("a run config always serializes");
-    let tot = &m.total;
-    let n = s.exec(
-        "INSERT INTO runs (run_id, machine_id, label, kernel_release, kernel_version, preemption, source, mode, \
-         config_json, started_at, started_unix, stored_unix, duration_ns, complete, cpus, samples, min_ns, mean_ns, \
-         median_ns, p99_ns, p999_ns, p9999_ns, max_ns, missed, tool_version, run_json) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (run_id) DO NOTHING",
-        &[
-            t(run_id),
-            t(machine_id.as_str()),
-            t(r.label.as_str()),
-            ot(r.machine.kernel_release.as_deref()),
-            ot(r.machine.kernel_version.as_deref()),
-            ot(r.machine.preemption.as_deref()),
-            t(r.source.as_str()),
-            t(r.config.mode.as_str()),
-            t(config),
-            ot(r.started_at.as_deref()),
-            Val::I(r.started_at.as_deref().and_then(parse_time)),
-            Val::I(Some(now)),
-            ou(r.config.measured_ns.or(r.config.duration_ns)),
-            Val::I(Some(r.complete as i64)),
-            u(r.cpus.len() as u64),
-            u(tot.samples),
-            ou(tot.min_ns),
-            ou(tot.mean_ns),
-            ou(tot.median_ns),
-            ou(tot.p99_ns),
-            ou(tot.p999_ns),
-            ou(tot.p9999_ns),
-            ou(tot.max_ns),
-            u(tot.missed_periods),
-            ot(r.tool_version.as_deref()),
-            t(json),
-        ],
+    let mut run = p.run.clone();
+    run.push(now);
+    let key = s.query(
+        &format!(
+            "INSERT INTO runs ({}, stored_unix) VALUES ({}) ON CONFLICT (run_id) DO NOTHING RETURNING id",
+            rows::RUN.join(", "),
+            vec!["?"; run.len()].join(", ")
+        ),
+        &run,
+        &[Ty::I],
     )?;
-    if n == 0 {
+    let Some(key) = key.first().and_then(|r| r[0].int()) else {
         return Ok(false);
-    }
-    let rid = || t(run_id);
-    insert_rows(
-        s,
-        "cpu_stats",
-        &[
-            "run_id",
-            "cpu",
-            "samples",
-            "min_ns",
-            "mean_ns",
-            "median_ns",
-            "p99_ns",
-            "p999_ns",
-            "p9999_ns",
-            "max_ns",
-            "missed",
-        ],
-        r.cpus
+    };
+    for (table, cols, rows) in &p.children {
+        let mut all = vec!["run"];
+        all.extend_from_slice(cols);
+        let keyed = rows
             .iter()
-            .map(|c| {
-                let st = &c.stats;
-                vec![
-                    rid(),
-                    u(c.cpu as u64),
-                    u(st.samples),
-                    ou(st.min_ns),
-                    ou(st.mean_ns),
-                    ou(st.median_ns),
-                    ou(st.p99_ns),
-                    ou(st.p999_ns),
-                    ou(st.p9999_ns),
-                    ou(st.max_ns),
-                    u(st.missed_periods),
-                ]
+            .map(|r| {
+                let mut v = Vec::with_capacity(r.len() + 1);
+                v.push(Val::I(Some(key)));
+                v.extend_from_slice(r);
+                v
             })
-            .collect(),
-    )?;
-    let mut hist = vec![];
-    for c in &r.cpus {
-        for [lower, count] in &c.histogram.buckets {
-            hist.push(vec![rid(), u(c.cpu as u64), u(*lower), u(*count)]);
-        }
+            .collect();
+        insert_rows(s, table, &all, keyed)?;
     }
-    insert_rows(
-        s,
-        "histograms",
-        &["run_id", "cpu", "lower_ns", "count"],
-        hist,
-    )?;
-    let mut spikes = vec![];
-    let mut causes = vec![];
-    for (i, sp) in r.spikes.iter().enumerate() {
-        spikes.push(vec![
-            rid(),
-            u(i as u64),
-            u(sp.cpu as u64),
-            u(sp.at_ns),
-            u(sp.latency_ns),
-            ot(sp.trace_file.as_deref()),
-        ]);
-        for (j, c) in sp.causes.iter().enumerate() {
-            causes.push(vec![
-                rid(),
-                u(i as u64),
-                u(j as u64),
-                t(c.kind.as_str()),
-                t(c.name.as_str()),
-                Val::I(Some(c.pid)),
-                u(c.ns),
-            ]);
-        }
-    }
-    insert_rows(
-        s,
-        "spikes",
-        &["run_id", "idx", "cpu", "at_ns", "latency_ns", "trace_file"],
-        spikes,
-    )?;
-    insert_rows(
-        s,
-        "spike_causes",
-        &["run_id", "spike_idx", "idx", "kind", "name", "pid", "ns"],
-        causes,
-    )?;
-    insert_rows(
-        s,
-        "loads",
-        &["run_id", "idx", "profile", "command", "exit_code", "ops"],
-        r.loads
-            .iter()
-            .enumerate()
-            .map(|(i, l)| {
-                vec![
-                    rid(),
-                    u(i as u64),
-                    t(l.profile.as_str()),
-                    t(l.command.as_str()),
-                    Val::I(l.exit.map(i64::from)),
-                    Val::F(l.ops.filter(|o| o.is_finite())),
-                ]
-            })
-            .collect(),
-    )?;
-    // `latlab check`'s findings on the machine as the run recorded it.
-    let found = r
-        .inventory
-        .as_ref()
-        .and_then(|i| serde_json::from_value::<Inventory>(i.clone()).ok())
-        .map(|inv| findings(&inv))
-        .unwrap_or_default();
-    insert_rows(
-        s,
-        "findings",
-        &["run_id", "idx", "finding_id", "severity", "title"],
-        found
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                vec![
-                    rid(),
-                    u(i as u64),
-                    t(f.id.as_str()),
-                    t(f.severity.as_str()),
-                    t(f.title.as_str()),
-                ]
-            })
-            .collect(),
-    )?;
     Ok(true)
 }
 

@@ -64,10 +64,12 @@ pub fn open_ledger() -> anyhow::Result<Ledger> {
     Ledger::open().context("cannot write latlab's ledger")
 }
 
-/// The command line as run, for the record (arguments with spaces quoted).
+/// The command line as run, for the record (arguments with spaces quoted), with secrets
+/// masked (`--db postgres://user:***@host/db`: latlab_core::secrets).
 pub fn command_line() -> String {
-    std::env::args()
+    std::env::args_os()
         .map(|a| {
+            let a = latlab_core::secrets::mask(&a.to_string_lossy()).into_owned();
             if a.contains(char::is_whitespace) {
                 format!("'{a}'")
             } else {
@@ -300,11 +302,16 @@ impl Session {
         let quiet = self.quiet;
         let record_db = self.record_db.take();
         rundir::write_run(&dir, &record, true)?;
+        // From here a signal no longer ends the run (it is written) but the wait for the
+        // database: the flag is cleared, and set again by a signal that comes now.
+        let stop = self.stop.clone();
+        stop.store(false, Ordering::Relaxed);
         drop(self);
         // The run directory is written and the machine restored: a database that fails now
-        // costs a warning, never the run.
+        // (or does not answer within its bound, or a signal ends the wait) costs a warning,
+        // never the run.
         if let Some(db) = record_db {
-            crate::cmd::db::record_dir(&db, &dir);
+            crate::cmd::db::record_dir(&db, &dir, Some(stop));
         }
         let model = RunModel::new(record)?;
         let out = match format {

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use latlab_core::escape::escape;
@@ -23,15 +25,19 @@ pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
 }
 
 /// Record the run directory `dir` (its run.json as written) unless `--no-db`; a failure is a
-/// warning on stderr.
-pub fn record_dir(db: &RecordDb, dir: &Path) {
+/// warning on stderr. Every wait is bounded (`LATLAB_DB_TIMEOUT`), and ends at once when
+/// `cancel` is set (a signal).
+pub fn record_dir(db: &RecordDb, dir: &Path, cancel: Option<Arc<AtomicBool>>) {
     if db.no_db {
         return;
     }
     let r = (|| -> anyhow::Result<()> {
         let bytes = std::fs::read(dir.join("run.json"))
             .with_context(|| format!("cannot read {}", dir.join("run.json").display()))?;
-        let mut s = open(db.db.as_deref())?;
+        let mut limits = latlab_store::Limits::from_env().map_err(|e| anyhow!("{e}"))?;
+        limits.cancel = cancel;
+        let mut s =
+            latlab_store::open_with(db.db.as_deref(), limits).map_err(|e| anyhow!("{e}"))?;
         s.push(&bytes).map_err(|e| anyhow!("{e}"))?;
         Ok(())
     })();
@@ -80,20 +86,21 @@ pub fn db(a: DbArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
-    // Every argument is checked (and read) before the database is touched.
+    // Every argument is read and checked whole — its rows built, as the database will store
+    // them — before the database is touched.
     let mut all = Vec::new();
     for r in runs {
         let p = rundir::run_json_path(r)?;
         let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        RunRecord::from_json(&bytes)
+        let prepared = latlab_store::prepare(&bytes)
             .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
-        all.push((p, bytes));
+        all.push((p, prepared));
     }
     let mut s = open(db.db.as_deref())?;
     let (mut added, mut present) = (0, 0);
-    for (p, bytes) in &all {
+    for (p, prepared) in &all {
         let r = s
-            .push(bytes)
+            .store(prepared)
             .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
         if r.added {
             added += 1;
@@ -108,6 +115,8 @@ fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
 fn pull(id: &str, out: &Path, db: &DbUrl) -> anyhow::Result<ExitCode> {
     let mut s = open(db.db.as_deref())?;
     let (full, bytes) = s.get(id).map_err(|e| anyhow!("{e}"))?;
+    // A run an older latlab stored with a password in it comes back without.
+    let bytes = latlab_core::secrets::mask_json(&bytes).into_owned();
     let record =
         RunRecord::from_json(&bytes).map_err(|e| anyhow!("run {full} in the database: {e}"))?;
     let model = RunModel::new(record).with_context(|| format!("run {full} in the database"))?;

@@ -127,6 +127,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "import".into()),
     };
+    // The tool's command line as recorded, minus any password in it.
+    if let Some(c) = &record.command_line {
+        record.command_line = Some(latlab_core::secrets::mask(c).into_owned());
+    }
     let (now, _) = rundir::utc_now();
     record
         .notes
@@ -138,7 +142,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         + rundir::estimate_run_bytes(record.cpus.len(), 0, 10_000_000, 0);
     let dir = rundir::create_run_dir_for(&args.results, &record.label, need)?;
     rundir::write_run(&dir, &record, true)?;
-    super::db::record_dir(&args.record_db, &dir);
+    super::db::record_dir(&args.record_db, &dir, None);
     let mut out = std::io::stdout().lock();
     if let Err(e) = writeln!(out, "{}", dir.display()).and_then(|()| out.flush()) {
         bail!(

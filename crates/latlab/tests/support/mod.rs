@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod pg;
+
 #[allow(unused_imports)]
 pub use latlab_sys::privileged;
 
