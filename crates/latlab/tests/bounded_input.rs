@@ -472,6 +472,13 @@ fn a_huge_run_json_is_refused_before_it_is_read() {
     for args in [
         vec!["report".as_ref(), run.as_os_str()],
         vec!["compare".as_ref(), run.as_os_str(), run.as_os_str()],
+        vec![
+            "db".as_ref(),
+            "push".as_ref(),
+            run.as_os_str(),
+            "--db".as_ref(),
+            dir.path().join("db.sqlite").as_os_str(),
+        ],
     ] {
         let out = latlab_within(200, &args);
         let err = one_error_line(&out);

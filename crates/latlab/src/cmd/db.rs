@@ -32,8 +32,7 @@ pub fn record_dir(db: &RecordDb, dir: &Path, cancel: Option<Arc<AtomicBool>>) {
         return;
     }
     let r = (|| -> anyhow::Result<()> {
-        let bytes = std::fs::read(dir.join("run.json"))
-            .with_context(|| format!("cannot read {}", dir.join("run.json").display()))?;
+        let bytes = rundir::read_run_json(&dir.join("run.json"))?;
         let mut limits = latlab_store::Limits::from_env().map_err(|e| anyhow!("{e}"))?;
         limits.cancel = cancel;
         let mut s =
@@ -91,7 +90,7 @@ fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {
     let mut all = Vec::new();
     for r in runs {
         let p = rundir::run_json_path(r)?;
-        let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        let bytes = rundir::read_run_json(&p)?;
         let prepared = latlab_store::prepare(&bytes)
             .map_err(|e| anyhow!("{}: {e}", escape(&p.display().to_string())))?;
         all.push((p, prepared));
