@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::cli::RunFormat;
 use crate::load_session::LoadSession;
-use crate::rundir;
+use latlab_engine::rundir;
 
 /// How often loads are polled during the warm-up.
 const TICK: Duration = Duration::from_millis(100);
@@ -328,7 +328,7 @@ impl Session {
                 latlab_report::render(&model, latlab_report::Format::Json)
             }
         };
-        rundir::emit(&out, None)?;
+        crate::stdout::emit(&out, None)?;
         Ok(model)
     }
 

@@ -19,7 +19,7 @@ mod cmd;
 mod lifecycle;
 mod load_session;
 mod metrics;
-mod rundir;
+
 
 
 fn main() -> ExitCode {

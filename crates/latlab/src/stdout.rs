@@ -65,3 +65,12 @@ macro_rules! warnln {
         eprintln!("latlab: warning: {}", latlab_core::escape::escape(&format!($($arg)*)))
     };
 }
+
+/// Where rendered bytes go: a file (`-o`, written safely) or stdout.
+pub fn emit(bytes: &[u8], output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match output {
+        Some(p) => latlab_sys::safefile::write_atomic(p, bytes)
+            .map_err(|e| anyhow::anyhow!("-o {}: cannot write: {e}", p.display())),
+        None => write(bytes),
+    }
+}

@@ -179,7 +179,7 @@ fn run_is_virtualized(trace: &Path) -> bool {
     else {
         return false;
     };
-    let Ok(b) = crate::rundir::read_run_json(&run.join("run.json")) else {
+    let Ok(b) = latlab_engine::rundir::read_run_json(&run.join("run.json")) else {
         return false;
     };
     serde_json::from_slice::<serde_json::Value>(&b)

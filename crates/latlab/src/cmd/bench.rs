@@ -65,7 +65,7 @@ fn run_measured(cmd: &mut Command) -> anyhow::Result<(Vec<u8>, i64)> {
 /// Run latlab on `cpu` with its process (main thread, collector) on `main_cpu`; the measuring
 /// thread pins itself to `cpu`.
 fn latlab_run(cpu: u32, main_cpu: u32, duration: &str) -> anyhow::Result<(Figures, i64)> {
-    let tmp = crate::rundir::private_temp_dir("latlab-bench-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-")?;
     let results = tmp.path().to_path_buf();
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);

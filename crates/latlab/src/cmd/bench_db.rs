@@ -54,7 +54,7 @@ fn insert_day(s: &mut dyn Store, rec: &mut RunRecord, reps: u32) -> anyhow::Resu
 }
 
 pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Result<ExitCode> {
-    let tmp = crate::rundir::private_temp_dir("latlab-bench-db-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-db-")?;
     let mut rec = super::bench_report::day_record()?;
     let json = serde_json::to_vec(&rec)?.len();
     outln!(

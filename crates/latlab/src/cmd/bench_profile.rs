@@ -119,7 +119,7 @@ fn run_watched(cmd: &mut Command) -> anyhow::Result<(Vec<u8>, u64, u64)> {
 
 /// One `latlab run` or `latlab profile` with the bench's flags.
 fn one(o: &Opts, profile: bool) -> anyhow::Result<Figures> {
-    let tmp = crate::rundir::private_temp_dir("latlab-bench-profile-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-profile-")?;
     let results = tmp.path();
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.arg(if profile { "profile" } else { "run" })

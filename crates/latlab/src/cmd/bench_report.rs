@@ -17,7 +17,7 @@ use latlab_core::import::{self, From};
 use latlab_core::record::*;
 use latlab_core::stats::Stats;
 
-use crate::rundir;
+use latlab_engine::rundir;
 
 const CPUS: u32 = 8;
 const SECONDS: usize = 86_400;

@@ -34,7 +34,7 @@ fn latlab_run(
     threshold: Option<&str>,
     instances: u32,
 ) -> anyhow::Result<RunFigures> {
-    let tmp = crate::rundir::private_temp_dir("latlab-bench-trace-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-trace-")?;
     let results = tmp.path().to_path_buf();
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
@@ -160,7 +160,7 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
     match trace {
         Some(p) => analyze_throughput(&p)?,
         None => {
-            let dir = crate::rundir::private_temp_dir("latlab-bench-analyze-")?;
+            let dir = latlab_engine::rundir::private_temp_dir("latlab-bench-analyze-")?;
             let path = dir.path().join("trace.txt");
             let dat = path.with_extension("dat");
             let r = capture(&path, size).and_then(|()| {
@@ -234,7 +234,7 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
             "capturing ≥ {} MB of trace under hackbench ({buffer_kb} KiB per CPU) …",
             size / 1_000_000
         );
-        let logs = crate::rundir::private_temp_dir("latlab-bench-capture-")?;
+        let logs = latlab_engine::rundir::private_temp_dir("latlab-bench-capture-")?;
         if !s.start_loads(load, logs.path(), 0)? {
             bail!("interrupted");
         }

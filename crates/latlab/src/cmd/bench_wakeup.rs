@@ -17,7 +17,7 @@ struct Fig {
 }
 
 fn latlab(ipc: &str, cpu: u32, secs: u64) -> anyhow::Result<Fig> {
-    let tmp = crate::rundir::private_temp_dir("latlab-bench-wakeup-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-wakeup-")?;
     let results = tmp.path().to_path_buf();
     let out = Command::new(std::env::current_exe()?)
         .args([

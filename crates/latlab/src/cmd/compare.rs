@@ -14,7 +14,7 @@ use latlab_core::gates::{self, Check};
 use latlab_report::compare::CompareFormat as F;
 
 use crate::cli::{CompareArgs, CompareFormat};
-use crate::rundir;
+use latlab_engine::rundir;
 
 pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let runs = args
@@ -37,7 +37,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         CompareFormat::Html => F::Html,
     };
     if args.fail_if.is_empty() {
-        rundir::emit(
+        crate::stdout::emit(
             &latlab_report::compare::render(&runs, fmt),
             args.output.as_deref(),
         )?;
@@ -66,7 +66,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         rundir::write_atomic(p, gates::junit(&checks).as_bytes())
             .map_err(|e| anyhow::anyhow!("--junit {}: cannot write: {e}", p.display()))?;
     }
-    rundir::emit(&out, args.output.as_deref())?;
+    crate::stdout::emit(&out, args.output.as_deref())?;
     if matches!(fmt, F::Markdown | F::Html) {
         eprint!("{table}");
     }

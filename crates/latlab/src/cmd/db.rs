@@ -17,7 +17,7 @@ use latlab_core::record::RunRecord;
 use latlab_store::Store;
 
 use crate::cli::{DbArgs, DbCommand, DbUrl, RecordDb};
-use crate::rundir;
+use latlab_engine::rundir;
 
 /// Open the database `url` (None: the default SQLite file).
 pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
@@ -57,10 +57,10 @@ fn looks_like_id(s: &str) -> bool {
 /// database.
 pub fn load_run_arg(run: &Path, db: &DbUrl) -> anyhow::Result<RunModel> {
     if std::fs::symlink_metadata(run).is_ok() {
-        return rundir::load_run(run);
+        return Ok(rundir::load_run(run)?);
     }
     let Some(id) = run.to_str().filter(|s| looks_like_id(s)) else {
-        return rundir::load_run(run);
+        return Ok(rundir::load_run(run)?);
     };
     let mut s = open(db.db.as_deref()).with_context(|| {
         format!("{id}: no such run directory; looking it up as a run id failed")

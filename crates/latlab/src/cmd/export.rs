@@ -20,7 +20,7 @@ use crate::cli::{ExportArgs, ExportFormat};
 
 pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     let ExportFormat::Perfetto = a.format;
-    let rec = crate::rundir::load_record(&a.run)?;
+    let rec = latlab_engine::rundir::load_record(&a.run)?;
     let dir = if a.run.is_dir() {
         a.run.clone()
     } else {

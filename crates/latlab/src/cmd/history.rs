@@ -36,7 +36,7 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<ExitCode> {
         }
         HistoryFormat::Html => html(&s.shown(), &rows),
     };
-    crate::rundir::emit(&out, a.output.as_deref())?;
+    crate::stdout::emit(&out, a.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

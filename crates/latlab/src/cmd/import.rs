@@ -17,7 +17,7 @@ use anyhow::{bail, Context};
 use latlab_core::import::{self, From};
 
 use crate::cli::{ImportArgs, ImportFrom};
-use crate::rundir;
+use latlab_engine::rundir;
 
 /// Was stdout closed when latlab started (or is it closed now)?
 fn stdout_closed() -> bool {

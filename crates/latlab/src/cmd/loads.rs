@@ -103,7 +103,7 @@ fn run(
         inventory: false,
         quiet: false,
     })?;
-    let tmp = crate::rundir::private_temp_dir("latlab-loads-")?;
+    let tmp = latlab_engine::rundir::private_temp_dir("latlab-loads-")?;
     let log_dir = tmp.path().join("logs");
     let mut failed = s.start_loads(session, &log_dir, 0).err();
     if failed.is_none() {

@@ -6,7 +6,6 @@ use std::path::{Component, Path};
 use std::process::ExitCode;
 
 use crate::cli::{ReportArgs, ReportFormat};
-use crate::rundir;
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let model = super::db::load_run_arg(&args.run, &args.db)?;
@@ -35,7 +34,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     } else {
         latlab_report::render(&model, fmt)
     };
-    rundir::emit(&bytes, args.output.as_deref())?;
+    crate::stdout::emit(&bytes, args.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }
 

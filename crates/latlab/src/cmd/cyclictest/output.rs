@@ -212,7 +212,7 @@ pub fn finish(
 
 /// A file a cyclictest flag names, written as every `-o` is; errors name that flag.
 fn write_file(flag: &str, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    crate::rundir::write_atomic(Path::new(path), bytes).map_err(|e| {
+    latlab_engine::rundir::write_atomic(Path::new(path), bytes).map_err(|e| {
         anyhow::anyhow!("{flag}={path}: cannot write: {e}; the run directory holds the results")
     })
 }

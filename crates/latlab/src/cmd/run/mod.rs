@@ -18,7 +18,7 @@ use latlab_sys::rt::{self};
 
 use crate::cli::{Backend, RunArgs};
 use crate::lifecycle::{Begin, Session};
-use crate::rundir;
+use latlab_engine::rundir;
 
 pub mod modes;
 pub mod plan;

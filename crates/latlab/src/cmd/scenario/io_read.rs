@@ -20,7 +20,7 @@ use latlab_sys::scenario::io_read;
 use crate::cli_scenario::IoReadArgs;
 use crate::lifecycle::{Begin, Session};
 use crate::load_session::LoadSession;
-use crate::rundir;
+use latlab_engine::rundir;
 
 /// Longest run of real-time CPU hogs allowed.
 use super::{load_options, record, scenario_need};

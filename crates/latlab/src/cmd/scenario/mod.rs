@@ -16,7 +16,7 @@ use crate::args::online_cpus;
 use crate::cli_scenario::{ScenarioArgs, ScenarioCommand, ScenarioCommon};
 use crate::lifecycle::Session;
 use crate::load_session::LoadOptions;
-use crate::rundir;
+use latlab_engine::rundir;
 
 /// Longest run of real-time CPU hogs allowed.
 mod fairness;

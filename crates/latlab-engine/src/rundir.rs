@@ -15,9 +15,9 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use latlab_core::model::RunModel;
-use latlab_core::record::{RecordError, RunRecord};
+use latlab_core::record::RunRecord;
 
 /// Write `bytes` to `path`: a regular file atomically, a device/FIFO/symlink written through,
 /// never replaced (see [`latlab_sys::safefile::write_atomic`]).
@@ -56,7 +56,7 @@ fn free_space(dir: &Path) -> std::io::Result<(u64, Option<u64>)> {
 
 /// Error (before anything is measured) when `results` cannot hold `need` bytes twice over (a
 /// file and its replacement coexist while it is rewritten).
-pub fn check_space(results: &Path, need: u64) -> anyhow::Result<()> {
+pub fn check_space(results: &Path, need: u64) -> crate::Result<()> {
     let (free, inodes) = free_space(results).with_context(|| {
         format!(
             "--results {}: cannot read the free space there; choose another directory with --results DIR",
@@ -78,8 +78,8 @@ pub fn check_space(results: &Path, need: u64) -> anyhow::Result<()> {
 /// A private scratch directory under the temp directory (mode 0700, an unpredictable name
 /// made with O_EXCL semantics), removed when dropped unless kept: nothing planted in /tmp
 /// beforehand is ever written through.
-pub fn private_temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
+pub fn private_temp_dir(prefix: &str) -> crate::Result<tempfile::TempDir> {
+    Ok(tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
         .with_context(|| {
@@ -87,7 +87,7 @@ pub fn private_temp_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
                 "cannot create a private directory in {}",
                 std::env::temp_dir().display()
             )
-        })
+        })?)
 }
 
 /// Current UTC time: (RFC 3339 for records, compact `20261122T041800Z` for directory names).
@@ -121,13 +121,13 @@ pub fn sanitize_label(label: &str) -> String {
 
 /// Create a fresh run directory under `results`, checking that it can be written, before
 /// anything is measured.
-pub fn create_run_dir(results: &Path, label: &str) -> anyhow::Result<PathBuf> {
+pub fn create_run_dir(results: &Path, label: &str) -> crate::Result<PathBuf> {
     create_run_dir_for(results, label, estimate_run_bytes(1, 0, 10_000_000, 0))
 }
 
 /// [`create_run_dir`] for a record of about `need` bytes ([`estimate_run_bytes`]): refused,
 /// before anything is created, when the filesystem cannot hold it.
-pub fn create_run_dir_for(results: &Path, label: &str, need: u64) -> anyhow::Result<PathBuf> {
+pub fn create_run_dir_for(results: &Path, label: &str, need: u64) -> crate::Result<PathBuf> {
     fs::create_dir_all(results).with_context(|| {
         format!(
             "--results {}: cannot create the results directory; choose a writable one with --results DIR",
@@ -147,12 +147,14 @@ pub fn create_run_dir_for(results: &Path, label: &str, need: u64) -> anyhow::Res
                 n += 1;
             }
             Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "--results {}: cannot create a run directory there; choose a writable one with --results DIR",
-                        results.display()
-                    )
-                })
+                return Err(e)
+                    .with_context(|| {
+                        format!(
+                            "--results {}: cannot create a run directory there; choose a writable one with --results DIR",
+                            results.display()
+                        )
+                    })
+                    .map_err(Into::into)
             }
         }
     }
@@ -170,7 +172,7 @@ pub fn create_run_dir_for(results: &Path, label: &str, need: u64) -> anyhow::Res
 /// Write the record (a checkpoint, or the final record with its companion files). When the
 /// final run.json cannot be written (a full disk), the record is kept in the runtime directory
 /// ([`keep_elsewhere`]) and the error says where.
-pub fn write_run(dir: &Path, record: &RunRecord, final_files: bool) -> anyhow::Result<()> {
+pub fn write_run(dir: &Path, record: &RunRecord, final_files: bool) -> crate::Result<()> {
     let json = record.to_json();
     // A checkpoint must outlive latlab's process (a SIGKILL), which the page cache does; its
     // fsync put the collector in the kernel for ~0.8 ms every 10 s, on a measured CPU when
@@ -241,7 +243,7 @@ pub fn keep_elsewhere(dir: &Path, json: &[u8]) -> std::io::Result<PathBuf> {
 }
 
 /// Path of the run.json a RUN argument names (a run directory or the file itself).
-pub fn run_json_path(run: &Path) -> anyhow::Result<PathBuf> {
+pub fn run_json_path(run: &Path) -> crate::Result<PathBuf> {
     if run.is_dir() {
         let p = run.join("run.json");
         if !p.is_file() {
@@ -277,7 +279,7 @@ fn max_run_json() -> anyhow::Result<u64> {
 /// A run.json's bytes, bounded: a regular file of at most [`MAX_RUN_JSON`] that starts as a
 /// JSON object does (its first 4 KiB are looked at before the rest is read, so a file of
 /// zeros is refused at once whatever its size).
-pub fn read_run_json(p: &Path) -> anyhow::Result<Vec<u8>> {
+pub fn read_run_json(p: &Path) -> crate::Result<Vec<u8>> {
     use std::io::Read;
     let max = max_run_json()?;
     let mut head = [0u8; 4096];
@@ -302,39 +304,27 @@ pub fn read_run_json(p: &Path) -> anyhow::Result<Vec<u8>> {
     }
     latlab_sys::safefile::read_regular(p, max).map_err(|e| {
         if e.kind() == std::io::ErrorKind::FileTooLarge {
-            anyhow::anyhow!(
+            crate::Error::msg(format_args!(
                 "{}: {e}: no run.json latlab writes is that large; if it is one, raise the limit with LATLAB_MAX_RUN_JSON=2G",
                 p.display()
-            )
+            ))
         } else {
-            anyhow::anyhow!("cannot read {}: {e}", p.display())
+            crate::Error::msg(format_args!("cannot read {}: {e}", p.display()))
         }
     })
 }
 
 /// Read and validate a run.
-pub fn load_record(run: &Path) -> anyhow::Result<RunRecord> {
+pub fn load_record(run: &Path) -> crate::Result<RunRecord> {
     let p = run_json_path(run)?;
     let bytes = read_run_json(&p)?;
-    RunRecord::from_json(&bytes).map_err(|e| match e {
-        RecordError::Schema { .. } => anyhow::anyhow!("{}: {e}", p.display()),
-        e => anyhow::anyhow!("{}: {e}", p.display()),
-    })
+    RunRecord::from_json(&bytes).map_err(|e| crate::Error::msg(format_args!("{}: {e}", p.display())))
 }
 
 /// Read a run and derive its model.
-pub fn load_run(run: &Path) -> anyhow::Result<RunModel> {
+pub fn load_run(run: &Path) -> crate::Result<RunModel> {
     let r = load_record(run)?;
     let p = run_json_path(run)?;
-    RunModel::new(r).with_context(|| format!("{}", p.display()))
+    Ok(RunModel::new(r).with_context(|| format!("{}", p.display()))?)
 }
 
-/// Where rendered bytes go: a file (atomically) or stdout.
-pub fn emit(bytes: &[u8], output: Option<&Path>) -> anyhow::Result<()> {
-    match output {
-        Some(p) => {
-            write_atomic(p, bytes).with_context(|| format!("-o {}: cannot write", p.display()))
-        }
-        None => crate::stdout::write(bytes),
-    }
-}
