@@ -15,6 +15,11 @@ impl Error {
     pub fn msg(msg: impl fmt::Display) -> Error {
         Error(anyhow::anyhow!("{msg}"))
     }
+
+    /// This error with `context` before it (`context: error`).
+    pub fn context(self, context: impl fmt::Display + Send + Sync + 'static) -> Error {
+        Error(self.0.context(context))
+    }
 }
 
 impl fmt::Display for Error {
@@ -37,17 +42,22 @@ impl From<anyhow::Error> for Error {
     }
 }
 
-impl From<latlab_core::record::RecordError> for Error {
-    fn from(e: latlab_core::record::RecordError) -> Error {
-        Error(e.into())
-    }
+/// `?` on the errors of latlab's other crates (and std's) gives an [`Error`].
+macro_rules! from_errors {
+    ($($t:ty),* $(,)?) => {
+        $(impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error(e.into())
+            }
+        })*
+    };
 }
 
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Error {
-        Error(e.into())
-    }
-}
+from_errors!(
+    std::io::Error,
+    latlab_core::record::RecordError,
+    latlab_sys::loads::profiles::ProfileError,
+);
 
 #[cfg(test)]
 mod tests {

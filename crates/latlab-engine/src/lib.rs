@@ -7,12 +7,25 @@
 /// `return Err(…)` with a formatted [`Error`] (anyhow's `bail!`, for the engine's own type).
 macro_rules! bail {
     ($($t:tt)*) => {
-        return Err($crate::Error::from(anyhow::anyhow!($($t)*)))
+        return Err(anyhow::anyhow!($($t)*).into())
     };
 }
 
+pub mod actions;
+pub mod claim;
 mod error;
+pub mod loads;
+pub mod metrics;
+pub mod profile;
 pub mod recorder;
 pub mod rundir;
+pub mod run;
+pub mod session;
+pub mod store;
 
 pub use error::{Error, Result};
+
+/// A warning on stderr, `latlab: warning: MESSAGE`, the message escaped (it may quote input).
+pub fn warn(msg: &str) {
+    eprintln!("latlab: warning: {}", latlab_core::escape::escape(msg));
+}

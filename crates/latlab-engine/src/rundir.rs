@@ -297,7 +297,7 @@ pub fn read_run_json(p: &Path) -> crate::Result<Vec<u8>> {
     if let Some(&c) = head[..n].iter().find(|c| !c.is_ascii_whitespace()) {
         if c != b'{' {
             bail!(
-                "{}: not a run.json (it does not start with a JSON object); give a file written by latlab",
+                "{}: not a latlab run record (it does not start with a JSON object); give a run.json written by latlab",
                 p.display()
             );
         }

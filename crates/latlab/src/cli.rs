@@ -70,6 +70,16 @@ pub struct RecordDb {
     pub no_db: bool,
 }
 
+impl RecordDb {
+    /// Where the engine records the run.
+    pub fn target(&self) -> latlab_engine::store::DbTarget {
+        latlab_engine::store::DbTarget {
+            none: self.no_db,
+            url: self.db.clone(),
+        }
+    }
+}
+
 /// Which results database to read (`report`, `compare`, `history`, `db`).
 #[derive(Debug, Clone, Args)]
 pub struct DbUrl {
@@ -311,7 +321,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub record_db: RecordDb,
     #[command(flatten)]
-    pub actions: crate::actions::ActionArgs,
+    pub actions: crate::cli_actions::ActionArgs,
     #[command(flatten)]
     pub ct: crate::cmd::cyclictest::RunFlags,
 }

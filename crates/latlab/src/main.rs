@@ -9,16 +9,13 @@ use clap::Parser;
 #[macro_use]
 mod stdout;
 
-mod actions;
 mod args;
-mod claim;
 mod cli;
+mod cli_actions;
 mod cli_modes;
 mod cli_scenario;
 mod cmd;
-mod lifecycle;
-mod load_session;
-mod metrics;
+mod plan;
 
 
 

@@ -460,7 +460,7 @@ fn a_huge_run_json_is_refused_before_it_is_read() {
     f.set_len(3 << 30).unwrap();
     let out = latlab_within(200, &["report".as_ref(), run.as_os_str()]);
     let err = one_error_line(&out);
-    assert!(err.contains("not a run.json"), "{err}");
+    assert!(err.contains("not a latlab run record"), "{err}");
     // A file that starts as JSON but is larger than the limit.
     f.set_len(0).unwrap();
     std::fs::write(run.join("run.json"), b"{\"schema_version\": 1}").unwrap();

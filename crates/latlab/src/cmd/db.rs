@@ -25,27 +25,9 @@ pub fn open(url: Option<&str>) -> anyhow::Result<Box<dyn Store>> {
 }
 
 /// Record the run directory `dir` (its run.json as written) unless `--no-db`; a failure is a
-/// warning on stderr. Every wait is bounded (`LATLAB_DB_TIMEOUT`), and ends at once when
-/// `cancel` is set (a signal).
+/// warning (see [`latlab_engine::store::record_dir`]).
 pub fn record_dir(db: &RecordDb, dir: &Path, cancel: Option<Arc<AtomicBool>>) {
-    if db.no_db {
-        return;
-    }
-    let r = (|| -> anyhow::Result<()> {
-        let bytes = rundir::read_run_json(&dir.join("run.json"))?;
-        let mut limits = latlab_store::Limits::from_env().map_err(|e| anyhow!("{e}"))?;
-        limits.cancel = cancel;
-        let mut s =
-            latlab_store::open_with(db.db.as_deref(), limits).map_err(|e| anyhow!("{e}"))?;
-        s.push(&bytes).map_err(|e| anyhow!("{e}"))?;
-        Ok(())
-    })();
-    if let Err(e) = r {
-        let d = escape(&dir.display().to_string());
-        eprintln!(
-            "latlab: warning: the run was not stored in the results database: {e:#}; its directory is complete: store it later with `latlab db push {d}` (or --no-db to not record runs)"
-        );
-    }
+    latlab_engine::store::record_dir(&db.target(), dir, cancel)
 }
 
 /// Does `s` look like a run id (or a prefix of one)?

@@ -9,8 +9,8 @@ use anyhow::anyhow;
 use latlab_sys::loads::profiles::{which, PROFILES};
 
 use crate::cli::{LoadsArgs, LoadsCommand};
-use crate::lifecycle::{Begin, Session};
-use crate::load_session::{options_from, LoadSession};
+use latlab_engine::session::{Begin, Session};
+use latlab_engine::loads::LoadSession;
 
 pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -96,7 +96,7 @@ fn run(
     ext: &crate::cli::RunExtArgs,
 ) -> anyhow::Result<ExitCode> {
     let dur = duration.0;
-    let opts = options_from(ext, dur)?;
+    let opts = crate::plan::load_options(ext, dur);
     let session = LoadSession::prepare(&[profile.to_string()], &opts)?;
     let mut s = Session::begin(Begin {
         results: None,
@@ -169,7 +169,7 @@ fn run(
         )?;
     }
     if let Some(e) = failed {
-        return Err(e);
+        return Err(e.into());
     }
     if !leftovers.is_empty() {
         return Err(anyhow!(

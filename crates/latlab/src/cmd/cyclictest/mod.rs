@@ -13,7 +13,8 @@ use anyhow::{bail, Context};
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::cmd::run::{self, Hooks};
+use crate::cmd::run;
+use latlab_engine::run::Hooks;
 use latlab_sys::measure::SpikeEvent;
 
 mod output;

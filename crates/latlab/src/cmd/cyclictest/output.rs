@@ -9,7 +9,7 @@ use latlab_core::model::{CpuModel, RunModel};
 use latlab_sys::measure::SpikeEvent;
 
 use super::Opts;
-use crate::cmd::run::Outcome;
+use latlab_engine::run::Outcome;
 
 /// cyclictest's minimum before any sample (`stats->min = 1000000`).
 const NO_MIN: u64 = 1_000_000;

@@ -16,8 +16,8 @@ use latlab_sys::scenario::fairness;
 
 use crate::args::online_cpus;
 use crate::cli_scenario::FairnessArgs;
-use crate::lifecycle::{Begin, Session};
-use crate::load_session::LoadSession;
+use latlab_engine::session::{Begin, Session};
+use latlab_engine::loads::LoadSession;
 
 /// Longest run of real-time CPU hogs allowed.
 use super::{load_options, record, scenario_need, RT_MAX_NS};
@@ -110,11 +110,11 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     // Another latlab measuring any of these CPUs now: refused (or, with --force, a warning),
     // before anything is changed or written.
     let overlap = if a.force {
-        crate::claim::Overlap::Warn
+        latlab_engine::claim::Overlap::Warn
     } else {
-        crate::claim::Overlap::Refuse
+        latlab_engine::claim::Overlap::Refuse
     };
-    let (_claim, claim_warning) = crate::claim::claim("latlab scenario fairness", &cpus, overlap)?;
+    let (_claim, claim_warning) = latlab_engine::claim::claim("latlab scenario fairness", &cpus, overlap)?;
     let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
     let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
     let mut s = Session::begin(Begin {
@@ -258,7 +258,10 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     let mut rec = record(&s, &label, config, series, scenario)?;
     rec.loads = load_recs;
     rec.activity = activity;
-    s.record_db = Some(a.common.record_db.clone());
-    s.finish(rec, a.common.format)?;
+    s.record_db = Some(a.common.record_db.target());
+    let dir = s.dir().to_path_buf();
+    let quiet = false;
+    let model = s.finish(rec)?;
+    crate::cmd::run::print_summary(&model, &dir, a.common.format, quiet)?;
     Ok(ExitCode::SUCCESS)
 }

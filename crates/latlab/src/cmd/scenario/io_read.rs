@@ -18,8 +18,8 @@ use latlab_sys::ledger::Entry;
 use latlab_sys::scenario::io_read;
 
 use crate::cli_scenario::IoReadArgs;
-use crate::lifecycle::{Begin, Session};
-use crate::load_session::LoadSession;
+use latlab_engine::session::{Begin, Session};
+use latlab_engine::loads::LoadSession;
 use latlab_engine::rundir;
 
 /// Longest run of real-time CPU hogs allowed.
@@ -339,8 +339,11 @@ pub(super) fn run(a: IoReadArgs) -> anyhow::Result<ExitCode> {
     let mut rec = record(&s, &label, config, series, scenario)?;
     rec.loads = load_recs;
     rec.activity = activity;
-    s.record_db = Some(a.common.record_db.clone());
-    s.finish(rec, a.common.format)?;
+    s.record_db = Some(a.common.record_db.target());
+    let dir = s.dir().to_path_buf();
+    let quiet = false;
+    let model = s.finish(rec)?;
+    crate::cmd::run::print_summary(&model, &dir, a.common.format, quiet)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,8 +14,8 @@ use latlab_core::units::Nanos;
 
 use crate::args::online_cpus;
 use crate::cli_scenario::{ScenarioArgs, ScenarioCommand, ScenarioCommon};
-use crate::lifecycle::Session;
-use crate::load_session::LoadOptions;
+use latlab_engine::session::Session;
+use latlab_engine::loads::LoadOptions;
 use latlab_engine::rundir;
 
 /// Longest run of real-time CPU hogs allowed.

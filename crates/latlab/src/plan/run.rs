@@ -6,36 +6,13 @@ use latlab_core::cpulist::format_cpu_list;
 
 use crate::args::online_cpus;
 use latlab_core::hist::Layout;
+use latlab_engine::run::plan::Plan;
 use latlab_core::units::{format_duration, Nanos};
 use latlab_sys::rt::{self, Policy};
 
 use crate::args::CpuSel;
 use crate::cli::{Backend, RunArgs};
 use latlab_engine::recorder::TraceOptions;
-
-/// Everything `run` needs, typed and validated before anything touches the machine or the disk.
-pub struct Plan {
-    pub duration_ns: Nanos,
-    pub interval_ns: Nanos,
-    /// `--interval` was given (an audio run's period is `--period`).
-    pub interval_given: bool,
-    pub distance_ns: Nanos,
-    pub layout: Layout,
-    pub cpus: Vec<u32>,
-    pub policy: Policy,
-    pub priority: u32,
-    /// Thread i's priority is `priority − i × priority_step` (cyclictest's `--priospread`).
-    pub priority_step: u32,
-    pub trace_threshold_ns: Option<Nanos>,
-    pub max_latency_ns: Option<Nanos>,
-    /// The flight recorder's options, with `--trace-threshold`.
-    pub trace: Option<TraceOptions>,
-    pub warmup_ns: Nanos,
-    pub label: String,
-    /// The CPUs latlab's own threads were confined to (`rt::confine_calling_thread`), set by
-    /// `run_with` once the mode's senders are known; empty: not confined.
-    pub housekeeping: Vec<u32>,
-}
 
 fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
@@ -164,7 +141,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         defer_files: !a
             .actions
             .on_threshold
-            .contains(&crate::actions::Action::Trace),
+            .contains(&latlab_engine::actions::Action::Trace),
     });
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend {

@@ -1,4 +1,4 @@
-//! The one lifecycle of every command that changes the machine — `run`, `scenario`, `loads
+//! The session: the one lifecycle of every command that changes the machine — `run`, `scenario`, `loads
 //! run` (and so `bench`, which runs them) — as rtla's tools have it:
 //!
 //! 1. **plan** (each command's own, before this module is touched): every flag typed and
@@ -26,9 +26,9 @@ use latlab_core::units::Nanos;
 use latlab_sys::ledger::Ledger;
 use serde_json::Value;
 
-use crate::cli::RunFormat;
-use crate::load_session::LoadSession;
-use latlab_engine::rundir;
+use crate::loads::LoadSession;
+use crate::rundir;
+use crate::store::DbTarget;
 
 /// How often loads are polled during the warm-up.
 const TICK: Duration = Duration::from_millis(100);
@@ -43,16 +43,16 @@ impl Drop for Restore {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         for line in l.restore_all() {
             if line.starts_with("could not") {
-                eprintln!("latlab: warning: {line}");
+                crate::warn(&line);
             }
         }
         if l.is_empty() {
             let _ = std::fs::remove_file(l.path());
         } else {
-            eprintln!(
-                "latlab: warning: what could not be undone stays in {}; run `latlab cleanup` to retry",
+            crate::warn(&format!(
+                "what could not be undone stays in {}; run `latlab cleanup` to retry",
                 l.path().display()
-            );
+            ));
         }
     }
 }
@@ -60,8 +60,8 @@ impl Drop for Restore {
 /// The ledger of this process: in `ledger::runtime_dir()` (`/run/latlab` for root,
 /// `$TMPDIR/latlab-<uid>` otherwise), refused when someone else owns that directory or others
 /// may write it.
-pub fn open_ledger() -> anyhow::Result<Ledger> {
-    Ledger::open().context("cannot write latlab's ledger")
+pub fn open_ledger() -> crate::Result<Ledger> {
+    Ok(Ledger::open().context("cannot write latlab's ledger")?)
 }
 
 /// The command line as run, for the record (arguments with spaces quoted), with secrets
@@ -123,12 +123,12 @@ pub struct Session {
     pub run_id: String,
     /// Where [`Session::finish`] records the run once its directory is written (None: the
     /// command records nothing).
-    pub record_db: Option<crate::cli::RecordDb>,
+    pub record_db: Option<DbTarget>,
     quiet: bool,
 }
 
 impl Session {
-    pub fn begin(b: Begin) -> anyhow::Result<Session> {
+    pub fn begin(b: Begin) -> crate::Result<Session> {
         let dir = match b.results {
             Some((results, label, need)) => Some(rundir::create_run_dir_for(results, label, need)?),
             None => None,
@@ -177,7 +177,7 @@ impl Session {
     /// A warning for the record, printed now unless quiet.
     pub fn warn(&mut self, msg: String) {
         if !self.quiet {
-            eprintln!("latlab: warning: {msg}");
+            crate::warn(&msg);
         }
         self.warnings.push(msg);
     }
@@ -194,7 +194,7 @@ impl Session {
         loads: LoadSession,
         log_dir: &Path,
         warmup_ns: Nanos,
-    ) -> anyhow::Result<bool> {
+    ) -> crate::Result<bool> {
         // Orphans of the loads (children of a killed group leader) are re-parented to latlab,
         // which reaps them, instead of to a PID 1 that may never reap them.
         // SAFETY: plain prctl.
@@ -215,13 +215,13 @@ impl Session {
 
     /// Look after the loads (restarts; an error when a required one keeps crashing).
     /// The loads' live figures (`--metrics-listen`).
-    pub fn live_loads(&self) -> Vec<crate::load_session::LiveLoad> {
+    pub fn live_loads(&self) -> Vec<crate::loads::LiveLoad> {
         self.loads.as_ref().map(|l| l.live()).unwrap_or_default()
     }
 
-    pub fn poll_loads(&mut self) -> anyhow::Result<()> {
+    pub fn poll_loads(&mut self) -> crate::Result<()> {
         match self.loads.as_mut() {
-            Some(l) => l.poll(),
+            Some(l) => Ok(l.poll()?),
             None => Ok(()),
         }
     }
@@ -267,39 +267,29 @@ impl Session {
     /// End on an error: write the record as it stands (with the loads' records: after a
     /// failed warm-up, or a required load that kept crashing), restore the machine and return
     /// `e` with where the results are.
-    pub fn abandon(mut self, mut record: RunRecord, e: anyhow::Error) -> anyhow::Error {
+    pub fn abandon(mut self, mut record: RunRecord, e: impl Into<crate::Error>) -> crate::Error {
         let (loads, activity) = self.stop_loads();
         record.loads = loads;
         record.activity = activity;
         let complete = record.complete;
         if let Err(w) = rundir::write_run(self.dir(), &record, complete) {
-            eprintln!("latlab: warning: {w:#}");
+            crate::warn(&format!("{w:#}"));
         }
         let dir = self.dir().display().to_string();
         drop(self);
-        e.context(format!("results so far: {dir}"))
+        e.into().context(format!("results so far: {dir}"))
     }
 
     /// Stop the loads (their records join the record), write the final record, restore the
-    /// machine, and print the summary in `format`; the model for the caller's verdict.
-    pub fn finish(self, record: RunRecord, format: RunFormat) -> anyhow::Result<RunModel> {
-        self.finish_with(record, Some(format))
-    }
-
-    /// [`Session::finish`], printing no summary when `format` is None (a front end prints
-    /// its own).
-    pub fn finish_with(
-        mut self,
-        mut record: RunRecord,
-        format: Option<RunFormat>,
-    ) -> anyhow::Result<RunModel> {
+    /// machine, record the run in the results database; the model, for the caller's summary
+    /// and verdict (the run directory is [`Session::dir`], read before this).
+    pub fn finish(mut self, mut record: RunRecord) -> crate::Result<RunModel> {
         if self.loads.is_some() {
             let (loads, activity) = self.stop_loads();
             record.loads = loads;
             record.activity = activity;
         }
         let dir = self.dir().to_path_buf();
-        let quiet = self.quiet;
         let record_db = self.record_db.take();
         rundir::write_run(&dir, &record, true)?;
         // From here a signal no longer ends the run (it is written) but the wait for the
@@ -311,25 +301,9 @@ impl Session {
         // (or does not answer within its bound, or a signal ends the wait) costs a warning,
         // never the run.
         if let Some(db) = record_db {
-            crate::cmd::db::record_dir(&db, &dir, Some(stop));
+            crate::store::record_dir(&db, &dir, Some(stop));
         }
-        let model = RunModel::new(record)?;
-        let out = match format {
-            None => return Ok(model),
-            Some(RunFormat::Text) => {
-                let mut s = latlab_report::render(&model, latlab_report::Format::Text);
-                s.extend_from_slice(format!("\nresults: {}\n", dir.display()).as_bytes());
-                s
-            }
-            Some(RunFormat::Json) => {
-                if !quiet {
-                    eprintln!("results: {}", dir.display());
-                }
-                latlab_report::render(&model, latlab_report::Format::Json)
-            }
-        };
-        crate::stdout::emit(&out, None)?;
-        Ok(model)
+        Ok(RunModel::new(record)?)
     }
 
     /// End without a record (`loads run`): restore, and say what could not be undone.

@@ -8,10 +8,8 @@ use latlab_core::stats::Stats;
 use latlab_core::units::Nanos;
 use latlab_sys::measure;
 
-use super::modes::ModePlan;
-use super::plan::Plan;
-use crate::cli::{Backend, RunArgs};
-use crate::lifecycle::Session;
+use super::plan::{Backend, ModePlan, Plan, SessionPlan};
+use crate::session::Session;
 
 /// What the record is built from while the run goes on.
 pub(super) struct Measured<'a> {
@@ -34,14 +32,14 @@ impl Measured<'_> {
 }
 
 /// The run's configuration as the record keeps it.
-fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
+fn run_config(a: &SessionPlan, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunConfig {
     // `profile --no-measure` (mode `none`): no thread, so no interval, priority or policy.
     let threads = mp.name != "none";
     RunConfig {
         mode: mp.name.into(),
         backend: match a.backend {
             Backend::Real => "real".into(),
-            Backend::Sim => "sim".into(),
+            Backend::Sim { .. } => "sim".into(),
         },
         interval_ns: threads.then_some(p.interval_ns),
         duration_ns: Some(p.duration_ns),
@@ -57,7 +55,10 @@ fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunCo
         trace_threshold_ns: p.trace_threshold_ns,
         loads: a.loads.clone(),
         warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
-        sim_seed: (a.backend == Backend::Sim).then_some(a.sim_seed),
+        sim_seed: match a.backend {
+            Backend::Sim { seed, .. } => Some(seed),
+            Backend::Real => None,
+        },
         measured_ns: Some(measured_ns),
         mode_params: mp.params.clone(),
     }
@@ -66,7 +67,7 @@ fn run_config(a: &RunArgs, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> RunCo
 /// The record as it stands (checkpoint or final).
 pub(super) fn build_record(
     s: &Session,
-    a: &RunArgs,
+    a: &SessionPlan,
     p: &Plan,
     mp: &ModePlan,
     m: &Measured,
@@ -99,7 +100,7 @@ pub(super) fn build_record(
                         i,
                     ),
                 },
-                mode: mp.cpu_mode(i, t, a.backend == Backend::Sim),
+                mode: mp.cpu_mode(i, t, matches!(a.backend, Backend::Sim { .. })),
             }
         })
         .collect();

@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::loads::supervisor::Watched;
 
-use clap::Args;
 
 /// One action, parsed from its command-line string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,21 +55,12 @@ pub enum Target {
     Parent,
 }
 
-/// The action flags of `latlab run`.
-#[derive(Debug, Args)]
-pub struct ActionArgs {
-    /// Action when a sample exceeds --max-latency (repeatable, run in order): trace,
-    /// signal,num=N,pid=PID|parent[,allow-init][,allow-foreign], shell,command=CMD, stop,
-    /// continue (the default)
-    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
+/// A run's actions: `--on-threshold`, `--on-end` and how long a shell action may take.
+#[derive(Debug, Clone, Default)]
+pub struct Actions {
     pub on_threshold: Vec<Action>,
-    /// Action when the run has ended (repeatable): signal,num=N,pid=PID|parent[,allow-init][,allow-foreign]
-    /// or shell,command=CMD
-    #[arg(long, value_name = "ACTION", value_parser = parse_action)]
     pub on_end: Vec<Action>,
-    /// A shell action still running after this long is killed (and reported)
-    #[arg(long, default_value = "10s", value_name = "D")]
-    pub action_timeout: crate::args::Duration,
+    pub timeout_ns: u64,
 }
 
 /// Parse `name[,key=value...]`. `command=` takes the rest of the string (commas included).
@@ -172,18 +162,18 @@ pub fn parse_action(s: &str) -> Result<Action, String> {
 
 /// Check the actions against the rest of the run's flags (before anything is changed).
 pub fn check(
-    a: &ActionArgs,
+    a: &Actions,
     max_latency_ns: Option<u64>,
     trace_threshold_ns: Option<u64>,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     if !a.on_threshold.is_empty() {
         let Some(max) = max_latency_ns else {
-            anyhow::bail!("--on-threshold: fires when a sample exceeds --max-latency; give --max-latency (e.g. --max-latency 200us)");
+            bail!("--on-threshold: fires when a sample exceeds --max-latency; give --max-latency (e.g. --max-latency 200us)");
         };
         if a.on_threshold.contains(&Action::Trace) {
             match trace_threshold_ns {
-                None => anyhow::bail!("--on-threshold trace: saves the flight recorder's window, which needs --trace-threshold (at or below --max-latency)"),
-                Some(t) if t > max => anyhow::bail!(
+                None => bail!("--on-threshold trace: saves the flight recorder's window, which needs --trace-threshold (at or below --max-latency)"),
+                Some(t) if t > max => bail!(
                     "--on-threshold trace: --trace-threshold is above --max-latency, so the spike that fires the action would not be traced; use a --trace-threshold at or below --max-latency"
                 ),
                 _ => {}
@@ -192,7 +182,7 @@ pub fn check(
     }
     for act in &a.on_end {
         if matches!(act, Action::Trace | Action::Stop | Action::Continue) {
-            anyhow::bail!(
+            bail!(
                 "--on-end {}: not an action at the end of a run (the run has ended); use signal,... or shell,command=...",
                 match act {
                     Action::Trace => "trace",
@@ -215,13 +205,13 @@ pub fn check(
             {
                 let now = resolve(pid);
                 if let Some(why) = refusal(now, pid, allow_init, allow_foreign) {
-                    anyhow::bail!("{flag} signal: {why}");
+                    bail!("{flag} signal: {why}");
                 }
             }
         }
     }
-    if a.action_timeout.0 == 0 {
-        anyhow::bail!("--action-timeout: must be more than 0 (e.g. 10s)");
+    if a.timeout_ns == 0 {
+        bail!("--action-timeout: must be more than 0 (e.g. 10s)");
     }
     Ok(())
 }

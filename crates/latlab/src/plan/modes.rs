@@ -2,23 +2,13 @@
 //! starts) and what each mode adds to the run record.
 
 use anyhow::bail;
-use latlab_core::modes::{AudioRecord, CpuMode, ExecRecord, ModeParams, AUDIO_PERIOD_NS};
+use latlab_core::modes::{ModeParams, AUDIO_PERIOD_NS};
 use latlab_core::units::Human;
-use latlab_sys::measure::ThreadShared;
 use latlab_sys::modes::{Ipc, Mode};
 
-use super::plan::Plan;
+use latlab_engine::run::plan::{ModePlan, Plan};
 use crate::cli::RunArgs;
 use crate::cli_modes::{IpcKind, RunMode};
-
-/// The validated mode.
-pub struct ModePlan {
-    pub mode: Mode,
-    pub name: &'static str,
-    pub params: Option<ModeParams>,
-    /// Wakeup: the pair description of each measured CPU.
-    pub pairs: Vec<String>,
-}
 
 /// Validate the mode flags against the mode and the plan; adjusts `p.interval_ns` for audio
 /// (whose period is `--period`).
@@ -171,33 +161,3 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
     })
 }
 
-impl ModePlan {
-    /// What thread `i` adds to its CPU record (None for the timer).
-    pub fn cpu_mode(&self, i: usize, t: &ThreadShared, backend_sim: bool) -> Option<CpuMode> {
-        if matches!(self.mode, Mode::Timer) {
-            return None;
-        }
-        let exec = t.mode.exec.as_ref().map(|h| ExecRecord {
-            iterations: if backend_sim {
-                0
-            } else {
-                t.mode
-                    .exec_iterations
-                    .load(std::sync::atomic::Ordering::Relaxed)
-            },
-            calibrated_ns: t
-                .mode
-                .exec_calibrated_ns
-                .load(std::sync::atomic::Ordering::Relaxed),
-            histogram: h.snapshot().to_record(),
-        });
-        let audio: Option<AudioRecord> = t.mode.audio.as_ref().map(|a| a.tally().to_record());
-        Some(CpuMode {
-            pair: self.pairs.get(i).cloned(),
-            exec,
-            audio,
-            irq: None,
-            thread: None,
-        })
-    }
-}

@@ -1,4 +1,5 @@
-//! Glue between `latlab run` / `latlab loads run` and the load supervisor.
+//! The loads of a session (`latlab run --load`, `latlab loads run`): glue between the plan
+//! and the load supervisor of latlab-sys.
 //!
 //! Life cycle: [`LoadSession::prepare`] resolves every `--load` and checks tools, scratch space
 //! and CPUs before anything starts (bad input fails here, with one line naming the fix);
@@ -11,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, Context};
 use latlab_core::activity::ActivityRecord;
 use latlab_core::record::LoadRecord;
 use latlab_sys::ledger::{Entry, EntryId, Ledger};
@@ -37,17 +38,6 @@ pub struct LoadOptions {
     pub duration_ns: u64,
 }
 
-/// Build [`LoadOptions`] from the `run` flags.
-pub fn options_from(ext: &crate::cli::RunExtArgs, duration_ns: u64) -> anyhow::Result<LoadOptions> {
-    let cpus = ext.load_cpus.as_ref().map(|l| l.0.clone());
-    Ok(LoadOptions {
-        dir: ext.load_dir.clone(),
-        cpus,
-        required: ext.load_required,
-        src: ext.load_src.clone(),
-        duration_ns,
-    })
-}
 
 fn online_cpus() -> Vec<u32> {
     latlab_sys::rt::online_cpus()
@@ -118,7 +108,7 @@ impl LoadSession {
     /// Resolve profiles before anything starts: unknown profile → error listing the known ones;
     /// missing tool → "stress-ng not found: apt-get install stress-ng"; load dir not writable
     /// or too small → error.
-    pub fn prepare(profiles: &[String], opts: &LoadOptions) -> anyhow::Result<LoadSession> {
+    pub fn prepare(profiles: &[String], opts: &LoadOptions) -> crate::Result<LoadSession> {
         let mut resolved = Vec::new();
         for p in profiles {
             let r = profiles::resolve(p)?;
@@ -212,7 +202,7 @@ impl LoadSession {
     }
 
     /// Start every load (ledger entries written first). `log_dir` = `<run dir>/loads/`.
-    pub fn start(&mut self, ledger: Arc<Mutex<Ledger>>, log_dir: &Path) -> anyhow::Result<()> {
+    pub fn start(&mut self, ledger: Arc<Mutex<Ledger>>, log_dir: &Path) -> crate::Result<()> {
         self.ledger = Some(ledger.clone());
         self.at_start = Snapshot::read(Path::new("/")).ok();
         std::fs::create_dir_all(log_dir).with_context(|| {
@@ -365,7 +355,7 @@ impl LoadSession {
 
     /// Called about every 100 ms by the (non-RT) collector. Restarts happen on the supervisor's
     /// own thread; this reports a required load that keeps crashing.
-    pub fn poll(&mut self) -> anyhow::Result<()> {
+    pub fn poll(&mut self) -> crate::Result<()> {
         let Some(sup) = &self.sup else { return Ok(()) };
         if !self.opts.required {
             return Ok(());

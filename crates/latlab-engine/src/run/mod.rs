@@ -9,22 +9,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
 use latlab_core::intervals::{IntervalRecorder, DEFAULT_INTERVAL_NS};
 use latlab_core::record::SpikeRecord;
 use latlab_core::units::{format_duration, Human};
 use latlab_sys::measure::{self, Engine, SpikeEvent, TraceHook};
 use latlab_sys::rt::{self};
 
-use crate::cli::{Backend, RunArgs};
-use crate::lifecycle::{Begin, Session};
-use latlab_engine::rundir;
+use crate::rundir;
+use crate::session::{Begin, Session};
 
-pub mod modes;
 pub mod plan;
 mod record;
 
-pub use plan::Plan;
+pub use plan::{Backend, ModePlan, Plan, RunPlan, SessionPlan};
 use record::{build_record, Measured};
 
 /// Checkpoint period: a SIGKILLed run loses at most this much.
@@ -128,12 +125,12 @@ impl Live {
 /// Probe what this machine allows before anything is changed, and hold what the measurement
 /// needs (memory locked, `/dev/cpu_dma_latency` at 0); warnings for what it cannot have.
 fn probe(
-    a: &RunArgs,
+    rp: &SessionPlan,
     p: &Plan,
     dma_us: i32,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Option<rt::DmaLatency>> {
-    if a.backend != Backend::Real {
+    if rp.backend != Backend::Real {
         return Ok(None);
     }
     if p.policy.is_rt() && !rt::can_use_rt() {
@@ -161,7 +158,7 @@ fn probe(
         let want = ring
             .saturating_mul(4)
             .saturating_add(64 << 20)
-            .saturating_add(latlab_engine::recorder::defer_budget());
+            .saturating_add(crate::recorder::defer_budget());
         let cap = rt::mem_available().map_or(want, |m| (m / 8) as usize);
         rt::keep_heap(want.min(cap));
     }
@@ -199,9 +196,18 @@ pub trait Hooks {
     fn on_start(&mut self, _t0_ns: u64, _dma: Option<i32>) {}
     /// Samples drained from the threads (in CPU order, each CPU's in time order).
     fn on_events(&mut self, _events: &[SpikeEvent]) {}
-    /// The run prints latlab's summary on stdout (otherwise the hooks print their own).
+    /// Whether latlab's own summary is printed (a front end prints its own).
     fn summary(&self) -> bool {
         true
+    }
+    /// The run is written and the machine restored (before `--on-end` runs): a front end
+    /// prints its summary here.
+    fn on_finished(
+        &mut self,
+        _model: &latlab_core::model::RunModel,
+        _dir: &std::path::Path,
+    ) -> crate::Result<()> {
+        Ok(())
     }
 }
 
@@ -218,34 +224,34 @@ pub struct Outcome {
     pub last_ns: Vec<u64>,
     /// The sample that fired `--on-threshold stop`.
     pub stopped_by: Option<crate::actions::Firing>,
+    /// The run directory.
+    pub dir: std::path::PathBuf,
 }
 
-pub fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    run_with(a, None, &mut NoHooks).map(|o| o.code)
+/// `latlab run` as `plan` asks: measure (with `plan.profile`, the scheduler profile recorded
+/// over the same seconds: started after the recorder, stopped after the threads); `hooks`:
+/// what a front end (`latlab cyclictest`) prints along the way. The run directory is written,
+/// the machine restored, the run recorded; the caller prints the summary.
+pub fn run(plan: RunPlan, hooks: &mut dyn Hooks) -> crate::Result<Outcome> {
+    run_with(plan, hooks).map_err(crate::Error::from)
 }
 
-/// `latlab run`; with `profile`, `latlab profile` (the profile recorded over the same seconds
-/// as the measurement: started after the recorder, stopped after the threads); `hooks`: what
-/// `latlab cyclictest` prints along the way.
-pub fn run_with(
-    a: RunArgs,
-    profile: Option<crate::cmd::profile::ProfileOpts>,
-    hooks: &mut dyn Hooks,
-) -> anyhow::Result<Outcome> {
-    // Plan: every flag checked and the loads resolved (a missing tool or no scratch space is
-    // an error now), before anything is changed.
-    let mut p = plan::plan(&a)?;
-    let mut mp = modes::plan_mode(&a, &mut p, &crate::args::online_cpus()?)?;
+fn run_with(rp: RunPlan, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
+    let RunPlan {
+        measure: mut p,
+        mode: mut mp,
+        session: rp,
+    } = rp;
+    let profile = rp.profile.clone();
     // `profile --no-measure`: no measuring thread (its flags were refused by the parser).
     let no_measure = profile.as_ref().is_some_and(|o| o.no_measure);
     if no_measure {
         p.cpus.clear();
         mp.name = "none";
     }
-    crate::actions::check(&a.actions, p.max_latency_ns, p.trace_threshold_ns)?;
     // latlab's own threads, all created from here on, stay off the CPUs it measures (and the
     // senders' CPUs) when there is one to spare; the measuring threads pin themselves.
-    if matches!(a.backend, Backend::Real) {
+    if matches!(rp.backend, Backend::Real) {
         let mut busy = p.cpus.clone();
         if let latlab_sys::modes::Mode::Wakeup { sender_cpus, .. } = &mp.mode {
             busy.extend(sender_cpus);
@@ -257,16 +263,13 @@ pub fn run_with(
     // Another latlab measuring any of these CPUs now: refused (or, with --force, a warning),
     // before anything is changed or written. Held until the run has ended.
     let mut claim_warning = None;
-    let _claim = if matches!(a.backend, Backend::Real) && !no_measure {
+    let _claim = if matches!(rp.backend, Backend::Real) && !no_measure {
         let mut busy = p.cpus.clone();
         if let latlab_sys::modes::Mode::Wakeup { sender_cpus, .. } = &mp.mode {
             busy.extend(sender_cpus);
         }
-        let command = format!(
-            "latlab {}",
-            std::env::args().nth(1).unwrap_or_else(|| "run".into())
-        );
-        let overlap = if a.force {
+        let command = rp.command.clone();
+        let overlap = if rp.force {
             crate::claim::Overlap::Warn
         } else {
             crate::claim::Overlap::Refuse
@@ -277,15 +280,14 @@ pub fn run_with(
     } else {
         None
     };
-    let loads = if a.loads.is_empty() {
+    let loads = if rp.loads.is_empty() {
         None
     } else {
-        let opts = crate::load_session::options_from(&a.ext, p.duration_ns + p.warmup_ns)?;
-        Some(crate::load_session::LoadSession::prepare(&a.loads, &opts)?)
+        Some(crate::loads::LoadSession::prepare(&rp.loads, &rp.load_options)?)
     };
     // Before anything is changed or measured: a port in use is an error now.
-    let metrics_listener = match &a.metrics_listen {
-        Some(addr) => Some(crate::metrics::bind(addr, a.metrics_listen_any)?),
+    let metrics_listener = match &rp.metrics {
+        Some((addr, any)) => Some(crate::metrics::bind(addr, *any)?),
         None => None,
     };
     let mut probe_warnings: Vec<String> = claim_warning.into_iter().collect();
@@ -295,24 +297,24 @@ pub fn run_with(
     let _dma = if no_measure {
         None
     } else {
-        probe(&a, &p, dma_us, &mut probe_warnings)?
+        probe(&rp, &p, dma_us, &mut probe_warnings)?
     };
 
     let need = rundir::estimate_run_bytes(
         p.cpus.len(),
         p.duration_ns,
         p.layout.limit_ns(),
-        p.trace_threshold_ns.map_or(0, |_| a.ext.trace_max_spikes),
+        p.trace.as_ref().map_or(0, |t| t.max_spikes),
     );
     let mut s = Session::begin(Begin {
-        results: Some((&a.results, &p.label, need)),
+        results: Some((&rp.results, &p.label, need)),
         inventory: true,
-        quiet: a.quiet,
+        quiet: rp.quiet,
     })?;
     for w in probe_warnings {
         s.warn(w);
     }
-    s.record_db = Some(a.record_db.clone());
+    s.record_db = Some(rp.db.clone());
     let dir = s.dir().to_path_buf();
 
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
@@ -324,14 +326,14 @@ pub fn run_with(
             s.warnings.push(format!(
                 "the run ended during the load warm-up, before measuring: {e:#}"
             ));
-            let record = build_record(&s, &a, &p, &mp, &Measured::NOTHING, false);
-            return Err(s.abandon(record, e));
+            let record = build_record(&s, &rp, &p, &mp, &Measured::NOTHING, false);
+            return Err(s.abandon(record, e).into());
         }
     }
 
     // The flight recorder, started last so its buffer holds the measured period only.
     let mut tracer = match &p.trace {
-        Some(opts) => latlab_engine::recorder::TraceSession::start(
+        Some(opts) => crate::recorder::TraceSession::start(
             opts,
             &p.cpus,
             s.ledger.clone(),
@@ -340,7 +342,7 @@ pub fn run_with(
         None => None,
     };
     let mut profiler = match &profile {
-        Some(o) => Some(crate::cmd::profile::ProfileSession::start(
+        Some(o) => Some(crate::profile::ProfileSession::start(
             o,
             s.ledger.clone(),
             &mut s.warnings,
@@ -367,7 +369,7 @@ pub fn run_with(
                 policy: p.policy,
                 priority: p.priority,
                 priority_step: p.priority_step,
-                aligned: a.aligned,
+                aligned: rp.aligned,
                 layout: p.layout,
                 spike_threshold_ns: p
                     .trace_threshold_ns
@@ -375,12 +377,9 @@ pub fn run_with(
                     .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1))
                     .min(hooks.event_threshold_ns()),
                 trace,
-                backend: match a.backend {
+                backend: match rp.backend {
                     Backend::Real => measure::Backend::Real,
-                    Backend::Sim => measure::Backend::Sim {
-                        seed: a.sim_seed,
-                        realtime: a.sim_realtime,
-                    },
+                    Backend::Sim { seed, realtime } => measure::Backend::Sim { seed, realtime },
                 },
             },
             mp.mode.clone(),
@@ -394,10 +393,11 @@ pub fn run_with(
     if let Some(t) = &tracer {
         t.attach(&threads, &p.housekeeping);
     }
+    let sim_time = matches!(rp.backend, Backend::Sim { realtime: false, .. });
     let mut on_threshold = crate::actions::Runner::new(
-        &a.actions.on_threshold,
+        &rp.actions.on_threshold,
         "--on-threshold",
-        a.actions.action_timeout.0,
+        rp.actions.timeout_ns,
         &dir,
     );
     let mut stopped_by: Option<crate::actions::Firing> = None;
@@ -413,7 +413,7 @@ pub fn run_with(
     }
     let mut seconds: Vec<Vec<Option<u64>>> = vec![Vec::new(); threads.len()];
     let mut live = Live {
-        enabled: !a.quiet && std::io::stderr().is_terminal(),
+        enabled: !rp.quiet && std::io::stderr().is_terminal(),
         lines: 0,
         total_ns: p.duration_ns,
     };
@@ -422,7 +422,7 @@ pub fn run_with(
     // clock; a fast simulation has no time axis, so it has none.
     let every_ns =
         latlab_sys::hooks::interval_ms().map_or(DEFAULT_INTERVAL_NS, |ms| ms.max(1) * 1_000_000);
-    let mut intervals = (!no_measure && (a.backend != Backend::Sim || a.sim_realtime))
+    let mut intervals = (!no_measure && !sim_time)
         .then(|| IntervalRecorder::new(every_ns));
     let mut next_close = every_ns;
     let mut last_second = Instant::now();
@@ -499,7 +499,7 @@ pub fn run_with(
             if load_error.is_none() {
                 s.warnings.push(format!("the run was ended early: {e:#}"));
                 engine.stop();
-                load_error = Some(e);
+                load_error = Some(e.into());
             }
         }
         if last_second.elapsed() >= Duration::from_secs(1) {
@@ -524,10 +524,10 @@ pub fn run_with(
                 measured_ns: started.elapsed().as_nanos() as u64,
                 spikes: &spikes,
             };
-            let mut rec = build_record(&s, &a, &p, &mp, &m, false);
+            let mut rec = build_record(&s, &rp, &p, &mp, &m, false);
             rec.intervals = intervals.as_ref().map(|r| r.histograms().clone());
             if let Err(e) = rundir::write_run(&dir, &rec, false) {
-                warnln!("checkpoint failed: {e:#}");
+                crate::warn(&format!("checkpoint failed: {e:#}"));
             }
         }
         if let Some(after) = inject_panic {
@@ -543,7 +543,7 @@ pub fn run_with(
     // missed period: not the wall time from the start to the collector's next tick, which
     // also holds the threads' start and the tick's wait (an interrupted real run recorded
     // 466 periods of time for 306 samples and no missed period). Simulated time, too.
-    let measured_ns = if a.backend == Backend::Sim && !a.sim_realtime
+    let measured_ns = if sim_time
         || interrupted
         || stopped_by.is_some()
         || load_error.is_some()
@@ -627,7 +627,7 @@ pub fn run_with(
         measured_ns,
         spikes: &spikes,
     };
-    let mut record = build_record(&s, &a, &p, &mp, &m, true);
+    let mut record = build_record(&s, &rp, &p, &mp, &m, true);
     if let Some(rec) = intervals.as_mut() {
         rec.record(measured_ns.max(1), &cumulative_counts(&threads));
         record.intervals = Some(rec.histograms().clone());
@@ -639,7 +639,7 @@ pub fn run_with(
         record.profile = pr.finish(&dir, &mut record.warnings);
     }
     if let Some(e) = load_error {
-        return Err(s.abandon(record, e));
+        return Err(s.abandon(record, e).into());
     }
     let tids: Vec<i64> = threads
         .iter()
@@ -649,8 +649,9 @@ pub fn run_with(
         .iter()
         .map(|t| t.last_ns.load(Ordering::Relaxed))
         .collect();
-    let model = s.finish_with(record, hooks.summary().then_some(a.format))?;
-    if !a.actions.on_end.is_empty() {
+    let model = s.finish(record)?;
+    hooks.on_finished(&model, &dir)?;
+    if !rp.actions.on_end.is_empty() {
         // After the record is written: the actions may read the run directory.
         let (cpu, latency_ns) = model
             .cpus
@@ -659,16 +660,16 @@ pub fn run_with(
             .max_by_key(|&(_, m)| m)
             .unwrap_or((0, 0));
         let mut end = crate::actions::Runner::new(
-            &a.actions.on_end,
+            &rp.actions.on_end,
             "--on-end",
-            a.actions.action_timeout.0,
+            rp.actions.timeout_ns,
             &dir,
         );
         let mut warnings = Vec::new();
         end.fire(crate::actions::Firing { cpu, latency_ns }, &mut warnings);
         end.wait(&mut warnings);
         for w in warnings {
-            warnln!("{w}");
+            crate::warn(&w);
         }
     }
     let mut code = ExitCode::SUCCESS;
@@ -688,6 +689,7 @@ pub fn run_with(
         tids,
         last_ns,
         stopped_by,
+        dir,
     })
 }
 
@@ -765,7 +767,7 @@ fn cumulative_counts(threads: &[Arc<measure::ThreadShared>]) -> Vec<u64> {
 /// (the standby instance takes over) as soon as a marker has stopped it, and the wait ends so
 /// the stopped instance's spike is collected and its trace saved (spikes while the recorder is
 /// disarmed would go untraced).
-fn collector_sleep(tracer: Option<&mut latlab_engine::recorder::TraceSession>) {
+fn collector_sleep(tracer: Option<&mut crate::recorder::TraceSession>) {
     const SLICE: Duration = Duration::from_millis(1);
     // The recorder that never stops needs no re-arming: a plain tick.
     let Some(tr) = tracer.filter(|t| t.stops()) else {
@@ -787,7 +789,7 @@ fn collector_sleep(tracer: Option<&mut latlab_engine::recorder::TraceSession>) {
 /// Hand the drained spikes at or above the trace threshold to the recorder (if tracing);
 /// keep the ones it traced. The events stay (a front end's hooks and the actions see them).
 fn trace_spikes(
-    tracer: Option<&mut latlab_engine::recorder::TraceSession>,
+    tracer: Option<&mut crate::recorder::TraceSession>,
     threshold_ns: Option<u64>,
     events: &mut [SpikeEvent],
     dir: &std::path::Path,

@@ -103,7 +103,7 @@ pub fn bind(spec: &str, any: bool) -> anyhow::Result<TcpListener> {
 pub struct Facts {
     pub spikes_traced: u64,
     pub spikes_not_traced: u64,
-    pub loads: Vec<crate::load_session::LiveLoad>,
+    pub loads: Vec<crate::loads::LiveLoad>,
 }
 
 /// The serving thread; stopped (and joined) by [`Server::stop`] or on drop.
@@ -149,7 +149,7 @@ impl Server {
     }
 
     /// The collector's latest figures of the loads.
-    pub fn set_loads(&self, loads: Vec<crate::load_session::LiveLoad>) {
+    pub fn set_loads(&self, loads: Vec<crate::loads::LiveLoad>) {
         if let Ok(mut f) = self.facts.lock() {
             f.loads = loads;
         }

@@ -1,0 +1,543 @@
+//! `latlab profile`: `latlab run` (the same lifecycle, the same measuring threads and run
+//! directory) with a scheduler profile recorded over the same seconds.
+//!
+//! The profile has its own tracefs instance (`latlab-<pid>-prof`, in the ledger, removed on
+//! every path) with the events of [`InstanceSpec::PROFILE`] in producer/consumer mode. One
+//! reader thread (SCHED_OTHER, on no particular CPU) reads every CPU's
+//! `per_cpu/cpuN/trace_pipe_raw` every [`POLL`] until it is empty, decodes the pages
+//! ([`StreamDecoder`]) and feeds the events to the reconstruction ([`Profiler`]) in time
+//! order up to a watermark ([`LAG`] behind the poll: a CPU read empty at time t has handed over
+//! its events before t), so memory stays bounded: nothing but the aggregates and a bounded raw
+//! window is kept. The first `--profile-window` bytes of pages (all CPUs; kept until one CPU's
+//! share is full, so every CPU covers the same seconds) go to `profile/trace.dat` for
+//! `latlab export`; the heat maps' series to `profile/series.bin`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use latlab_core::profile::decode::StreamDecoder;
+use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
+use latlab_core::trace::raw::{Comms, RawDecoder};
+use latlab_sys::ledger::Ledger;
+use latlab_sys::tracefs::{self, InstanceSpec, RawLayout, Recorder, RecorderConfig};
+
+
+/// How often the reader empties the buffers.
+const POLL: Duration = Duration::from_millis(10);
+/// Events younger than this at a poll wait for the next one (other CPUs' may still come).
+const LAG: u64 = 2_000_000;
+
+/// The largest `--profile-window`: what `latlab export` reads back (whole, in memory).
+pub const MAX_WINDOW: u64 = 1 << 30;
+
+#[derive(Debug, Clone)]
+pub struct ProfileOpts {
+    pub top: usize,
+    pub window_bytes: u64,
+    pub buffer_kb: u64,
+    pub duration_ns: u64,
+    /// `--no-measure`: the profile alone, no measuring threads (`config.mode` `none`).
+    pub no_measure: bool,
+}
+
+/// What the reader thread hands back.
+struct Output {
+    record: ProfileRecord,
+    series: Vec<u8>,
+    window: Vec<(u32, Vec<u8>)>,
+    names: Comms,
+    read_errors: Vec<String>,
+}
+
+pub struct ProfileSession {
+    rec: Option<Recorder>,
+    ledger: Arc<Mutex<Ledger>>,
+    quit: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Output>>,
+    layout: RawLayout,
+    clock: String,
+    cpus: Vec<u32>,
+}
+
+impl ProfileSession {
+    /// Create the instance, seed the run queues from /proc, start tracing and the reader.
+    pub fn start(
+        o: &ProfileOpts,
+        ledger: Arc<Mutex<Ledger>>,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<ProfileSession> {
+        let root = std::env::var_os("LATLAB_TRACEFS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(tracefs::DEFAULT_ROOT));
+        let mut l = ledger.lock().unwrap_or_else(|p| p.into_inner());
+        let tfs = tracefs::ensure_mounted(&root, &mut l)
+            .context("latlab profile needs tracefs (run as root)")?;
+        let rec = Recorder::create_with(
+            &tfs.root,
+            &RecorderConfig {
+                name: format!("latlab-{}-prof", std::process::id()),
+                buffer_kb: o.buffer_kb,
+            },
+            &InstanceSpec::PROFILE,
+            &mut l,
+        )
+        .context("cannot create the profile's tracefs instance")?;
+        drop(l);
+        if !rec.missing.is_empty() {
+            warnings.push(format!(
+                "profile without these events (not in this kernel): {}",
+                rec.missing.join(", ")
+            ));
+        }
+        if rec.clock != "mono" {
+            warnings.push(format!(
+                "profile: trace clock {} (not mono): times are not on CLOCK_MONOTONIC",
+                rec.clock
+            ));
+        }
+        let layout = rec
+            .raw
+            .clone()
+            .map_err(|e| anyhow::anyhow!("the profile reads binary pages only: {e}"))?;
+        let formats: Vec<&str> = layout.formats.iter().map(String::as_str).collect();
+        let mut dec = StreamDecoder::new(&layout.header_page, &layout.header_event, &formats)
+            .map_err(|e| anyhow::anyhow!("the profile cannot decode this kernel's events: {e}"))?;
+        let cpus = latlab_sys::rt::online_cpus()?;
+        let mut files = Vec::new();
+        for &c in &cpus {
+            files.push(CpuSource {
+                cpu: c,
+                file: rec.open_cpu_raw(c)?,
+                dir: rec.dir().to_path_buf(),
+                dropped: 0,
+                held: Vec::new(),
+                drop_pending: false,
+            });
+        }
+        let start_ns = mono_ns();
+        let mut prof = Profiler::new(&cpus, start_ns, o.duration_ns);
+        for (pid, cpu, prio) in runnable_tasks() {
+            prof.seed_runnable(pid, cpu, prio);
+        }
+        rec.start()
+            .context("cannot start the profile's tracefs instance")?;
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let page = dec.page_size();
+        let (top, window_cap) = (o.top, o.window_bytes / cpus.len().max(1) as u64);
+        let thread = std::thread::Builder::new()
+            .name("latlab-profile".into())
+            .spawn(move || reader(files, &mut dec, prof, page, q, top, window_cap))
+            .context("cannot start the profile reader")?;
+        Ok(ProfileSession {
+            rec: Some(rec),
+            ledger,
+            quit,
+            thread: Some(thread),
+            layout,
+            clock: String::new(),
+            cpus,
+        })
+        .map(|mut s| {
+            s.clock = s.rec.as_ref().map(|r| r.clock.clone()).unwrap_or_default();
+            s
+        })
+    }
+
+    /// Stop tracing, read what is left, remove the instance, write the side files into `dir`
+    /// (`profile/series.bin`, `profile/trace.dat`): the record's `profile`.
+    pub fn finish(mut self, dir: &Path, warnings: &mut Vec<String>) -> Option<ProfileRecord> {
+        if let Some(r) = &self.rec {
+            let _ = r.stop();
+        }
+        self.quit.store(true, Ordering::Release);
+        let out = self.thread.take().and_then(|t| t.join().ok());
+        let mut dropped = 0u64;
+        if let Some(r) = &self.rec {
+            for &c in &self.cpus {
+                dropped += dropped_events(r.dir(), c);
+            }
+        }
+        self.remove();
+        let mut out = out?;
+        warnings.append(&mut out.read_errors);
+        out.record.lost_events = out.record.lost_events.max(dropped);
+        if out.record.lost_events > 0 || out.record.lost_unknown > 0 {
+            warnings.push(format!(
+                "profile: the kernel dropped {} events (the reader fell behind; raise --profile-buffer): the gaps are left out of rq_share",
+                out.record.lost_events
+            ));
+        }
+        let pdir = dir.join("profile");
+        if let Err(e) = latlab_sys::safefile::ensure_private_dir(&pdir) {
+            warnings.push(format!("profile: cannot write {}: {e}", pdir.display()));
+            return Some(out.record);
+        }
+        match latlab_sys::safefile::write_atomic_unsynced(&pdir.join("series.bin"), &out.series) {
+            Ok(()) => out.record.series = Some("profile/series.bin".into()),
+            Err(e) => warnings.push(format!("profile: series.bin: {e}")),
+        }
+        if out.window.iter().any(|(_, p)| !p.is_empty()) {
+            let formats: Vec<&str> = self.layout.formats.iter().map(String::as_str).collect();
+            let dat = RawDecoder::new(
+                &self.layout.header_page,
+                &self.layout.header_event,
+                &formats,
+            )
+            .ok()
+            .and_then(|dec| {
+                let cpus: Vec<(u32, &[u8])> =
+                    out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
+                crate::recorder::trace_dat(
+                    &dec,
+                    &self.layout,
+                    &self.clock,
+                    &cpus,
+                    &out.names,
+                    &[],
+                )
+            });
+            match dat {
+                Some(d) => {
+                    if let Err(e) =
+                        latlab_sys::safefile::write_atomic_unsynced(&pdir.join("trace.dat"), &d)
+                    {
+                        warnings.push(format!("profile: trace.dat: {e}"));
+                    }
+                }
+                None => warnings.push("profile: could not write trace.dat".into()),
+            }
+        }
+        Some(out.record)
+    }
+
+    fn remove(&mut self) {
+        if let Some(r) = self.rec.take() {
+            let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = r.remove(&mut l);
+        }
+    }
+}
+
+impl Drop for ProfileSession {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.remove();
+    }
+}
+
+/// The reader thread: poll, decode, merge to the watermark, reconstruct.
+/// One CPU's buffer as the reader sees it: its `trace_pipe_raw`, the instance (for its
+/// `stats`) and the kernel's count of events it dropped so far.
+struct CpuSource {
+    cpu: u32,
+    file: std::fs::File,
+    dir: PathBuf,
+    dropped: u64,
+    /// Events held back from the profiler: the last of the read before the last, and all of
+    /// the last read; a drop found after the last read lies among them (see [`place_drops`]).
+    held: Vec<PEvent>,
+    /// A drop found and not placed yet.
+    drop_pending: bool,
+}
+
+/// Producer/consumer mode: a full buffer drops new events and marks no page, so a loss is
+/// found in `per_cpu/cpuN/stats` (`dropped events`), read right after each read of the CPU's
+/// pages ([`count_drops`]). Drops found after read `j` happened after the last event of read
+/// `j − 1` and before the first event of read `j + 1`: a reader stopped between two reads, or
+/// in the middle of one (SIGSTOP), finds the full buffer's old events and the new ones
+/// written once its first pages were freed in one read, or in two. So each CPU's events are
+/// held back ([`CpuSource::held`]: the last event of read `j − 1` and all of read `j`) until
+/// read `j + 1`, and the drop is placed in the longest silence from the first held event to
+/// the first of read `j + 1`, on the event that begins it (`lost_after`): the CPU's state is
+/// unknown from there to its next own event, whatever other CPUs' wake-ups and migrations
+/// say of its run queue meanwhile. The kernel drops only when the buffer is full, i.e. when
+/// the CPU is busy, so that silence is the drop's; on a CPU that is also idle for long at
+/// times the placement is uncertain (docs/design.md, "Profile").
+fn count_drops(src: &mut CpuSource, lost: &mut u64) {
+    let dropped = dropped_events(&src.dir, src.cpu);
+    if dropped > src.dropped {
+        *lost += dropped - src.dropped;
+        src.dropped = dropped;
+        src.drop_pending = true;
+    }
+}
+
+/// A read of `src` gave `new` (in time order, maybe none): place a pending drop among the
+/// held events and the first of `new`, hand all held events but the last to `out`, and hold
+/// `new` after it.
+fn place_drops(src: &mut CpuSource, mut new: Vec<PEvent>, out: &mut Vec<PEvent>) {
+    if src.drop_pending {
+        // The silence between candidates k − 1 and k, largest first; it begins at a held
+        // event (k − 1 < held.len()).
+        let cand: Vec<u64> = src.held.iter().chain(new.first()).map(|e| e.ts).collect();
+        let best = (1..cand.len()).max_by_key(|&k| (cand[k].saturating_sub(cand[k - 1]), k));
+        if let Some(k) = best {
+            src.held[k - 1].lost_after = true;
+            src.drop_pending = false;
+        } else if let (true, Some(e)) = (src.held.is_empty(), new.first_mut()) {
+            // Nothing held to begin the silence: unknown since the CPU's previous event.
+            e.lost_before = true;
+            src.drop_pending = false;
+        }
+    }
+    if new.is_empty() && !src.drop_pending {
+        // The buffer was empty at this read and nothing is pending: a later drop lies after
+        // this read, so nothing held can begin its silence. (An idle CPU would otherwise
+        // hold the watermark, and every CPU's events, back until its next event.)
+        out.append(&mut src.held);
+        return;
+    }
+    if src.held.len() > 1 {
+        let keep = src.held.split_off(src.held.len() - 1);
+        out.append(&mut src.held);
+        src.held = keep;
+    }
+    src.held.extend(new);
+}
+
+/// Every event still held (at the end): a pending drop placed among them.
+fn release_all(src: &mut CpuSource, out: &mut Vec<PEvent>) {
+    place_drops(src, Vec::new(), out);
+    out.append(&mut src.held);
+}
+
+fn reader(
+    mut files: Vec<CpuSource>,
+    dec: &mut StreamDecoder,
+    mut prof: Profiler,
+    page: usize,
+    quit: Arc<AtomicBool>,
+    top: usize,
+    window_cap: u64,
+) -> Output {
+    let mut pending: Vec<PEvent> = Vec::new();
+    let mut lost_flag: HashMap<u32, bool> = HashMap::new();
+    let mut window: Vec<(u32, Vec<u8>)> = files.iter().map(|c| (c.cpu, Vec::new())).collect();
+    let mut window_open = window_cap > 0;
+    let (mut lost, mut lost_unknown) = (0u64, 0u64);
+    let mut errors = Vec::new();
+    let mut measuring = MeasuringThreads::default();
+    loop {
+        let last = quit.load(Ordering::Acquire);
+        let wm = if last {
+            u64::MAX
+        } else {
+            mono_ns().saturating_sub(LAG)
+        };
+        for (i, src) in files.iter_mut().enumerate() {
+            let (cpu, f) = (&src.cpu.clone(), &mut src.file);
+            let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
+                Ok(p) => p,
+                Err(e) => {
+                    if errors.len() < 4 {
+                        errors.push(format!("profile: CPU {cpu}: read: {e}"));
+                    }
+                    continue;
+                }
+            };
+            let mut new = Vec::new();
+            if !pages.is_empty() {
+                let lf = lost_flag.entry(*cpu).or_default();
+                match dec.decode(*cpu, &pages, lf, &mut new) {
+                    Ok(st) => {
+                        lost += st.lost_events;
+                        lost_unknown += st.lost_unknown;
+                    }
+                    Err(e) => {
+                        if errors.len() < 4 {
+                            errors.push(format!("profile: CPU {cpu}: {e}"));
+                        }
+                    }
+                }
+                new.sort_by_key(|e| e.ts);
+            }
+            place_drops(src, new, &mut pending);
+            count_drops(src, &mut lost);
+            if pages.is_empty() {
+                continue;
+            }
+            if window_open {
+                let w = &mut window[i].1;
+                if (w.len() + pages.len()) as u64 <= window_cap {
+                    w.extend_from_slice(&pages);
+                } else {
+                    window_open = false;
+                }
+            }
+        }
+        // Before the events up to the watermark: a measuring thread started since the last
+        // scan has no event older than the previous watermark, so none of its is missed.
+        if !last {
+            measuring.scan(&mut prof);
+        }
+        if last {
+            for src in files.iter_mut() {
+                release_all(src, &mut pending);
+            }
+        }
+        // Held events are not handed over yet: nothing after the oldest of them either.
+        let wm = files
+            .iter()
+            .filter_map(|c| c.held.first().map(|e| e.ts))
+            .fold(wm, u64::min);
+        pending.sort_by_key(|e| e.ts);
+        let n = pending.partition_point(|e| e.ts < wm);
+        for e in pending.drain(..n) {
+            prof.event(&e);
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    let names = dec.names();
+    let (record, series) = prof.finish(mono_ns(), top, |pid| dec.name(pid), lost, lost_unknown);
+    Output {
+        record,
+        series: series.to_bytes(),
+        window,
+        names,
+        read_errors: errors,
+    }
+}
+
+/// latlab's measuring threads (`latlab-cpuN` in this process), found in `/proc/self/task`
+/// at every poll and handed to the profiler to watch.
+#[derive(Default)]
+struct MeasuringThreads {
+    /// Tids settled: watched, or named otherwise (a thread not named yet has its parent's
+    /// name and is looked at again).
+    known: std::collections::HashSet<i64>,
+    main_comm: Option<String>,
+}
+
+impl MeasuringThreads {
+    fn scan(&mut self, prof: &mut Profiler) {
+        let main = self.main_comm.get_or_insert_with(|| {
+            std::fs::read_to_string("/proc/self/comm")
+                .map(|s| s.trim_end_matches('\n').to_string())
+                .unwrap_or_default()
+        });
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for t in dir.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i64>().ok()) else {
+                continue;
+            };
+            if self.known.contains(&tid) {
+                continue;
+            }
+            let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) else {
+                continue;
+            };
+            let comm = comm.trim_end_matches('\n');
+            if let Some(cpu) = measuring_cpu(comm) {
+                prof.watch(tid, cpu);
+                self.known.insert(tid);
+            } else if comm != main.as_str() {
+                self.known.insert(tid);
+            }
+        }
+    }
+}
+
+/// N of a measuring thread's name `latlab-cpuN`.
+fn measuring_cpu(comm: &str) -> Option<u32> {
+    let n = comm.strip_prefix("latlab-cpu")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// `dropped events:` of a CPU's stats (events the producer/consumer buffer refused).
+fn dropped_events(dir: &Path, cpu: u32) -> u64 {
+    std::fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats")))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("dropped events:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Tasks runnable now (`R` in `/proc/PID/task/TID/stat`): (tid, CPU, kernel prio). The seed of
+/// the run queues (what is uncertain: see latlab_core::profile).
+fn runnable_tasks() -> Vec<(i64, u32, i64)> {
+    let mut v = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+                continue;
+            };
+            if let Some(x) = parse_stat(&stat) {
+                v.push(x);
+            }
+        }
+    }
+    v
+}
+
+/// (tid, processor, prio) of a `stat` line in state R. The comm may hold anything: the fields
+/// start after the last `)`.
+fn parse_stat(s: &str) -> Option<(i64, u32, i64)> {
+    let (head, rest) = s.rsplit_once(')')?;
+    let pid: i64 = head.split_once(' ')?.0.trim().parse().ok()?;
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // f[0] = field 3 (state); field N is f[N - 3].
+    if f.first()? != &"R" {
+        return None;
+    }
+    let priority: i64 = f.get(18 - 3)?.parse().ok()?;
+    let cpu: u32 = f.get(39 - 3)?.parse().ok()?;
+    Some((pid, cpu, priority + 100))
+}
+
+use latlab_sys::rt::now_ns as mono_ns;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stat_lines_with_odd_comms() {
+        let s = "42 (a) b) R 1 42 42 0 -1 4194560 0 0 0 0 5 1 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        assert_eq!(super::parse_stat(s), Some((42, 3, 120)));
+        let s = s.replace(" R ", " S ");
+        assert_eq!(super::parse_stat(&s), None);
+        assert_eq!(super::parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn measuring_thread_names() {
+        assert_eq!(super::measuring_cpu("latlab-cpu0"), Some(0));
+        assert_eq!(super::measuring_cpu("latlab-cpu17"), Some(17));
+        for n in [
+            "latlab-cpu",
+            "latlab-cpu1x",
+            "latlab-send1",
+            "latlab",
+            "latlab-cpu-1",
+        ] {
+            assert_eq!(super::measuring_cpu(n), None, "{n}");
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Plans: the CLI's arguments turned into the engine's typed plans, checked, before anything
+//! touches the machine, the disk or the ledger. With `cli/`, the only code that reads clap's
+//! types.
+
+use latlab_engine::loads::LoadOptions;
+use latlab_engine::profile::ProfileOpts;
+use latlab_engine::run::{Backend, RunPlan, SessionPlan};
+
+use crate::cli::{self, RunArgs};
+
+pub mod modes;
+pub mod run;
+
+/// The loads' options from the `run` flags.
+pub fn load_options(ext: &cli::RunExtArgs, duration_ns: u64) -> LoadOptions {
+    LoadOptions {
+        dir: ext.load_dir.clone(),
+        cpus: ext.load_cpus.as_ref().map(|l| l.0.clone()),
+        required: ext.load_required,
+        src: ext.load_src.clone(),
+        duration_ns,
+    }
+}
+
+/// `latlab run`'s flags (and `profile`'s options) as the engine's plan: every flag typed and
+/// checked, the mode validated, the actions checked against the limits.
+pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunPlan> {
+    let mut p = run::plan(&a)?;
+    let mp = modes::plan_mode(&a, &mut p, &latlab_sys::rt::online_cpus()?)?;
+    let actions = a.actions.actions();
+    latlab_engine::actions::check(&actions, p.max_latency_ns, p.trace_threshold_ns)?;
+    let load_options = load_options(&a.ext, p.duration_ns + p.warmup_ns);
+    Ok(RunPlan {
+        measure: p,
+        mode: mp,
+        session: SessionPlan {
+            backend: match a.backend {
+                cli::Backend::Real => Backend::Real,
+                cli::Backend::Sim => Backend::Sim {
+                    seed: a.sim_seed,
+                    realtime: a.sim_realtime,
+                },
+            },
+            aligned: a.aligned,
+            results: a.results,
+            quiet: a.quiet,
+            force: a.force,
+            loads: a.loads,
+            load_options,
+            metrics: a.metrics_listen.map(|l| (l, a.metrics_listen_any)),
+            db: a.record_db.target(),
+            actions,
+            profile,
+            command: format!(
+                "latlab {}",
+                std::env::args().nth(1).unwrap_or_else(|| "run".into())
+            ),
+        },
+    })
+}
