@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::loads::supervisor::Watched;
 
-
 /// One action, parsed from its command-line string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {

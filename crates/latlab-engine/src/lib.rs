@@ -18,8 +18,8 @@ pub mod loads;
 pub mod metrics;
 pub mod profile;
 pub mod recorder;
-pub mod rundir;
 pub mod run;
+pub mod rundir;
 pub mod session;
 pub mod store;
 

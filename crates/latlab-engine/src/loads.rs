@@ -38,7 +38,6 @@ pub struct LoadOptions {
     pub duration_ns: u64,
 }
 
-
 fn online_cpus() -> Vec<u32> {
     latlab_sys::rt::online_cpus()
         .ok()

@@ -25,7 +25,6 @@ use latlab_core::trace::raw::{Comms, RawDecoder};
 use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, InstanceSpec, RawLayout, Recorder, RecorderConfig};
 
-
 /// How often the reader empties the buffers.
 const POLL: Duration = Duration::from_millis(10);
 /// Events younger than this at a poll wait for the next one (other CPUs' may still come).
@@ -192,14 +191,7 @@ impl ProfileSession {
             .and_then(|dec| {
                 let cpus: Vec<(u32, &[u8])> =
                     out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
-                crate::recorder::trace_dat(
-                    &dec,
-                    &self.layout,
-                    &self.clock,
-                    &cpus,
-                    &out.names,
-                    &[],
-                )
+                crate::recorder::trace_dat(&dec, &self.layout, &self.clock, &cpus, &out.names, &[])
             });
             match dat {
                 Some(d) => {

@@ -318,7 +318,8 @@ pub fn read_run_json(p: &Path) -> crate::Result<Vec<u8>> {
 pub fn load_record(run: &Path) -> crate::Result<RunRecord> {
     let p = run_json_path(run)?;
     let bytes = read_run_json(&p)?;
-    RunRecord::from_json(&bytes).map_err(|e| crate::Error::msg(format_args!("{}: {e}", p.display())))
+    RunRecord::from_json(&bytes)
+        .map_err(|e| crate::Error::msg(format_args!("{}: {e}", p.display())))
 }
 
 /// Read a run and derive its model.
@@ -327,4 +328,3 @@ pub fn load_run(run: &Path) -> crate::Result<RunModel> {
     let p = run_json_path(run)?;
     Ok(RunModel::new(r).with_context(|| format!("{}", p.display()))?)
 }
-

@@ -30,7 +30,8 @@ pub fn record_dir(db: &DbTarget, dir: &Path, cancel: Option<Arc<AtomicBool>>) {
         let bytes = rundir::read_run_json(&dir.join("run.json"))?;
         let mut limits = latlab_store::Limits::from_env().map_err(|e| anyhow!("{e}"))?;
         limits.cancel = cancel;
-        let mut s = latlab_store::open_with(db.url.as_deref(), limits).map_err(|e| anyhow!("{e}"))?;
+        let mut s =
+            latlab_store::open_with(db.url.as_deref(), limits).map_err(|e| anyhow!("{e}"))?;
         s.push(&bytes).map_err(|e| anyhow!("{e}"))?;
         Ok(())
     })();

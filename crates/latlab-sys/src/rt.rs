@@ -187,6 +187,21 @@ pub fn keep_heap(reserve: usize) {
     }
 }
 
+/// RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`): the runtime in µs per second that
+/// real-time tasks may use when it is on, None when it is off (`-1`) or cannot be read.
+pub fn rt_throttling_us() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").ok()?;
+    let s = s.trim();
+    (s != "-1").then(|| s.to_string())
+}
+
+/// The kernel's release (`/proc/sys/kernel/osrelease`), None when unreadable.
+pub fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
 /// `MemAvailable` of /proc/meminfo in bytes (None when unreadable).
 pub fn mem_available() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/meminfo").ok()?;

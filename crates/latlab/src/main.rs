@@ -17,8 +17,6 @@ mod cli_scenario;
 mod cmd;
 mod plan;
 
-
-
 fn main() -> ExitCode {
     // A load's watchdog (latlab_sys::loads::supervisor): latlab's own executable, started by
     // the load supervisor; nothing else of latlab runs in it.

@@ -17,15 +17,6 @@ use crate::profile::ProfileOpts;
 use crate::recorder::TraceOptions;
 use crate::store::DbTarget;
 
-/// What a measuring thread's clock, sleep and samples are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// SCHED_FIFO threads sleeping with absolute `clock_nanosleep`, as cyclictest.
-    Real,
-    /// A seeded generator through the same pipeline (`realtime`: it sleeps in real time).
-    Sim { seed: u64, realtime: bool },
-}
-
 /// Everything a run needs: the measurement, its mode, and the session around it.
 pub struct RunPlan {
     pub measure: Plan,
@@ -35,7 +26,11 @@ pub struct RunPlan {
 
 /// What a run does around its measurement.
 pub struct SessionPlan {
-    pub backend: Backend,
+    /// What the measuring threads are (`--backend`: [`super::backend::BACKENDS`]).
+    pub backend: &'static dyn super::backend::Backend,
+    /// `--sim-seed` and `--sim-realtime`, for a back end that generates its samples.
+    pub seed: u64,
+    pub realtime: bool,
     /// Threads wake at the same instants (cyclictest's `--secaligned`).
     pub aligned: bool,
     /// Where the run directory goes.

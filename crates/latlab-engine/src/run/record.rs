@@ -8,7 +8,7 @@ use latlab_core::stats::Stats;
 use latlab_core::units::Nanos;
 use latlab_sys::measure;
 
-use super::plan::{Backend, ModePlan, Plan, SessionPlan};
+use super::plan::{ModePlan, Plan, SessionPlan};
 use crate::session::Session;
 
 /// What the record is built from while the run goes on.
@@ -37,10 +37,7 @@ fn run_config(a: &SessionPlan, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> R
     let threads = mp.name != "none";
     RunConfig {
         mode: mp.name.into(),
-        backend: match a.backend {
-            Backend::Real => "real".into(),
-            Backend::Sim { .. } => "sim".into(),
-        },
+        backend: a.backend.name().into(),
         interval_ns: threads.then_some(p.interval_ns),
         duration_ns: Some(p.duration_ns),
         cpus: p.cpus.clone(),
@@ -55,10 +52,7 @@ fn run_config(a: &SessionPlan, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> R
         trace_threshold_ns: p.trace_threshold_ns,
         loads: a.loads.clone(),
         warmup_ns: if a.loads.is_empty() { 0 } else { p.warmup_ns },
-        sim_seed: match a.backend {
-            Backend::Sim { seed, .. } => Some(seed),
-            Backend::Real => None,
-        },
+        sim_seed: a.backend.generated().then_some(a.seed),
         measured_ns: Some(measured_ns),
         mode_params: mp.params.clone(),
     }
@@ -100,7 +94,7 @@ pub(super) fn build_record(
                         i,
                     ),
                 },
-                mode: mp.cpu_mode(i, t, matches!(a.backend, Backend::Sim { .. })),
+                mode: mp.cpu_mode(i, t, a.backend.generated()),
             }
         })
         .collect();

@@ -285,7 +285,9 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
     let (names, skipped) = select(o.profiles.as_deref())?;
     let tmp = match &o.results {
         Some(_) => None,
-        None => Some(latlab_engine::rundir::private_temp_dir("latlab-bench-loads-")?),
+        None => Some(latlab_engine::rundir::private_temp_dir(
+            "latlab-bench-loads-",
+        )?),
     };
     let (results, keep) = match (&o.results, &tmp) {
         (Some(r), _) => (r.clone(), true),

@@ -187,8 +187,8 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
 /// binary size, so the per-CPU buffer is sized to give ≥ `size` of text once full; the load runs
 /// until every CPU's ring overwrote (at most two minutes).
 fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
-    use latlab_engine::session::{Begin, Session};
     use latlab_engine::loads::{LoadOptions, LoadSession};
+    use latlab_engine::session::{Begin, Session};
     use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let buffer_kb = (size / ncpu / 2 / 1024).max(1024);

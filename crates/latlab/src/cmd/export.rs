@@ -69,7 +69,11 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
     }
     let prof = dir.join("profile/trace.dat");
     if prof.is_file() {
-        match window_dat(&prof, latlab_engine::profile::MAX_WINDOW + (1 << 20), &mut b) {
+        match window_dat(
+            &prof,
+            latlab_engine::profile::MAX_WINDOW + (1 << 20),
+            &mut b,
+        ) {
             Ok(()) => windows += 1,
             Err(e) => problems.push(format!("profile: {e:#}")),
         }

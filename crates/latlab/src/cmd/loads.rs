@@ -9,8 +9,8 @@ use anyhow::anyhow;
 use latlab_sys::loads::profiles::{which, PROFILES};
 
 use crate::cli::{LoadsArgs, LoadsCommand};
-use latlab_engine::session::{Begin, Session};
 use latlab_engine::loads::LoadSession;
+use latlab_engine::session::{Begin, Session};
 
 pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
     match args.command {

@@ -23,4 +23,3 @@ pub fn profile(a: ProfileArgs) -> anyhow::Result<ExitCode> {
     };
     super::run::run_with(a.run, Some(opts), &mut latlab_engine::run::NoHooks).map(|o| o.code)
 }
-

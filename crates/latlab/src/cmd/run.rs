@@ -42,7 +42,9 @@ pub struct Summary<'a> {
 
 impl Hooks for Summary<'_> {
     fn event_threshold_ns(&self) -> u64 {
-        self.inner.as_ref().map_or(u64::MAX, |h| h.event_threshold_ns())
+        self.inner
+            .as_ref()
+            .map_or(u64::MAX, |h| h.event_threshold_ns())
     }
     fn dma_latency_us(&self) -> i32 {
         self.inner.as_ref().map_or(0, |h| h.dma_latency_us())

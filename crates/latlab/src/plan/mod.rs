@@ -4,7 +4,7 @@
 
 use latlab_engine::loads::LoadOptions;
 use latlab_engine::profile::ProfileOpts;
-use latlab_engine::run::{Backend, RunPlan, SessionPlan};
+use latlab_engine::run::{backend, RunPlan, SessionPlan};
 
 use crate::cli::{self, RunArgs};
 
@@ -34,13 +34,13 @@ pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunP
         measure: p,
         mode: mp,
         session: SessionPlan {
-            backend: match a.backend {
-                cli::Backend::Real => Backend::Real,
-                cli::Backend::Sim => Backend::Sim {
-                    seed: a.sim_seed,
-                    realtime: a.sim_realtime,
-                },
-            },
+            backend: backend::by_name(match a.backend {
+                cli::Backend::Real => "real",
+                cli::Backend::Sim => "sim",
+            })
+            .expect("the CLI's back ends are the engine's"),
+            seed: a.sim_seed,
+            realtime: a.sim_realtime,
             aligned: a.aligned,
             results: a.results,
             quiet: a.quiet,

@@ -6,9 +6,9 @@ use latlab_core::modes::{ModeParams, AUDIO_PERIOD_NS};
 use latlab_core::units::Human;
 use latlab_sys::modes::{Ipc, Mode};
 
-use latlab_engine::run::plan::{ModePlan, Plan};
 use crate::cli::RunArgs;
 use crate::cli_modes::{IpcKind, RunMode};
+use latlab_engine::run::plan::{ModePlan, Plan};
 
 /// Validate the mode flags against the mode and the plan; adjusts `p.interval_ns` for audio
 /// (whose period is `--period`).
@@ -160,4 +160,3 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
         }
     })
 }
-

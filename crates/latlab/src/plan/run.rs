@@ -6,8 +6,8 @@ use latlab_core::cpulist::format_cpu_list;
 
 use crate::args::online_cpus;
 use latlab_core::hist::Layout;
-use latlab_engine::run::plan::Plan;
 use latlab_core::units::{format_duration, Nanos};
+use latlab_engine::run::plan::Plan;
 use latlab_sys::rt::{self, Policy};
 
 use crate::args::CpuSel;
@@ -16,12 +16,6 @@ use latlab_engine::recorder::TraceOptions;
 
 fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
     r.map_err(|e| anyhow::anyhow!("--{name}: {e}"))
-}
-
-pub fn kernel_release() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .map(|s| s.trim().to_string())
 }
 
 /// The longest wake-up period of a measurement thread (`--interval`, `+ i·--distance`).
@@ -146,7 +140,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend {
         Backend::Sim => "sim".into(),
-        Backend::Real => kernel_release().unwrap_or_else(|| "run".into()),
+        Backend::Real => latlab_sys::rt::kernel_release().unwrap_or_else(|| "run".into()),
     });
     Ok(Plan {
         duration_ns,

@@ -16,8 +16,8 @@ use latlab_sys::scenario::fairness;
 
 use crate::args::online_cpus;
 use crate::cli_scenario::FairnessArgs;
-use latlab_engine::session::{Begin, Session};
 use latlab_engine::loads::LoadSession;
+use latlab_engine::session::{Begin, Session};
 
 /// Longest run of real-time CPU hogs allowed.
 use super::{load_options, record, scenario_need, RT_MAX_NS};
@@ -114,7 +114,8 @@ pub(super) fn run(a: FairnessArgs) -> anyhow::Result<ExitCode> {
     } else {
         latlab_engine::claim::Overlap::Refuse
     };
-    let (_claim, claim_warning) = latlab_engine::claim::claim("latlab scenario fairness", &cpus, overlap)?;
+    let (_claim, claim_warning) =
+        latlab_engine::claim::claim("latlab scenario fairness", &cpus, overlap)?;
     let layout = Layout::new(1_000, 10_000_000).expect("a valid layout");
     let label = a.common.label.clone().unwrap_or_else(|| "fairness".into());
     let mut s = Session::begin(Begin {

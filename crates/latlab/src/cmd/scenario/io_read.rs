@@ -18,9 +18,9 @@ use latlab_sys::ledger::Entry;
 use latlab_sys::scenario::io_read;
 
 use crate::cli_scenario::IoReadArgs;
-use latlab_engine::session::{Begin, Session};
 use latlab_engine::loads::LoadSession;
 use latlab_engine::rundir;
+use latlab_engine::session::{Begin, Session};
 
 /// Longest run of real-time CPU hogs allowed.
 use super::{load_options, record, scenario_need};

@@ -14,9 +14,9 @@ use latlab_core::units::Nanos;
 
 use crate::args::online_cpus;
 use crate::cli_scenario::{ScenarioArgs, ScenarioCommand, ScenarioCommon};
-use latlab_engine::session::Session;
 use latlab_engine::loads::LoadOptions;
 use latlab_engine::rundir;
+use latlab_engine::session::Session;
 
 /// Longest run of real-time CPU hogs allowed.
 mod fairness;
