@@ -32,6 +32,7 @@ pub mod scenario;
 pub mod scenario_record;
 pub mod sim;
 pub mod stats;
+pub mod timeline;
 pub mod trace;
 pub mod trace_summary;
 pub mod units;
