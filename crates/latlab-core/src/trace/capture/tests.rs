@@ -251,7 +251,7 @@ fn a_spike_without_its_marker_says_why() {
         (rec.at_ns, rec.latency_ns, rec.causes.len()),
         (other.intended_ns, other.latency_ns, 0)
     );
-    assert_eq!(rec.timeline, [a.why.clone()]);
+    assert_eq!(rec.timeline, std::slice::from_ref(&a.why));
     assert!(rec.lanes.is_none() && rec.timeline_events.is_empty());
     let txt = analysis_txt(2, other, &rec, &a.warnings);
     assert!(txt.ends_with(&format!("{}\n", a.why)), "{txt}");
