@@ -22,7 +22,9 @@ use std::time::Duration;
 use anyhow::Context;
 use latlab_core::profile::decode::StreamDecoder;
 use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
+use latlab_core::trace::capture::{self, DatInput};
 use latlab_core::trace::raw::{Comms, RawDecoder};
+use latlab_engine::recorder::dat_layout;
 use latlab_sys::ledger::Ledger;
 use latlab_sys::tracefs::{self, InstanceSpec, RawLayout, Recorder, RecorderConfig};
 
@@ -210,14 +212,13 @@ impl ProfileSession {
             .and_then(|dec| {
                 let cpus: Vec<(u32, &[u8])> =
                     out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
-                latlab_engine::recorder::trace_dat(
-                    &dec,
-                    &self.layout,
-                    &self.clock,
-                    &cpus,
-                    &out.names,
-                    &[],
-                )
+                capture::trace_dat(&DatInput {
+                    decoder: &dec,
+                    layout: dat_layout(&self.layout, &self.clock),
+                    cpus: &cpus,
+                    comms: &out.names,
+                    events: &[],
+                })
             });
             match dat {
                 Some(d) => {

@@ -1,14 +1,7 @@
-//! The default flight recorder: one tracefs instance that never stops.
-//!
-//! A spike's measuring thread writes its marker (`LATLAB_STOP cpu= intended= actual=
-//! latency=`) into the running ring and counts it in `marks[cpu]`; nothing stops, so there
-//! is no re-arm and no moment at which a spike on another CPU, or the next period's, finds the
-//! recorder off. A copier thread (`latlab-trace`, SCHED_FIFO 1, every [`COPY_SLICE`]) reads
-//! the binary pages (`per_cpu/cpuN/trace_pipe_raw`, kept open) of every CPU whose count moved,
-//! up to what the ring holds now, into that CPU's *tape*. The collector hands each spike the
-//! pages of its CPU from the previous spike's marker (exclusive) to its own (inclusive): its
-//! *session*. The rest (the page holding its marker and later ones) goes back to the tape
-//! for the next spike of that CPU.
+//! The tapes of the recorder that never stops: a copier thread (`latlab-trace`, SCHED_FIFO 1,
+//! every [`COPY_SLICE`]) reads the binary pages (`per_cpu/cpuN/trace_pipe_raw`, kept open) of
+//! every CPU whose marker count moved, up to what the ring holds now, into that CPU's *tape*;
+//! the collector takes a CPU's tape for a spike and gives back what follows its session.
 //!
 //! The ring keeps seconds of history (about 2 MB/s per CPU under hackbench with the lean
 //! events: a 4 MiB ring holds ~2 s), so the copier is in no hurry; reading only CPUs with a
@@ -22,8 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use latlab_core::trace::raw::{Comms, PageLayout, RawDecoder, RawItem};
-use latlab_core::trace::EventKind;
+use latlab_core::trace::capture;
+use latlab_core::trace::raw::PageLayout;
 use latlab_sys::pimutex::PiMutex;
 use latlab_sys::quiet::Quiet;
 use latlab_sys::tracefs;
@@ -85,7 +78,7 @@ struct Reader {
     scratch: Vec<u8>,
 }
 
-pub(super) struct Running {
+pub(super) struct Tapes {
     /// The measured CPUs; tapes and fds are in this order.
     cpus: Vec<u32>,
     page: usize,
@@ -103,13 +96,13 @@ pub(super) struct Running {
     pub(super) quit: AtomicBool,
 }
 
-impl Running {
+impl Tapes {
     pub(super) fn open(
         dir: &Path,
         cpus: &[u32],
         layout: PageLayout,
         buffer_kb: u64,
-    ) -> std::io::Result<Running> {
+    ) -> std::io::Result<Tapes> {
         let fds = cpus
             .iter()
             .map(|&c| tracefs::open_cpu_raw_at(dir, c))
@@ -121,7 +114,7 @@ impl Running {
         let page = layout.page_size();
         let ring = usize::try_from(buffer_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
         let n = cpus.iter().max().map_or(0, |&c| c as usize + 1);
-        Ok(Running {
+        Ok(Tapes {
             cpus: cpus.to_vec(),
             page,
             layout,
@@ -280,53 +273,16 @@ impl Running {
     }
 
     /// Where to split `pages` at a marker's time (byte offsets): the session's pages end with
-    /// the one holding the marker, the rest start with it (it is in both: its later events
-    /// are the next session's, and each side is trimmed to its span).
+    /// the one holding the marker, the rest start with it ([`capture::split_at`]).
     pub(super) fn split_at(&self, pages: &[u8], at_ns: u64) -> (usize, usize) {
-        let ps = self.page;
-        let n = pages.len() / ps;
-        // The first page that starts after the marker; the one before it holds the marker.
-        let after = (0..n)
-            .find(|&i| {
-                self.layout
-                    .time_stamp(&pages[i * ps..(i + 1) * ps])
-                    .is_none_or(|t| t > at_ns)
-            })
-            .unwrap_or(n);
-        (after * ps, after.saturating_sub(1) * ps)
+        capture::split_at(&self.layout, pages, at_ns)
     }
-}
-
-/// The time of the marker of the spike on `cpu` due at `intended`, among the events of
-/// `pages` from `from_ns` on (the last such marker; None when it is not there).
-pub(super) fn marker_time(
-    dec: &RawDecoder,
-    cpu: u32,
-    pages: &[u8],
-    from_ns: u64,
-    intended: u64,
-) -> Option<u64> {
-    let prefix = format!("LATLAB_STOP cpu={cpu} intended={intended} ");
-    let comms = Comms::default();
-    let mut at = None;
-    let _ = dec.for_each(cpu, pages, &comms, |item| {
-        if let RawItem::Event(e, _) = item {
-            if e.ts >= from_ns {
-                if let EventKind::Marker { text } = &e.kind {
-                    if text.starts_with(&prefix) {
-                        at = Some(e.ts);
-                    }
-                }
-            }
-        }
-    });
-    at
 }
 
 /// The copier thread: every [`COPY_SLICE`], the CPUs with a new marker are read. At
 /// SCHED_FIFO 1 (above every normal task, below the measuring threads): under hackbench a
 /// normal task waits tens to hundreds of ms for a CPU.
-pub(super) fn spawn_copier(r: Arc<Running>) -> Option<std::thread::JoinHandle<()>> {
+pub(super) fn spawn_copier(r: Arc<Tapes>) -> Option<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("latlab-trace".into())
         .spawn(move || {

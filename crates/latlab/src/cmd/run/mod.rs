@@ -331,12 +331,9 @@ pub fn run_with(
 
     // The flight recorder, started last so its buffer holds the measured period only.
     let mut tracer = match &p.trace {
-        Some(opts) => latlab_engine::recorder::TraceSession::start(
-            opts,
-            &p.cpus,
-            s.ledger.clone(),
-            &mut s.warnings,
-        )?,
+        Some(opts) => {
+            latlab_engine::recorder::start(opts, &p.cpus, s.ledger.clone(), &mut s.warnings)?
+        }
         None => None,
     };
     let mut profiler = match &profile {
@@ -799,14 +796,7 @@ fn trace_spikes(
         events.sort_by_key(|e| e.actual_ns);
         let threshold = threshold_ns.unwrap_or(u64::MAX);
         for e in events.iter().filter(|e| e.latency_ns >= threshold) {
-            spikes.extend(tr.on_spike(
-                e.cpu,
-                e.intended_ns,
-                e.actual_ns,
-                e.latency_ns,
-                e.marker_written,
-                dir,
-            ));
+            spikes.extend(tr.on_spike(e, dir));
         }
     }
 }
