@@ -5,7 +5,7 @@
 
 use crate::escape::escape;
 use crate::record::{Cause, Moment, SpikeRecord, TimelineEvent};
-use crate::trace::kind_str;
+use crate::trace::classify::kind_str;
 use crate::units::Nanos;
 
 /// The lines of a spike's timeline: from its `timeline_events`, else (an older record, or a

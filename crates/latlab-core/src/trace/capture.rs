@@ -17,12 +17,13 @@ use std::borrow::Cow;
 
 use crate::escape::escape;
 use crate::record::SpikeRecord;
+use crate::trace::analyzer::{Analysis, AnalyzeOptions, Sample, SampleMode};
+use crate::trace::event::{Event, EventKind};
+use crate::trace::line::Flags;
+use crate::trace::parallel::analyze_events;
+use crate::trace::parser::ParseError;
 use crate::trace::raw::{named_symbols, Comms, PageLayout, RawDecoder, RawItem};
 use crate::trace::tracedat::{self, CpuData, TraceDat};
-use crate::trace::{
-    analyze_events, Analysis, AnalyzeOptions, Event, EventKind, Flags, ParseError, Sample,
-    SampleMode,
-};
 use crate::trace_summary::SpikeCapture;
 
 /// A spike as its measuring thread saw it (times in CLOCK_MONOTONIC ns, the trace clock).
@@ -164,7 +165,7 @@ pub fn analyze_kernel_text(text: &str, spike: Spike, virtualized: bool) -> Analy
         bytes: text.len() as u64,
         ..Counts::default()
     };
-    let analysis = crate::trace::analyze_text(text, &options(virtualized));
+    let analysis = crate::trace::parallel::analyze_text(text, &options(virtualized));
     outcome(analysis, spike, counts)
 }
 

@@ -13,9 +13,9 @@ use latlab_core::trace::raw::RawDecoder;
 use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::tracefs::RawLayout;
 
+use super::api::{Hook, TraceOptions};
 use super::decoder::dat_layout;
 use super::files::{Files, RawFiles, Renderer, SpikeFiles};
-use super::{Hook, TraceOptions};
 use crate::instances::Instances;
 
 /// What the instances are, for the summary (the first one's, all being configured alike).

@@ -48,7 +48,7 @@ pub(super) struct Renderer<'a> {
 
 /// The spikes' files kept until the end of the measurement.
 pub(super) struct Files {
-    /// Keep files that come as pages ([`super::TraceOptions::defer_files`]).
+    /// Keep files that come as pages (`TraceOptions::defer_files`).
     defer: bool,
     /// [`DEFER_MAX_BYTES`], or less on a small machine.
     max: usize,

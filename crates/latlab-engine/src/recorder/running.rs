@@ -20,10 +20,10 @@ use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Spike};
 use latlab_core::trace_summary::TraceSummary;
 use latlab_sys::live::{SpikeEvent, ThreadShared};
 
+use super::api::{spike_of, Failure, Hook, Recorder};
 use super::common::{capture_of, Common, Figures, SpikeDir, Trace};
 use super::decoder::proc_comm;
 use super::files::RawFiles;
-use super::{spike_of, Failure, Hook, Recorder};
 
 mod tape;
 #[cfg(test)]

@@ -26,10 +26,10 @@ use latlab_sys::live::SpikeEvent;
 use latlab_sys::pimutex::PiMutex;
 use latlab_sys::rt::now_ns as mono_ns;
 
+use super::api::{spike_of, Failure, Hook, Recorder};
 use super::common::{capture_of, Common, Figures, SpikeDir, Trace};
 use super::decoder::proc_comm;
 use super::files::write_trace;
-use super::{spike_of, Failure, Recorder};
 
 mod arm;
 #[cfg(test)]
@@ -423,7 +423,7 @@ impl Drop for Turns {
 }
 
 impl Recorder for Turns {
-    fn hook(&self) -> &super::Hook {
+    fn hook(&self) -> &Hook {
         &self.common.hook
     }
 

@@ -28,7 +28,7 @@ use latlab_sys::rt::now_ns as mono_ns;
 pub(super) const COPY_SLICE: Duration = Duration::from_millis(10);
 
 /// The collector copies a CPU itself when the copier has not within this (a copier starved
-/// by real-time loads above SCHED_FIFO 1), and gives the spike up after [`super::COPY_WAIT`].
+/// by real-time loads above SCHED_FIFO 1), and gives the spike up after `COPY_WAIT`.
 const SELF_COPY_AFTER: Duration = Duration::from_millis(200);
 
 /// What the copier announces for one page read (or `stats` read) to the quiet windows: 1–5
