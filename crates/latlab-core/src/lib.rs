@@ -33,6 +33,7 @@ pub mod scenario_record;
 pub mod secrets;
 pub mod sim;
 pub mod stats;
+pub mod timeline;
 pub mod trace;
 pub mod trace_summary;
 pub mod units;

@@ -1,8 +1,11 @@
 //! latlab-engine: everything latlab runs on the machine, driven by typed plans.
 //!
 //! The CLI (`crates/latlab`) parses flags into plans and renders what comes back; this crate
-//! owns the sessions: the tracefs flight [`recorder`] (one instance that never stops, or
-//! instances taking turns) and the run directory ([`rundir`]). Its API returns [`Error`].
+//! owns the sessions: the run ([`run`], its back ends and collector), the session around it
+//! ([`session`]: signals, ledger, run directory, loads), the tracefs flight [`recorder`] (one
+//! trait, two strategies: one instance that never stops, or instances taking turns) and the one
+//! tracefs set-up ([`instances`]) that the recorder, the profiler and the benches' captures
+//! share. Its API returns [`Error`].
 
 /// `return Err(…)` with a formatted [`Error`] (anyhow's `bail!`, for the engine's own type).
 macro_rules! bail {
@@ -14,6 +17,7 @@ macro_rules! bail {
 pub mod actions;
 pub mod claim;
 mod error;
+pub mod instances;
 pub mod loads;
 pub mod metrics;
 pub mod profile;

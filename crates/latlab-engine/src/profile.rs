@@ -18,12 +18,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::instances::Instances;
+use crate::recorder::dat_layout;
 use anyhow::Context;
 use latlab_core::profile::decode::StreamDecoder;
 use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
+use latlab_core::trace::capture::{self, DatInput};
 use latlab_core::trace::raw::{Comms, RawDecoder};
 use latlab_sys::ledger::Ledger;
-use latlab_sys::tracefs::{self, InstanceSpec, RawLayout, Recorder, RecorderConfig};
+use latlab_sys::tracefs::{self, InstanceSpec, RawLayout};
 
 /// How often the reader empties the buffers.
 const POLL: Duration = Duration::from_millis(10);
@@ -53,8 +56,8 @@ struct Output {
 }
 
 pub struct ProfileSession {
-    rec: Option<Recorder>,
-    ledger: Arc<Mutex<Ledger>>,
+    /// The profile's one instance (`latlab-<pid>-prof`), removed with it.
+    set: Instances,
     quit: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Output>>,
     layout: RawLayout,
@@ -69,23 +72,11 @@ impl ProfileSession {
         ledger: Arc<Mutex<Ledger>>,
         warnings: &mut Vec<String>,
     ) -> anyhow::Result<ProfileSession> {
-        let root = std::env::var_os("LATLAB_TRACEFS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(tracefs::DEFAULT_ROOT));
-        let mut l = ledger.lock().unwrap_or_else(|p| p.into_inner());
-        let tfs = tracefs::ensure_mounted(&root, &mut l)
+        let mut set = Instances::open(&Instances::default_root(), ledger)
             .context("latlab profile needs tracefs (run as root)")?;
-        let rec = Recorder::create_with(
-            &tfs.root,
-            &RecorderConfig {
-                name: format!("latlab-{}-prof", std::process::id()),
-                buffer_kb: o.buffer_kb,
-            },
-            &InstanceSpec::PROFILE,
-            &mut l,
-        )
-        .context("cannot create the profile's tracefs instance")?;
-        drop(l);
+        let rec = set
+            .create("prof", o.buffer_kb, &InstanceSpec::PROFILE)
+            .context("cannot create the profile's tracefs instance")?;
         if !rec.missing.is_empty() {
             warnings.push(format!(
                 "profile without these events (not in this kernel): {}",
@@ -132,36 +123,32 @@ impl ProfileSession {
             .name("latlab-profile".into())
             .spawn(move || reader(files, &mut dec, prof, page, q, top, window_cap))
             .context("cannot start the profile reader")?;
+        let clock = rec.clock.clone();
         Ok(ProfileSession {
-            rec: Some(rec),
-            ledger,
+            set,
             quit,
             thread: Some(thread),
             layout,
-            clock: String::new(),
+            clock,
             cpus,
-        })
-        .map(|mut s| {
-            s.clock = s.rec.as_ref().map(|r| r.clock.clone()).unwrap_or_default();
-            s
         })
     }
 
     /// Stop tracing, read what is left, remove the instance, write the side files into `dir`
     /// (`profile/series.bin`, `profile/trace.dat`): the record's `profile`.
     pub fn finish(mut self, dir: &Path, warnings: &mut Vec<String>) -> Option<ProfileRecord> {
-        if let Some(r) = &self.rec {
+        if let Some(r) = self.set.all().first() {
             let _ = r.stop();
         }
         self.quit.store(true, Ordering::Release);
         let out = self.thread.take().and_then(|t| t.join().ok());
         let mut dropped = 0u64;
-        if let Some(r) = &self.rec {
+        if let Some(r) = self.set.all().first() {
             for &c in &self.cpus {
                 dropped += dropped_events(r.dir(), c);
             }
         }
-        self.remove();
+        let _ = self.set.remove();
         let mut out = out?;
         warnings.append(&mut out.read_errors);
         out.record.lost_events = out.record.lost_events.max(dropped);
@@ -191,7 +178,13 @@ impl ProfileSession {
             .and_then(|dec| {
                 let cpus: Vec<(u32, &[u8])> =
                     out.window.iter().map(|(c, p)| (*c, p.as_slice())).collect();
-                crate::recorder::trace_dat(&dec, &self.layout, &self.clock, &cpus, &out.names, &[])
+                capture::trace_dat(&DatInput {
+                    decoder: &dec,
+                    layout: dat_layout(&self.layout, &self.clock),
+                    cpus: &cpus,
+                    comms: &out.names,
+                    events: &[],
+                })
             });
             match dat {
                 Some(d) => {
@@ -206,22 +199,15 @@ impl ProfileSession {
         }
         Some(out.record)
     }
-
-    fn remove(&mut self) {
-        if let Some(r) = self.rec.take() {
-            let mut l = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = r.remove(&mut l);
-        }
-    }
 }
 
 impl Drop for ProfileSession {
+    /// The reader first (its files are open); then the instance goes with `set`.
     fn drop(&mut self) {
         self.quit.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.remove();
     }
 }
 

@@ -9,10 +9,12 @@
 //! [`classify`] (cause kinds, their names, and which cause a stretch of time is charged to),
 //! [`parallel`] (parse on several threads, feed one analyzer in trace order).
 //! [`tracedat`]: trace-cmd's `trace.dat` file (written for spikes, read by `latlab analyze`).
+//! [`capture`]: a spike's capture (pages or text) → analysis → its record and files.
 
 pub mod analyzer;
 pub mod blocks;
 mod bytes;
+pub mod capture;
 pub mod classify;
 pub mod event;
 mod line;

@@ -3,357 +3,254 @@
 //! A spike's measuring thread writes its marker (`LATLAB_STOP cpu= intended= actual=
 //! latency=`) into the running ring and counts it in `marks[cpu]`; nothing stops, so there
 //! is no re-arm and no moment at which a spike on another CPU, or the next period's, finds the
-//! recorder off. A copier thread (`latlab-trace`, SCHED_FIFO 1, every [`COPY_SLICE`]) reads
-//! the binary pages (`per_cpu/cpuN/trace_pipe_raw`, kept open) of every CPU whose count moved,
-//! up to what the ring holds now, into that CPU's *tape*. The collector hands each spike the
-//! pages of its CPU from the previous spike's marker (exclusive) to its own (inclusive): its
-//! *session*. The rest (the page holding its marker and later ones) goes back to the tape
-//! for the next spike of that CPU.
-//!
-//! The ring keeps seconds of history (about 2 MB/s per CPU under hackbench with the lean
-//! events: a 4 MiB ring holds ~2 s), so the copier is in no hurry; reading only CPUs with a
-//! new marker keeps quiet CPUs' history in the kernel, where it costs nothing. The copy reads
-//! the CPU's ring to the end, which consumes it (the kernel keeps overwriting what nobody
-//! read: a flight recorder's normal state, counted as `overrun` in each capture).
+//! recorder off. A copier thread reads the binary pages of every CPU whose count moved into
+//! that CPU's *tape* ([`tape`]). The collector hands each spike the pages of its CPU from the
+//! previous spike's marker (exclusive) to its own (inclusive): its *session*, analyzed by
+//! [`latlab_core::trace::capture`]. The rest (the page holding its marker and later ones) goes
+//! back to the tape for the next spike of that CPU. The spikes' files wait in memory, as
+//! pages, until the measurement ends ([`Recorder::finish`]).
 
-use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use latlab_core::trace::raw::{Comms, PageLayout, RawDecoder, RawItem};
-use latlab_core::trace::EventKind;
-use latlab_sys::pimutex::PiMutex;
-use latlab_sys::quiet::Quiet;
-use latlab_sys::tracefs;
+use latlab_core::record::SpikeRecord;
+use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Spike};
+use latlab_core::trace_summary::TraceSummary;
+use latlab_sys::live::{SpikeEvent, ThreadShared};
 
-use latlab_sys::rt::now_ns as mono_ns;
+use super::api::{spike_of, Failure, Hook, Recorder};
+use super::common::{capture_of, Common, Figures, SpikeDir, Trace};
+use super::decoder::proc_comm;
+use super::files::RawFiles;
 
-/// How often the copier looks for new markers. The ring holds seconds; the collector waits
-/// for the copy of each spike it takes, so this bounds that wait.
-pub(super) const COPY_SLICE: Duration = Duration::from_millis(10);
+mod tape;
+#[cfg(test)]
+mod tests;
 
-/// The collector copies a CPU itself when the copier has not within this (a copier starved
-/// by real-time loads above SCHED_FIFO 1), and gives the spike up after [`super::COPY_WAIT`].
-const SELF_COPY_AFTER: Duration = Duration::from_millis(200);
+use tape::{Taken, Tapes};
 
-/// What the copier announces for one page read (or `stats` read) to the quiet windows: 1–5
-/// µs as a rule; 0.05 % took over 20 µs and a few 70–380 µs under hackbench.
-const READ_NEED_NS: u64 = 100_000;
-
-/// One CPU's pages read from the ring and not yet handed to a spike.
-#[derive(Default)]
-pub(super) struct Tape {
-    pages: Vec<u8>,
-    /// `marks[cpu]` when the last read began: every marker counted up to it is in `pages` (or
-    /// was handed to its spike).
-    read_marks: u64,
-    /// The reads since a spike last took the pages: `marks[cpu]` when each began and
-    /// CLOCK_MONOTONIC when it ended (the first covering a marker dates its copy).
-    reads: Vec<(u64, u64)>,
-    /// Time spent reading this CPU since a spike last took its pages.
-    read_ns: u64,
-    /// Events older than this belong to the previous spike of this CPU (its marker's time + 1).
-    from_ns: u64,
-    /// The kernel's cumulative `overrun` of this CPU at the last read, and what it added since
-    /// a spike last took the pages.
-    overrun_base: u64,
-    overrun: u64,
-    /// Pages dropped because the tape held more than the ring (the collector fell behind).
-    dropped: u64,
-}
-
-/// What a spike takes from its CPU's tape.
-pub(super) struct Taken {
-    pub pages: Vec<u8>,
-    pub from_ns: u64,
-    /// When the read that brought the spike's marker ended (None: no read did).
-    pub read_done_ns: Option<u64>,
-    pub read_ns: u64,
-    pub overrun: u64,
-    pub dropped: u64,
-}
-
-/// What reads the rings: the files, open for the whole run (opening a tracefs file took
-/// 33–46 µs under hackbench), and a scratch buffer kept from copy to copy.
-struct Reader {
-    /// `per_cpu/cpuN/trace_pipe_raw` (non-blocking) and `per_cpu/cpuN/stats`, by index in
-    /// `cpus`; empty once closed (the instance cannot be removed while they are open).
-    raw: Vec<File>,
-    stats: Vec<Option<File>>,
-    scratch: Vec<u8>,
-}
+/// How long the collector waits for a spike's pages before it gives the spike up.
+const COPY_WAIT: Duration = Duration::from_secs(2);
 
 pub(super) struct Running {
-    /// The measured CPUs; tapes and fds are in this order.
-    cpus: Vec<u32>,
-    page: usize,
-    layout: PageLayout,
-    /// Markers written, by CPU number (shared with the measuring threads' hook).
-    marks: Arc<[AtomicU64]>,
-    tapes: PiMutex<Vec<Tape>>,
-    /// One reader at a time (the copier, or the collector when the copier is late).
-    reader: PiMutex<Reader>,
-    /// The most a tape keeps (the ring's size per CPU): older pages are dropped.
-    cap_bytes: usize,
-    /// When every CPU is measured: the schedule the copier waits on before each read, on the
-    /// CPU it is pinned to ([`latlab_sys::quiet`]).
-    pub(super) quiet: OnceLock<Quiet>,
-    pub(super) quit: AtomicBool,
+    common: Common,
+    tapes: Arc<Tapes>,
+    copier: Option<std::thread::JoinHandle<()>>,
+    traced: u32,
+    /// Per measured CPU (index in `cpus`): markers handed to the collector so far.
+    handed: Vec<u64>,
+    /// Spike (its clock read) → its pages read by the copier: (sum, max, n).
+    copy_delay_ns: (u64, u64, u64),
+    /// Pages a tape dropped because the collector fell a ring behind.
+    dropped_pages: u64,
 }
 
 impl Running {
-    pub(super) fn open(
-        dir: &Path,
-        cpus: &[u32],
-        layout: PageLayout,
-        buffer_kb: u64,
-    ) -> std::io::Result<Running> {
-        let fds = cpus
-            .iter()
-            .map(|&c| tracefs::open_cpu_raw_at(dir, c))
-            .collect::<std::io::Result<Vec<_>>>()?;
-        let stats = cpus
-            .iter()
-            .map(|c| File::open(dir.join(format!("per_cpu/cpu{c}/stats"))).ok())
-            .collect();
-        let page = layout.page_size();
-        let ring = usize::try_from(buffer_kb.saturating_mul(1024)).unwrap_or(usize::MAX);
-        let n = cpus.iter().max().map_or(0, |&c| c as usize + 1);
+    /// Start recording on the session's one instance, read as binary pages: its stop trigger
+    /// taken off (markers are plain events), its CPUs' pages opened, the ring cleared, tracing
+    /// on, the hook armed for good. `copier`: with the copier thread (tests have the collector
+    /// read).
+    pub(super) fn start(mut common: Common, copier: bool) -> Result<Running, Failure> {
+        let layout = match &common.binary {
+            Ok(dec) => dec.page_layout(),
+            Err(e) => return Err(Failure::CannotTrace(e.clone())),
+        };
+        let cpus = common.cpus.clone();
+        let rec = common.instances.get_mut(0).expect("the session's instance");
+        if let Err(e) = rec.drop_trigger() {
+            let why = format!("cannot take the stop trigger off: {e}");
+            return Err(Failure::CannotTrace(why));
+        }
+        let tapes = Tapes::open(rec.dir(), &cpus, layout, rec.buffer_kb)
+            .map_err(|e| Failure::CannotTrace(format!("trace_pipe_raw: {e}")))?;
+        let tapes = Arc::new(tapes);
+        let rec = &common.instances.all()[0];
+        rec.clear().map_err(Failure::Io)?;
+        if rec.start().is_err() {
+            let why = "cannot start the recorder (tracing_on)".to_string();
+            return Err(Failure::CannotTrace(why));
+        }
+        common
+            .hook
+            .marker_fd
+            .store(rec.marker_fd(), Ordering::Release);
+        common.hook.armed.store(true, Ordering::Release);
+        common.hook.marks = Some(tapes.marks());
         Ok(Running {
-            cpus: cpus.to_vec(),
-            page,
-            layout,
-            marks: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            tapes: PiMutex::new((0..cpus.len()).map(|_| Tape::default()).collect()),
-            reader: PiMutex::new(Reader {
-                raw: fds,
-                stats,
-                // Room for a whole ring, so the first copy allocates once.
-                scratch: Vec::with_capacity(ring.min(64 << 20)),
+            copier: copier.then(|| tape::spawn_copier(tapes.clone())).flatten(),
+            tapes,
+            traced: 0,
+            handed: vec![0; cpus.len()],
+            copy_delay_ns: (0, 0, 0),
+            dropped_pages: 0,
+            common,
+        })
+    }
+
+    /// A spike not traced: no marker (written after --trace-max-spikes: the threads write
+    /// none then), or over the cap.
+    fn untraced(&mut self) -> Option<SpikeRecord> {
+        self.common.not_traced += 1;
+        if self.traced >= self.common.max_spikes {
+            self.common.over_max_spikes += 1;
+        }
+        None
+    }
+
+    /// The spike's session: its CPU's pages from the previous marker to its own, cut from
+    /// what it took from the tape (the rest given back for the next spike), and analyzed.
+    fn session(&self, k: usize, taken: Taken, s: Spike) -> Option<(Vec<u8>, Analyzed)> {
+        let dec = self.common.binary.as_ref().ok()?;
+        let pages =
+            match capture::marker_time(dec, s.cpu, &taken.pages, taken.from_ns, s.intended_ns) {
+                Some(at) => {
+                    let (end, rest) = self.tapes.split_at(&taken.pages, at);
+                    self.tapes
+                        .give_back(k, taken.pages[rest..].to_vec(), at + 1);
+                    dec.trim_pages(&taken.pages[..end], taken.from_ns..at + 1)
+                }
+                None => {
+                    // Not in the copy (the copier never got to it, or the ring lost it): the
+                    // pages stay for the next spike of this CPU.
+                    self.tapes.give_back(k, taken.pages, taken.from_ns);
+                    Vec::new()
+                }
+            };
+        let a = capture::analyze_pages(&Pages {
+            decoder: dec,
+            pages: &pages,
+            spike: s,
+            place_marker: false,
+            virtualized: self.common.virtualized,
+            render: Render::Later,
+            comm_of: &proc_comm,
+        });
+        Some((pages, a))
+    }
+
+    /// Stop, remove the instance (and unmount if the session mounted), forget the ledger
+    /// entries, write the spikes' files; return the summary stored as run.json's `"trace"`.
+    pub(super) fn finish(mut self) -> TraceSummary {
+        self.stop_copier();
+        // What the ring overwrote over the run (nobody reads a CPU without spikes).
+        for c in self.common.cpus.clone() {
+            if let Some(o) = self.common.instances.all()[0].overruns(c) {
+                self.common.overruns.insert(c, o);
+            }
+        }
+        let f = Figures {
+            stop: "never: each spike's trace ends at its marker",
+            traced: self.traced,
+            copy_delay_ns: self.copy_delay_ns,
+            dropped_pages: self.dropped_pages,
+            ..Figures::default()
+        };
+        self.common.finish(f)
+    }
+
+    /// Stop and join the copier, and close its files (or the instance could not be removed).
+    fn stop_copier(&mut self) {
+        self.tapes.quit.store(true, Ordering::Release);
+        if let Some(t) = self.copier.take() {
+            let _ = t.join();
+        }
+        self.tapes.close();
+    }
+}
+
+impl Drop for Running {
+    /// The copier first; then the instance goes with [`Common`] (panic path).
+    fn drop(&mut self) {
+        self.stop_copier();
+    }
+}
+
+impl Recorder for Running {
+    fn hook(&self) -> &Hook {
+        &self.common.hook
+    }
+
+    fn stops(&self) -> bool {
+        false
+    }
+
+    /// When every CPU is measured (no housekeeping CPU for latlab's own threads), the copier
+    /// pins itself to the last measured CPU and reads in the quiet part of that CPU's periods
+    /// ([`latlab_sys::quiet`]); with a CPU to spare, it runs there and needs none.
+    fn attach(&self, threads: &[Arc<ThreadShared>], housekeeping: &[u32]) {
+        if !housekeeping.is_empty() {
+            return;
+        }
+        if let Some(q) = threads.last().and_then(latlab_sys::quiet::Quiet::of) {
+            let _ = self.tapes.quiet.set(q);
+        }
+    }
+
+    /// The spike's trace is its CPU's session, the pages from the previous spike's marker
+    /// (exclusive) to its own (inclusive).
+    fn on_spike(&mut self, e: &SpikeEvent, run_dir: &Path) -> Option<SpikeRecord> {
+        let s = spike_of(e);
+        let k = self.common.cpus.iter().position(|&c| c == s.cpu)?;
+        if e.marker_written {
+            self.handed[k] += 1;
+        }
+        if !e.marker_written || self.traced >= self.common.max_spikes {
+            return self.untraced();
+        }
+        let copied = self
+            .tapes
+            .wait_for(k, self.handed[k], self.copier.is_some(), COPY_WAIT);
+        self.traced += 1;
+        let n = self.traced;
+        if n >= self.common.max_spikes {
+            // The last one: the threads write no more markers.
+            self.common.hook.armed.store(false, Ordering::Release);
+        }
+        let taken = self.tapes.take(k, self.handed[k]);
+        if let Some(d) = taken.read_done_ns.map(|t| t.saturating_sub(s.actual_ns)) {
+            let c = &mut self.copy_delay_ns;
+            *c = (c.0 + d, c.1.max(d), c.2 + 1);
+        }
+        let dropped = taken.dropped;
+        self.dropped_pages += dropped;
+        self.common.count_overruns(&[(s.cpu, taken.overrun)]);
+        let d = SpikeDir::new(run_dir, n);
+        let mut cap = capture_of(&d, s.cpu);
+        (cap.read_ns, cap.overrun) = (taken.read_ns, taken.overrun);
+        let t_dec = Instant::now();
+        let (pages, mut a) = self.session(k, taken, s)?;
+        a.counts.apply(&mut cap);
+        cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
+        if !copied {
+            a.why = format!(
+                "the spike's pages were not read within {} s (the copier starved)",
+                COPY_WAIT.as_secs()
+            );
+        }
+        if dropped > 0 {
+            a.warnings.push(format!(
+                "{dropped} page(s) of this CPU's history were dropped before this spike's session (the collector fell a ring behind)"
+            ));
+        }
+        self.common.captures.push(cap);
+        let trace = match pages.is_empty() {
+            true => Trace::Missing,
+            false => Trace::Pages(RawFiles {
+                cpu: s.cpu,
+                pages,
+                comms: std::mem::take(&mut a.comms),
             }),
-            // A ring and what comes while the collector takes the first session.
-            cap_bytes: ring.saturating_mul(2).max(page),
-            quiet: OnceLock::new(),
-            quit: AtomicBool::new(false),
-        })
-    }
-
-    /// Close the files (then the instance can be removed); later reads read nothing.
-    pub(super) fn close(&self) {
-        let mut r = self.reader.lock();
-        r.raw.clear();
-        r.stats.clear();
-    }
-
-    pub(super) fn marks(&self) -> Arc<[AtomicU64]> {
-        self.marks.clone()
-    }
-
-    fn marks_of(&self, cpu: u32) -> u64 {
-        self.marks
-            .get(cpu as usize)
-            .map_or(0, |m| m.load(Ordering::Acquire))
-    }
-
-    /// Read every CPU whose marker count moved since its last read. The copier's step: its
-    /// reads wait for the quiet windows of the CPU it is pinned to, if any.
-    pub(super) fn copy_new(&self) {
-        for k in 0..self.cpus.len() {
-            let m = self.marks_of(self.cpus[k]);
-            if m != self.tapes.lock()[k].read_marks {
-                self.read_cpu(k, self.quiet.get());
-            }
-        }
-    }
-
-    /// Read CPU `k`'s ring to its end into its tape, each read in a quiet window of `gate`.
-    fn read_cpu(&self, k: usize, gate: Option<&Quiet>) {
-        let cpu = self.cpus[k];
-        let mut reader = self.reader.lock();
-        let Reader {
-            raw,
-            stats,
-            scratch,
-        } = &mut *reader;
-        let Some(f) = raw.get(k) else {
-            return; // closed
         };
-        // Loaded after the lock: a reader that waited for another saw that one's markers.
-        let m = self.marks_of(cpu);
-        let t0 = mono_ns();
-        scratch.clear();
-        // Before each read (and the `stats` read after), a quiet window.
-        let wait = || {
-            if let Some(q) = gate {
-                q.wait(READ_NEED_NS);
-            }
-        };
-        let _ = tracefs::read_pages_into(f, self.page, scratch, self.page, wait);
-        wait();
-        let overrun = stats
-            .get(k)
-            .and_then(Option::as_ref)
-            .and_then(tracefs::cpu_stats_of)
-            .map(|s| s.1);
-        let done = mono_ns();
-        let mut tapes = self.tapes.lock();
-        let t = &mut tapes[k];
-        t.pages.extend_from_slice(scratch);
-        if t.pages.len() > self.cap_bytes {
-            let over = (t.pages.len() - self.cap_bytes).div_ceil(self.page) * self.page;
-            let over = over.min(t.pages.len());
-            t.pages.drain(..over);
-            t.dropped += (over / self.page) as u64;
-        }
-        t.read_marks = t.read_marks.max(m);
-        if t.reads.len() < 1024 {
-            t.reads.push((m, done));
-        }
-        t.read_ns += done.saturating_sub(t0);
-        if let Some(o) = overrun {
-            t.overrun += o.saturating_sub(t.overrun_base);
-            t.overrun_base = o;
-        }
+        Some(self.common.record(&d, s, &a, trace))
     }
 
-    /// Markers of `cpu` the tape has read (for tests).
-    #[cfg(test)]
-    pub(super) fn copied_marks(&self, cpu: u32) -> u64 {
-        let k = self
-            .cpus
-            .iter()
-            .position(|&c| c == cpu)
-            .expect("a measured CPU");
-        self.tapes.lock()[k].read_marks
+    fn not_traced(&self) -> u64 {
+        self.common.not_traced
     }
 
-    /// Wait until CPU `k`'s tape holds its `nth` marker (counted from 1 since the start),
-    /// reading it here when there is no copier or it is late. False after `wait`.
-    pub(super) fn wait_for(&self, k: usize, nth: u64, copier: bool, wait: Duration) -> bool {
-        let t0 = Instant::now();
-        loop {
-            if self.tapes.lock()[k].read_marks >= nth {
-                return true;
-            }
-            if !copier || t0.elapsed() >= SELF_COPY_AFTER {
-                self.read_cpu(k, None);
-                if self.tapes.lock()[k].read_marks >= nth {
-                    return true;
-                }
-            }
-            if t0.elapsed() >= wait {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+    fn finish(self: Box<Self>) -> TraceSummary {
+        (*self).finish()
     }
-
-    /// Take CPU `k`'s tape for the spike of its `nth` marker (its bookkeeping restarts).
-    pub(super) fn take(&self, k: usize, nth: u64) -> Taken {
-        let mut tapes = self.tapes.lock();
-        let t = &mut tapes[k];
-        let taken = Taken {
-            pages: std::mem::take(&mut t.pages),
-            from_ns: t.from_ns,
-            read_done_ns: t.reads.iter().find(|r| r.0 >= nth).map(|r| r.1),
-            read_ns: t.read_ns,
-            overrun: t.overrun,
-            dropped: t.dropped,
-        };
-        (t.read_ns, t.overrun, t.dropped) = (0, 0, 0);
-        // Later markers' reads stay (this spike's read may have brought theirs too).
-        t.reads.retain(|r| r.0 > nth);
-        taken
-    }
-
-    /// Give back what follows a spike's session: `rest` (the page holding its marker and later
-    /// ones) goes before the pages read since the take, and events from `from_ns` on are the
-    /// next spike's.
-    pub(super) fn give_back(&self, k: usize, mut rest: Vec<u8>, from_ns: u64) {
-        let mut tapes = self.tapes.lock();
-        let t = &mut tapes[k];
-        rest.extend_from_slice(&t.pages);
-        t.pages = rest;
-        t.from_ns = from_ns;
-    }
-
-    /// Where to split `pages` at a marker's time (byte offsets): the session's pages end with
-    /// the one holding the marker, the rest start with it (it is in both: its later events
-    /// are the next session's, and each side is trimmed to its span).
-    pub(super) fn split_at(&self, pages: &[u8], at_ns: u64) -> (usize, usize) {
-        let ps = self.page;
-        let n = pages.len() / ps;
-        // The first page that starts after the marker; the one before it holds the marker.
-        let after = (0..n)
-            .find(|&i| {
-                self.layout
-                    .time_stamp(&pages[i * ps..(i + 1) * ps])
-                    .is_none_or(|t| t > at_ns)
-            })
-            .unwrap_or(n);
-        (after * ps, after.saturating_sub(1) * ps)
-    }
-}
-
-/// The time of the marker of the spike on `cpu` due at `intended`, among the events of
-/// `pages` from `from_ns` on (the last such marker; None when it is not there).
-pub(super) fn marker_time(
-    dec: &RawDecoder,
-    cpu: u32,
-    pages: &[u8],
-    from_ns: u64,
-    intended: u64,
-) -> Option<u64> {
-    let prefix = format!("LATLAB_STOP cpu={cpu} intended={intended} ");
-    let comms = Comms::default();
-    let mut at = None;
-    let _ = dec.for_each(cpu, pages, &comms, |item| {
-        if let RawItem::Event(e, _) = item {
-            if e.ts >= from_ns {
-                if let EventKind::Marker { text } = &e.kind {
-                    if text.starts_with(&prefix) {
-                        at = Some(e.ts);
-                    }
-                }
-            }
-        }
-    });
-    at
-}
-
-/// The copier thread: every [`COPY_SLICE`], the CPUs with a new marker are read. At
-/// SCHED_FIFO 1 (above every normal task, below the measuring threads): under hackbench a
-/// normal task waits tens to hundreds of ms for a CPU.
-pub(super) fn spawn_copier(r: Arc<Running>) -> Option<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("latlab-trace".into())
-        .spawn(move || {
-            let p = libc::sched_param { sched_priority: 1 };
-            // SAFETY: plain syscall on this thread; failure (not root) leaves it SCHED_OTHER.
-            unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
-            let mut pinned = false;
-            while !r.quit.load(Ordering::Acquire) {
-                // In a quiet window too, so its own wake-up never meets the measuring thread's.
-                match r.quiet.get().filter(|_| pinned) {
-                    Some(q) => {
-                        let at = q.window_after(mono_ns() + COPY_SLICE.as_nanos() as u64);
-                        latlab_sys::rt::sleep_until(at);
-                    }
-                    None => std::thread::sleep(COPY_SLICE),
-                }
-                if let Some(q) = r.quiet.get() {
-                    // On the CPU whose schedule it waits on (it could move otherwise).
-                    if !pinned {
-                        pinned = q.pin().is_ok();
-                    }
-                    if !pinned {
-                        continue;
-                    }
-                }
-                r.copy_new();
-            }
-        })
-        .ok()
 }

@@ -247,14 +247,7 @@ impl Collector {
         self.events.sort_by_key(|e| e.actual_ns);
         let threshold = cx.p.trace_threshold_ns.unwrap_or(u64::MAX);
         for e in self.events.iter().filter(|e| e.latency_ns >= threshold) {
-            self.spikes.extend(tr.on_spike(
-                e.cpu,
-                e.intended_ns,
-                e.actual_ns,
-                e.latency_ns,
-                e.marker_written,
-                cx.dir,
-            ));
+            self.spikes.extend(tr.on_spike(e, cx.dir));
         }
     }
 

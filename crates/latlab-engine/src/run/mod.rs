@@ -15,7 +15,6 @@ use latlab_core::units::Human;
 use latlab_sys::measure::{SpikeEvent, TraceHook};
 
 use crate::profile::ProfileSession;
-use crate::recorder::TraceSession;
 use crate::rundir;
 use crate::session::{Begin, Session};
 
@@ -156,7 +155,7 @@ fn start(
 ) -> anyhow::Result<(Collector, Option<ProfileSession>)> {
     let p = cx.p;
     let tracer = match &p.trace {
-        Some(opts) => TraceSession::start(opts, &p.cpus, s.ledger.clone(), &mut s.warnings)?,
+        Some(opts) => crate::recorder::start(opts, &p.cpus, s.ledger.clone(), &mut s.warnings)?,
         None => None,
     };
     let profiler = match &cx.rp.profile {

@@ -187,9 +187,10 @@ pub fn analyze_bench(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::R
 /// binary size, so the per-CPU buffer is sized to give ≥ `size` of text once full; the load runs
 /// until every CPU's ring overwrote (at most two minutes).
 fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
+    use latlab_engine::instances::Instances;
     use latlab_engine::loads::{LoadOptions, LoadSession};
     use latlab_engine::session::{Begin, Session};
-    use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
+    use latlab_sys::tracefs::{self, InstanceSpec};
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let buffer_kb = (size / ncpu / 2 / 1024).max(1024);
     // Plan first: the load's tools are checked before anything changes.
@@ -210,23 +211,11 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         quiet: true,
     })
     .context("bench analyze captures as root (or give --trace FILE)")?;
-    let tfs = {
-        let mut l = s.ledger.lock().expect("ledger lock");
-        tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut l)
-            .map_err(|e| anyhow!("cannot trace: {e} (or give --trace FILE)"))?
-    };
-    let rec = {
-        let mut l = s.ledger.lock().expect("ledger lock");
-        Recorder::create(
-            &tfs.root,
-            &RecorderConfig {
-                name: format!("latlab-{}", std::process::id()),
-                buffer_kb,
-            },
-            &mut l,
-        )
-        .map_err(|e| anyhow!("cannot create the recorder: {e}"))?
-    };
+    let mut set = Instances::open(Path::new(tracefs::DEFAULT_ROOT), s.ledger.clone())
+        .map_err(|e| anyhow!("cannot trace: {e} (or give --trace FILE)"))?;
+    let rec = set
+        .create("", buffer_kb, &InstanceSpec::RECORDER)
+        .map_err(|e| anyhow!("cannot create the recorder: {e}"))?;
     let r = (|| -> anyhow::Result<()> {
         rec.clear()?;
         rec.start()?;
@@ -259,7 +248,7 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         // The same events as binary pages (reading them consumes them: after the text), in
         // trace-cmd's file beside it, so both formats are timed.
         let cpus: Vec<u32> = (0..ncpu as u32).collect();
-        match latlab_engine::recorder::instance_trace_dat(&rec, &cpus) {
+        match latlab_engine::recorder::instance_trace_dat(rec, &cpus) {
             Ok(dat) => std::fs::write(out.with_extension("dat"), dat)
                 .with_context(|| format!("cannot write {}", out.with_extension("dat").display()))?,
             Err(e) => warnln!("no trace.dat to time: {e:#}"),
@@ -267,17 +256,7 @@ fn capture(out: &Path, size: u64) -> anyhow::Result<()> {
         Ok(())
     })();
     // The instance goes now (its fds closed), then the mount if it was ours.
-    let removed = {
-        let mut l = s.ledger.lock().expect("ledger lock");
-        let removed = rec.remove(&mut l);
-        if let Some(id) = tfs.mounted {
-            latlab_sys::ledger::undo(&latlab_sys::ledger::Entry::TracefsMount {
-                path: tfs.root.clone(),
-            });
-            let _ = l.forget(id);
-        }
-        removed
-    };
+    let removed = set.remove();
     let leftovers = s.close();
     r?;
     removed.map_err(|e| anyhow!("cannot remove the instance: {e}"))?;

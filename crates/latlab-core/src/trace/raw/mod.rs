@@ -1173,4 +1173,4 @@ fn known(fmt: EventFormat) -> Result<Known, RawError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

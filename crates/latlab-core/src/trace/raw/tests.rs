@@ -28,17 +28,18 @@ pub(crate) const FORMATS: [&str; 12] = [
     fx!("sched_sched_waking.format"),
     fx!("ftrace_print.format"),
 ];
-const TEXT: &str = fx!("cpu0.trace.txt");
-const PAGES: &[u8] = include_bytes!("../../../tests/fixtures/trace/binary/cpu0.trace_pipe_raw");
+pub(crate) const TEXT: &str = fx!("cpu0.trace.txt");
+pub(crate) const PAGES: &[u8] =
+    include_bytes!("../../../tests/fixtures/trace/binary/cpu0.trace_pipe_raw");
 
-fn decoder() -> RawDecoder {
+pub(crate) fn decoder() -> RawDecoder {
     // The print format twice would be two formats with one ID: once.
     RawDecoder::new(HEADER_PAGE, HEADER_EVENT, &FORMATS[..11]).expect("the fixture layout")
 }
 
 /// The pid → comm the kernel's text shows (its TASK column: saved_cmdlines at read time),
 /// as a `saved_cmdlines` text.
-fn cmdlines_of_text() -> String {
+pub(crate) fn cmdlines_of_text() -> String {
     let mut s = String::new();
     for r in Parser::new(TEXT) {
         if let Record::Event(e) = r {
@@ -50,7 +51,7 @@ fn cmdlines_of_text() -> String {
     s
 }
 
-fn text_events() -> Vec<Event<'static>> {
+pub(crate) fn text_events() -> Vec<Event<'static>> {
     Parser::new(TEXT)
         .filter_map(|r| match r {
             Record::Event(e) => Some(e.into_owned()),
@@ -342,14 +343,14 @@ fn flag_columns() {
 // ---- hand-built pages ----
 
 /// Builds one 4096-byte page of the fixture layout.
-struct Page {
+pub(crate) struct Page {
     ts: u64,
     data: Vec<u8>,
-    missed: Option<Option<u64>>,
+    pub(crate) missed: Option<Option<u64>>,
 }
 
 impl Page {
-    fn new(ts: u64) -> Page {
+    pub(crate) fn new(ts: u64) -> Page {
         Page {
             ts,
             data: Vec::new(),
@@ -364,7 +365,7 @@ impl Page {
         self.data.extend_from_slice(&v.to_ne_bytes());
     }
     /// A data event (payload padded to 4 bytes).
-    fn event(&mut self, delta: u32, payload: &[u8], big: bool) {
+    pub(crate) fn event(&mut self, delta: u32, payload: &[u8], big: bool) {
         let len = payload.len().div_ceil(4) * 4;
         if big {
             self.word(0, delta);
@@ -375,7 +376,7 @@ impl Page {
         self.data.extend_from_slice(payload);
         self.data.resize(self.data.len() + len - payload.len(), 0);
     }
-    fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         let mut p = vec![0u8; 4096];
         p[..8].copy_from_slice(&self.ts.to_ne_bytes());
         let mut commit = self.data.len() as u64;
@@ -406,7 +407,7 @@ fn timer(pid: i32, vector: i32) -> Vec<u8> {
 }
 
 /// A print (trace_marker) record (ID 5: ip at 8, buf from 16).
-fn print(pid: i32, text: &str) -> Vec<u8> {
+pub(crate) fn print(pid: i32, text: &str) -> Vec<u8> {
     let mut r = vec![0u8; 16];
     r[..2].copy_from_slice(&5u16.to_ne_bytes());
     r[3] = 0x01;
