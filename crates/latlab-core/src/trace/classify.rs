@@ -176,8 +176,8 @@ impl<'a> Lore<'_, 'a> {
     ///   and prio (its first events may carry the process's name, or no known prio);
     /// - a softirq run in a task: `NET_RX (in ksoftirqd/1)`;
     /// - a threaded IRQ handler's thread: `IRQ 4 (ttyS0) thread irq/4-ttyS0, FIFO 96, above
-    ///   the measuring thread (FIFO 95)`, as `task` (it had the right) or `preempt_off` (it
-    ///   kept the CPU from a higher thread);
+    ///   the measuring thread (FIFO 95)`, as `task` (it had the right), `preempt_off` (it
+    ///   kept the CPU from a higher thread) or `irq_off` (its IRQs off held the timer back);
     /// - the hard part of an IRQ whose thread the trace shows: `IRQ 4 (ttyS0) hard part`;
     /// - a lock owner boosted by priority inheritance, while boosted: `holder (lock owner
     ///   boosted by priority inheritance from normal prio 120 to FIFO 97, waiter pi-high 812)`.
@@ -205,7 +205,7 @@ impl<'a> Lore<'_, 'a> {
                     *prio,
                 ))
             }
-            CauseKind::Task | CauseKind::PreemptOff => {
+            CauseKind::Task | CauseKind::PreemptOff | CauseKind::IrqOff => {
                 if let Some(n) = irq_thread_number(name) {
                     let action = match self.irq_names.get(&n) {
                         Some(a) => a.to_string(),
