@@ -51,6 +51,20 @@ pub struct Finding {
     pub fix: String,
 }
 
+/// The measuring threads' priority `latlab run` uses by default (FIFO), which `check` judges
+/// IRQ threads against.
+pub const MEASURING_PRIORITY: u32 = 95;
+
+/// `irq/4-ttyS0 (pid 151, FIFO 96)`.
+fn irq_thread_text(t: &crate::inventory::IrqThread) -> String {
+    let p = match (t.policy.as_deref(), t.rt_priority) {
+        (Some(p @ ("fifo" | "rr")), Some(r)) => format!("{} {r}", p.to_uppercase()),
+        (Some(p), _) => p.to_string(),
+        (None, _) => "policy unknown".into(),
+    };
+    format!("{} (pid {}, {p})", t.comm, t.pid)
+}
+
 /// Exit latency (µs) above which an enabled idle state counts as deep.
 pub const DEEP_IDLE_US: u64 = 10;
 /// Steal fraction above which a VM is said to lose time to its host.
@@ -86,7 +100,20 @@ pub fn findings(inv: &Inventory) -> Vec<Finding> {
         .clone()
         .unwrap_or_else(|| "kernel version string".into());
     match p.model.as_deref() {
-        Some("rt") => {}
+        Some("rt") => {
+            if let Some(m @ ("lazy" | "laziest")) = p.dynamic_mode.as_deref() {
+                out.push(f(
+                    "preempt.lazy",
+                    Info,
+                    format!("PREEMPT_RT with lazy preemption of normal tasks ({m})"),
+                    format!(
+                        "/sys/kernel/debug/sched/preempt marks {m} as current; model rt from {src}"
+                    ),
+                    "RT tasks preempt at once; a normal task woken for a normal task waits for the next tick or its return to user space. latlab's measuring threads are RT: their latency is not lazy, normal tasks' wake-ups are.",
+                    "nothing for RT threads; echo full > /sys/kernel/debug/sched/preempt (or preempt=full) when normal tasks' wake-up latency matters",
+                ));
+            }
+        }
         Some(m @ ("none" | "voluntary")) => out.push(f(
             "preempt.model",
             Bad,
@@ -438,6 +465,116 @@ pub fn findings(inv: &Inventory) -> Vec<Finding> {
         }
     }
 
+    // IRQ threads (PREEMPT_RT, threadirqs): which run above latlab's measuring threads.
+    let threads = &inv.irqs.threads;
+    if !threads.is_empty() {
+        let rt =
+            |t: &&crate::inventory::IrqThread| matches!(t.policy.as_deref(), Some("fifo" | "rr"));
+        let above: Vec<String> = threads
+            .iter()
+            .filter(|t| rt(t) && t.rt_priority.is_some_and(|p| p >= MEASURING_PRIORITY))
+            .map(irq_thread_text)
+            .collect();
+        if !above.is_empty() {
+            out.push(f(
+                "irq.threads-above-measuring",
+                Warn,
+                format!(
+                    "{} IRQ thread{} at or above the measuring priority (FIFO {MEASURING_PRIORITY})",
+                    above.len(),
+                    if above.len() == 1 { "" } else { "s" }
+                ),
+                above.join(", "),
+                "A threaded IRQ handler at or above the measuring threads' priority runs before them on their CPU: its time is in every latency it overlaps (latlab names it `IRQ N (name) thread …, above the measuring thread`).",
+                "chrt -f -p 50 PID to put it back below (50 is the kernel's default), or measure above it (latlab run -p 97); move it off the measured CPUs with /proc/irq/N/smp_affinity_list",
+            ));
+        }
+        let mut prios: std::collections::BTreeMap<String, usize> = Default::default();
+        for t in threads {
+            let k = match (t.policy.as_deref(), t.rt_priority) {
+                (Some(p @ ("fifo" | "rr")), Some(r)) => format!("{} {r}", p.to_uppercase()),
+                (Some(p), _) => p.to_string(),
+                (None, _) => "unknown".into(),
+            };
+            *prios.entry(k).or_default() += 1;
+        }
+        out.push(f(
+            "irq.threads",
+            Info,
+            format!(
+                "{} IRQ handler{} run as threads",
+                threads.len(),
+                if threads.len() == 1 { "" } else { "s" }
+            ),
+            format!(
+                "{} (/proc/*/comm irq/N-*); {}",
+                prios
+                    .iter()
+                    .map(|(p, n)| format!("{n} at {p}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                threads
+                    .iter()
+                    .take(8)
+                    .map(irq_thread_text)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "A threaded handler's work runs in a kernel thread scheduled by its priority: below the measuring threads it waits, above them it preempts them.",
+            "keep IRQ threads below the measuring priority, except the ones the measured workload needs",
+        ));
+    }
+
+    // RCU callbacks and the tick on isolated CPUs.
+    if !iso.is_empty() {
+        let nocbs = inv
+            .cmdline_params
+            .get("rcu_nocbs")
+            .and_then(|v| crate::inventory::param_cpus(v))
+            .unwrap_or_default();
+        let with_cbs: Vec<u32> = iso.iter().copied().filter(|c| !nocbs.contains(c)).collect();
+        if !with_cbs.is_empty() {
+            out.push(f(
+                "rcu.callbacks-on-isolated",
+                Warn,
+                "RCU callbacks run on isolated CPUs".into(),
+                format!(
+                    "isolated CPUs {} not in rcu_nocbs= ({})",
+                    format_cpu_list(&with_cbs),
+                    inv.cmdline_params
+                        .get("rcu_nocbs")
+                        .map(|v| format!("rcu_nocbs={v}"))
+                        .unwrap_or_else(|| "not on the command line".into())
+                ),
+                "Without offloading, each CPU runs its own RCU callbacks (in softirq, or in rcuc/N on PREEMPT_RT) after grace periods: bursts of work on the CPUs meant to be quiet.",
+                "boot with rcu_nocbs= covering the isolated CPUs (and rcu_nocb_poll)",
+            ));
+        }
+        let ticking: Vec<u32> = iso
+            .iter()
+            .copied()
+            .filter(|c| !inv.cpus.nohz_full.contains(c))
+            .collect();
+        if !ticking.is_empty() {
+            out.push(f(
+                "cpus.tick-on-isolated",
+                Info,
+                "isolated CPUs keep their scheduler tick".into(),
+                format!(
+                    "isolated CPUs {} not in /sys/devices/system/cpu/nohz_full ({})",
+                    format_cpu_list(&ticking),
+                    if inv.cpus.nohz_full.is_empty() {
+                        "empty".into()
+                    } else {
+                        format_cpu_list(&inv.cpus.nohz_full)
+                    }
+                ),
+                "The tick interrupts the measured thread HZ times a second even when it is the only task on its CPU.",
+                "boot with nohz_full= covering the isolated CPUs",
+            ));
+        }
+    }
+
     // SMT.
     if inv.cpus.smt_active == Some(true) {
         out.push(f(
@@ -537,6 +674,20 @@ pub fn findings(inv: &Inventory) -> Vec<Finding> {
                 "use a kernel built with CONFIG_FTRACE and the scheduler/IRQ tracepoints",
             ));
         }
+        let rt_tracers: Vec<&str> = ["timerlat", "osnoise", "hwlat"]
+            .into_iter()
+            .filter(|n| t.tracers.iter().any(|x| x == n))
+            .collect();
+        if !rt_tracers.is_empty() {
+            out.push(f(
+                "trace.rt-tracers",
+                Info,
+                format!("the kernel offers the {} tracer{}", rt_tracers.join(", "), if rt_tracers.len() == 1 { "" } else { "s" }),
+                format!("available_tracers: {}", t.tracers.join(" ")),
+                "In-kernel latency measurements (rtla timerlat/osnoise/hwlat) can run beside or instead of latlab's threads on this kernel.",
+                "rtla timerlat top -a … (or latlab's timerlat back end) to cross-check",
+            ));
+        }
         if t.timerlat == Some(false) || t.osnoise == Some(false) {
             out.push(f(
                 "trace.no-timerlat",
@@ -612,6 +763,8 @@ mod tests {
         inv.preemption.model = Some("rt".into());
         inv.sched.rt_runtime_us = Some(-1);
         inv.cpus.isolated = vec![2, 3];
+        inv.cpus.nohz_full = vec![2, 3];
+        inv.cmdline_params.insert("rcu_nocbs".into(), "2-3".into());
         inv.cpufreq.insert(
             2,
             CpuFreq {
@@ -625,6 +778,88 @@ mod tests {
         assert!(f.iter().all(|f| f.severity == Severity::Info), "{f:#?}");
     }
 
+    /// Issue 27: what `check` says of a PREEMPT_RT kernel: its lazy mode, its IRQ threads and
+    /// which run above the measuring threads, RCU callbacks and the tick on isolated CPUs,
+    /// the RT tracers it offers.
+    #[test]
+    fn preempt_rt_kernel_findings() {
+        let thread = |pid, comm: &str, policy: &str, prio| crate::inventory::IrqThread {
+            pid,
+            comm: comm.into(),
+            irq: None,
+            policy: Some(policy.into()),
+            rt_priority: Some(prio),
+        };
+        let mut inv = Inventory::default();
+        inv.preemption.model = Some("rt".into());
+        inv.preemption.dynamic_mode = Some("lazy".into());
+        inv.irqs.threads = vec![
+            thread(151, "irq/4-ttyS0", "fifo", 96),
+            thread(52, "irq/9-acpi", "fifo", 50),
+            thread(77, "irq/8-rtc0", "fifo", 95),
+        ];
+        inv.cmdline_params.insert("isolcpus".into(), "2-5".into());
+        inv.cmdline_params.insert("rcu_nocbs".into(), "2-3".into());
+        inv.cpus.nohz_full = vec![2, 3, 4];
+        inv.tracing.tracefs = Some("/sys/kernel/tracing".into());
+        inv.tracing.tracers = ["timerlat", "osnoise", "hwlat", "nop"]
+            .map(String::from)
+            .to_vec();
+        let f = findings(&inv);
+        let get = |id: &str| {
+            f.iter()
+                .find(|x| x.id == id)
+                .unwrap_or_else(|| panic!("no {id}: {f:#?}"))
+        };
+        assert_eq!(get("preempt.lazy").severity, Severity::Info);
+        let above = get("irq.threads-above-measuring");
+        assert_eq!(above.severity, Severity::Warn);
+        assert_eq!(
+            above.evidence,
+            "irq/4-ttyS0 (pid 151, FIFO 96), irq/8-rtc0 (pid 77, FIFO 95)"
+        );
+        let all = get("irq.threads");
+        assert!(
+            all.evidence
+                .starts_with("1 at FIFO 50, 1 at FIFO 95, 1 at FIFO 96"),
+            "{}",
+            all.evidence
+        );
+        assert!(all.evidence.contains("1 at FIFO 96"), "{}", all.evidence);
+        let rcu = get("rcu.callbacks-on-isolated");
+        assert!(
+            rcu.evidence
+                .starts_with("isolated CPUs 4-5 not in rcu_nocbs= (rcu_nocbs=2-3)"),
+            "{}",
+            rcu.evidence
+        );
+        let tick = get("cpus.tick-on-isolated");
+        assert!(
+            tick.evidence.starts_with("isolated CPUs 5 "),
+            "{}",
+            tick.evidence
+        );
+        assert_eq!(
+            get("trace.rt-tracers").title,
+            "the kernel offers the timerlat, osnoise, hwlat tracers"
+        );
+        // Full: none of the RT-only findings.
+        inv.preemption.dynamic_mode = Some("full".into());
+        inv.irqs.threads.clear();
+        inv.cmdline_params.insert("rcu_nocbs".into(), "2-5".into());
+        inv.cpus.nohz_full = vec![2, 3, 4, 5];
+        let ids = ids(&inv);
+        for id in [
+            "preempt.lazy",
+            "irq.threads",
+            "irq.threads-above-measuring",
+            "rcu.callbacks-on-isolated",
+            "cpus.tick-on-isolated",
+        ] {
+            assert!(!ids.iter().any(|x| x == id), "{id}: {ids:?}");
+        }
+    }
+
     #[test]
     fn desktop_problems_ranked_worst_first() {
         let mut inv = Inventory::default();
@@ -632,6 +867,7 @@ mod tests {
             model: Some("voluntary".into()),
             dynamic: true,
             source: Some("x".into()),
+            dynamic_mode: None,
         };
         inv.sched.rt_runtime_us = Some(950000);
         inv.memory.thp_enabled = Some("always".into());

@@ -85,6 +85,11 @@ pub struct Preemption {
     pub dynamic: bool,
     /// Where the model was read, for the evidence of findings.
     pub source: Option<String>,
+    /// The dynamic mode `/sys/kernel/debug/sched/preempt` marks as current (`full`, `lazy`,
+    /// `laziest` …), on PREEMPT_RT too, where it says how normal tasks are preempted (a
+    /// PREEMPT_RT kernel with PREEMPT_LAZY shows `full (lazy) laziest`); None without debugfs.
+    #[serde(default)]
+    pub dynamic_mode: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -181,6 +186,45 @@ pub struct Irqs {
     /// The busiest device IRQs, most interrupts first.
     #[serde(default)]
     pub busiest: Vec<IrqInfo>,
+    /// Threaded IRQ handlers (`irq/N-name` kernel threads: every device IRQ on PREEMPT_RT,
+    /// with `threadirqs`, or drivers' own threaded handlers), by pid.
+    #[serde(default)]
+    pub threads: Vec<IrqThread>,
+}
+
+/// One IRQ handler thread, from `/proc/PID/comm` and `stat`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct IrqThread {
+    pub pid: u32,
+    pub comm: String,
+    /// N of `irq/N-…`.
+    pub irq: Option<u32>,
+    /// `fifo`, `rr`, `other`, `batch`, `idle`, `deadline` (stat's policy field).
+    pub policy: Option<String>,
+    /// The RT priority (1..99; 0 for a normal policy).
+    pub rt_priority: Option<u32>,
+}
+
+/// A policy number of `/proc/PID/stat` (field 41) as a name.
+pub fn policy_name(n: u32) -> &'static str {
+    match n {
+        0 => "other",
+        1 => "fifo",
+        2 => "rr",
+        3 => "batch",
+        5 => "idle",
+        6 => "deadline",
+        _ => "unknown",
+    }
+}
+
+/// `(policy, rt_priority)` from a `/proc/PID/stat` line (fields 41 and 40, counted after the
+/// comm's closing parenthesis, since a comm may hold blanks and parentheses).
+pub fn stat_policy(stat: &str) -> Option<(u32, u32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): field N is f[N - 3].
+    Some((f.get(38)?.parse().ok()?, f.get(37)?.parse().ok()?))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -500,6 +544,20 @@ impl Inventory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/proc/PID/stat` of an IRQ thread (6.12-rt): policy 1 (fifo), RT priority 50; a comm
+    /// with blanks and parentheses does not shift the fields.
+    #[test]
+    fn stat_policy_reads_fields_after_the_comm() {
+        let tail = "S 2 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 -51 0 1 0 35 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 50 1 0 0 0 0 0 0 0 0 0 0 0";
+        assert_eq!(
+            stat_policy(&format!("151 (irq/4-ttyS0) {tail}")),
+            Some((1, 50))
+        );
+        assert_eq!(stat_policy(&format!("9 (a) b (c) {tail}")), Some((1, 50)));
+        assert_eq!(stat_policy("9 (short) S 1"), None);
+        assert_eq!(policy_name(1), "fifo");
+    }
 
     #[test]
     fn cmdline_stops_at_init_args_and_keeps_flags() {

@@ -229,8 +229,16 @@ impl Reader {
                 .config
                 .get("CONFIG_PREEMPT_DYNAMIC")
                 .is_some_and(|v| v == "y");
+        // The dynamic mode, where debugfs shows it (on PREEMPT_RT too: its lazy mode).
+        let rel = "sys/kernel/debug/sched/preempt";
+        let mode = if self.exists(rel) {
+            self.read(rel, Optional).and_then(|s| preempt_mode(&s))
+        } else {
+            None
+        };
         let p = &mut out.preemption;
         p.dynamic = dynamic;
+        p.dynamic_mode = mode;
         let set = |p: &mut Preemption, m: &str, src: &str| {
             p.model = Some(m.to_string());
             p.source = Some(src.to_string());
@@ -489,6 +497,22 @@ impl Reader {
             };
             let comm = comm.trim().to_string();
             irqbalance |= comm == "irqbalance";
+            if comm.starts_with("irq/") {
+                let pol = fs::read_to_string(dir.join("stat"))
+                    .ok()
+                    .and_then(|s| latlab_core::inventory::stat_policy(&s));
+                out.irqs.threads.push(IrqThread {
+                    pid,
+                    irq: comm
+                        .strip_prefix("irq/")
+                        .and_then(|r| r.split('-').next())
+                        .and_then(|n| n.parse().ok()),
+                    comm,
+                    policy: pol.map(|(p, _)| latlab_core::inventory::policy_name(p).to_string()),
+                    rt_priority: pol.map(|(_, r)| r),
+                });
+                continue; // a kernel thread holds no file descriptors
+            }
             match fs::read_dir(dir.join("fd")) {
                 Ok(fds) => {
                     let holds = fds.filter_map(|e| e.ok()).any(|e| {

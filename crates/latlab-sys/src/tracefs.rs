@@ -45,6 +45,8 @@ pub const EVENTS: &[(&str, bool)] = &[
     ("irq/softirq_exit", false),
     ("timer/hrtimer_start", true),
     ("nmi/nmi_handler", false),
+    // Priority inheritance (a lock owner boosted above the measuring thread); rare.
+    ("sched/sched_pi_setprio", false),
 ];
 
 /// The timer interrupt's own events (`--trace-events full`): its hrtimer callbacks (the

@@ -22,10 +22,10 @@ up() { cut -d' ' -f1 /proc/uptime; }
 step() { n=$1; shift; a=$(up); "$@" >"$n.out" 2>"$n.err"; echo $? >"$n.rc"; echo "$n $a $(up)" >>times; }
 uname -r >uname-r
 step run latlab run --duration 3s --interval 5ms --trace-threshold 500us --trace-max-spikes 3 --results /lab/results --no-db -q
-ls -A /sys/kernel/tracing/instances >instances-after-run
+ls -A /sys/kernel/tracing/instances | grep -v "^kernel-lab-" >instances-after-run
 step check latlab check --format json
 step cleanup latlab cleanup
-ls -A /sys/kernel/tracing/instances >instances-after-cleanup
+ls -A /sys/kernel/tracing/instances | grep -v "^kernel-lab-" >instances-after-cleanup
 "#;
 
 /// A step of the guest script exited 0.

@@ -34,7 +34,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 
-use super::classify::{classify, sort_causes, switch_to_user, Ctx, Cur, Key, Waiter};
+use super::classify::{
+    classify, irq_thread_number, sort_causes, switch_to_user, Boost, Ctx, Cur, Key, Lore,
+    Measuring, Waiter,
+};
 use super::event::{Event, EventKind, TaskRef};
 use super::parser::Record;
 use crate::record::{
@@ -473,9 +476,18 @@ impl<'a> CpuState<'a> {
     }
 
     /// `softirq_entry`: a softirq (`TIMER`, `NET_RX`, `RCU`, …) runs; a `softirq` cause, net
-    /// of the hardirqs nested in it.
+    /// of the hardirqs nested in it, with the task it runs in (the TASK-PID column: on
+    /// PREEMPT_RT a softirq runs in `ksoftirqd` or in the task that raised it, elsewhere in
+    /// the task an interrupt's exit found) as its pid and prio; in the idle task, 0 and 0.
     fn softirq_entry(&mut self, t: Nanos, vec: i64, name: Cow<'a, str>) {
+        let task = match &self.current {
+            Some(c) if c.pid > 0 => (c.pid, c.prio),
+            _ => (0, 0),
+        };
         self.enter(CauseKind::Softirq, name, vec, t);
+        if let Some(c) = self.stack.last_mut() {
+            c.task = task;
+        }
     }
 
     /// `softirq_exit`: the softirq is done.
@@ -570,6 +582,7 @@ impl<'a> CpuState<'a> {
             name,
             id,
             start,
+            task: (0, 0),
         });
     }
 }
@@ -644,6 +657,12 @@ pub struct Analyzer<'a> {
     cpus: CpuMap<'a>,
     /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
     known: PidMap<(Cow<'a, str>, i64)>,
+    /// Device IRQ number → its action name (`irq_handler_entry`), for naming its thread.
+    irq_names: PidMap<Cow<'a, str>>,
+    /// IRQ number → the pid of its handler thread (`irq/N-…`), when the trace shows one.
+    irq_threads: PidMap<i64>,
+    /// Owner pid → its last priority-inheritance boost (`sched_pi_setprio`).
+    boosts: PidMap<Boost<'a>>,
     out: Analysis,
     /// Added to the line numbers of the events fed (those of a block count from its start).
     pub line_offset: usize,
@@ -699,6 +718,9 @@ impl<'a> Analyzer<'a> {
             mode,
             cpus: CpuMap::default(),
             known: PidMap::default(),
+            irq_names: PidMap::default(),
+            irq_threads: PidMap::default(),
+            boosts: PidMap::default(),
             out: Analysis {
                 mode: Some(mode),
                 ..Default::default()
@@ -771,8 +793,15 @@ impl<'a> Analyzer<'a> {
             EventKind::SchedSwitch { prev, next, .. } => {
                 learn(&mut self.known, prev);
                 learn(&mut self.known, next);
+                self.irq_thread(next);
             }
-            EventKind::SchedWaking { task, .. } => learn(&mut self.known, task),
+            EventKind::SchedWaking { task, .. } => {
+                learn(&mut self.known, task);
+                self.irq_thread(task);
+            }
+            EventKind::IrqEntry { irq, name } if self.irq_names.get(irq) != Some(name) => {
+                self.irq_names.insert(*irq, name.clone());
+            }
             _ => {}
         }
         let st = self.cpus.entry(ev.cpu);
@@ -797,7 +826,9 @@ impl<'a> Analyzer<'a> {
                 st.sched_switch(t, prev, next, &mut finished)
             }
             EventKind::SchedWaking { task, .. } => st.sched_waking(t, task),
-            EventKind::SchedWakeup { .. } | EventKind::Other { .. } => {}
+            EventKind::SchedWakeup { .. }
+            | EventKind::SchedPiSetprio { .. }
+            | EventKind::Other { .. } => {}
             EventKind::IrqEntry { irq, name } => st.irq_handler_entry(t, *irq, name.clone()),
             EventKind::IrqExit { irq } => st.irq_handler_exit(*irq),
             EventKind::VectorEntry { name, vector } => st.vector_entry(t, *vector, name.clone()),
@@ -820,6 +851,105 @@ impl<'a> Analyzer<'a> {
         for (w, m) in finished {
             self.finish_window(cpu, w, m);
         }
+        // After the stretch before it was charged at the old priority.
+        if let EventKind::SchedPiSetprio { task, newprio } = &ev.kind {
+            self.pi_setprio(ev, task, *newprio);
+        }
+    }
+
+    /// A task named `irq/N-…` is IRQ N's handler thread (the IRQ is threaded).
+    #[inline]
+    fn irq_thread(&mut self, t: &TaskRef<'a>) {
+        if t.comm.starts_with("irq/") {
+            if let Some(n) = irq_thread_number(&t.comm) {
+                self.irq_threads.insert(n, t.pid);
+            }
+        }
+    }
+
+    /// `sched_pi_setprio`: priority inheritance moves `task` (a lock owner) from `task.prio`
+    /// to `newprio`. A boost (a higher priority: a lower number) is written by the waiter
+    /// that blocks on the lock (the event's TASK-PID column); kept, so the owner's time at
+    /// the boosted priority is named as such when a sample ends ([`Lore::name`]).
+    fn pi_setprio(&mut self, ev: &Event<'a>, task: &TaskRef<'a>, newprio: i64) {
+        // From now on the task runs at `newprio` (a deboost lets a higher waiter in at once).
+        if let Some(k) = self.known.get_mut(&task.pid) {
+            k.1 = newprio;
+        }
+        for cpu in self.cpus.cpus() {
+            if let Some(c) = self.cpus.entry(cpu).current.as_mut() {
+                if c.pid == task.pid {
+                    c.prio = newprio;
+                    c.prio_known = true;
+                }
+            }
+        }
+        if newprio < task.prio {
+            let waiter = match self.known.get(&ev.pid) {
+                Some((c, _)) => c.clone(),
+                None => ev.task_comm.clone(),
+            };
+            self.boosts.insert(
+                task.pid,
+                Boost {
+                    from: task.prio,
+                    to: newprio,
+                    waiter: (ev.pid, waiter),
+                },
+            );
+        }
+    }
+
+    /// The window's causes under the names reports show ([`Lore::name`]), keys that become
+    /// equal merged (the measuring thread seen under two names or prios), its stretches
+    /// following.
+    fn rename(&self, w: &mut Window<'a>) {
+        let lore = Lore {
+            known: &self.known,
+            irq_names: &self.irq_names,
+            irq_threads: &self.irq_threads,
+            boosts: &self.boosts,
+        };
+        let m = Measuring {
+            pid: w.pid,
+            comm: &w.comm,
+            prio: w.prio.unwrap_or(0),
+        };
+        let rekey = |list: &mut Vec<(Key<'a>, Nanos)>| -> Option<Vec<usize>> {
+            let renamed: Vec<Option<Key<'a>>> =
+                list.iter().map(|(k, _)| lore.name(k, &m)).collect();
+            if renamed.iter().all(Option::is_none) {
+                return None;
+            }
+            let mut out: Vec<(Key<'a>, Nanos)> = Vec::with_capacity(list.len());
+            let mut map = Vec::with_capacity(list.len());
+            for ((k, ns), r) in list.drain(..).zip(renamed) {
+                let k = r.unwrap_or(k);
+                match out.iter().position(|(x, _)| *x == k) {
+                    Some(i) => {
+                        out[i].1 += ns;
+                        map.push(i);
+                    }
+                    None => {
+                        out.push((k, ns));
+                        map.push(out.len() - 1);
+                    }
+                }
+            }
+            *list = out;
+            Some(map)
+        };
+        let mut acc = std::mem::take(&mut w.acc);
+        let mut at_switch = std::mem::take(&mut w.at_switch);
+        if let Some(map) = rekey(&mut acc) {
+            for s in w.segs.iter_mut() {
+                s.0 = map[s.0];
+            }
+            w.last_key = w.last_key.map(|i| map[i]);
+        }
+        rekey(&mut at_switch);
+        w.acc = acc;
+        w.at_switch = at_switch;
     }
 
     /// `tracing_mark_write` (a `trace_marker` write) in marker mode: latlab's measurement
@@ -879,7 +1009,23 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    fn finish_window(&mut self, cpu: u32, w: Window<'a>, marker: Option<MarkerEnd>) {
+    fn finish_window(&mut self, cpu: u32, mut w: Window<'a>, marker: Option<MarkerEnd>) {
+        // The thread as the scheduler's events name it last (its first events may carry the
+        // process's name from before the thread named itself, and no known prio).
+        if let Some((c, p)) = self.known.get(&w.pid) {
+            if w.comm != *c {
+                w.comm = c.clone();
+            }
+            w.prio.get_or_insert(*p);
+        }
+        if marker.is_none()
+            && (self.mode == SampleMode::Markers
+                || w.switched.is_none()
+                || w.prio.is_none_or(|p| p >= 100))
+        {
+            return; // not a sample
+        }
+        self.rename(&mut w);
         let st = self.cpus.entry(cpu);
         let (e, r, latency, mut acc) = match marker {
             Some((e, r, l, _)) => (e, Some(r), l.unwrap_or(r.saturating_sub(e)), w.acc.clone()),
@@ -1258,13 +1404,191 @@ pub(crate) mod tests {
         (x, b)
     }
 
+    /// Issue 27 (part 1's finding): the measuring thread's first events carry the process's
+    /// name (the TASK column of a thread not yet renamed) and no known prio, its switch-in the
+    /// thread's own: one spike showed `switch-to-user (latlab)` at prio 120 and
+    /// `switch-to-user (latlab-cpu1)` at prio 4. Its own time is one cause, under the name and
+    /// prio the scheduler's events give it last.
+    #[test]
+    fn the_measuring_thread_is_one_cause_under_its_last_name_and_prio() {
+        let x = task("x", 200, 120);
+        let mut b = B::new();
+        // τ is running when the trace begins (no switch names it yet) and arms its timer for
+        // E; it is still on the CPU 5 µs past E (its own way to sleep), then sleeps.
+        b.push(
+            0,
+            TAU,
+            "d..1.",
+            EventKind::HrtimerStart {
+                hrtimer: "h".into(),
+                function: "hrtimer_wakeup".into(),
+                expires: E,
+            },
+        )
+        .push(
+            E + 5_000,
+            TAU,
+            ".....",
+            EventKind::Other {
+                name: "sys_enter".into(),
+            },
+        );
+        for e in b.ev.iter_mut() {
+            e.task_comm = "latlab".into();
+        }
+        b.switch(E + 6_000, task("latlab-cpu1", TAU, 19), x.clone())
+            .timer_irq(E + 10_000, E + 11_000, 200)
+            .switch(E + 20_000, x, task("latlab-cpu1", TAU, 19))
+            .marker(E + 25_000, E + 25_000);
+        let a = b.run(false, SampleMode::Markers);
+        let s = &a.spikes[0];
+        let own: Vec<&Cause> = s.causes.iter().filter(|c| c.pid == TAU).collect();
+        assert_eq!(own.len(), 1, "{:#?}", s.causes);
+        assert_eq!(
+            (own[0].kind, own[0].name.as_str(), own[0].prio),
+            (CauseKind::Task, "switch-to-user (latlab-cpu1)", 19)
+        );
+        assert_eq!(own[0].ns, 5_000 + 1_000 + 5_000);
+        assert_eq!((s.comm.as_str(), s.prio), ("latlab-cpu1", 19));
+        assert_lanes_match_causes(s);
+    }
+
+    /// A threaded IRQ (PREEMPT_RT): the hard part wakes `irq/4-ttyS0`, which, raised to FIFO
+    /// 96 above the measuring thread (FIFO 80 here), runs before it. Both parts are named after
+    /// the IRQ, the thread with its priority against the measuring thread's (they showed as
+    /// `irq ttyS0` and `task irq/4-ttyS0`); below the measuring thread the same thread keeping
+    /// the CPU is `preempt_off`, named as below.
+    #[test]
+    fn a_threaded_irq_is_named_by_its_hard_part_and_its_thread() {
+        for (prio, kind, place) in [
+            (
+                3,
+                CauseKind::Task,
+                "FIFO 96, above the measuring thread (FIFO 80)",
+            ),
+            (
+                49,
+                CauseKind::PreemptOff,
+                "FIFO 50, below the measuring thread (FIFO 80)",
+            ),
+        ] {
+            let it = task("irq/4-ttyS0", 152, prio);
+            let x = task("x", 200, 120);
+            let mut b = B::new();
+            b.sleep(x.clone())
+                .push(
+                    E + 500,
+                    200,
+                    "d.h..",
+                    EventKind::IrqEntry {
+                        irq: 4,
+                        name: "ttyS0".into(),
+                    },
+                )
+                .push(
+                    E + 600,
+                    200,
+                    "d.h2.",
+                    EventKind::SchedWaking {
+                        task: it.clone(),
+                        target_cpu: Some(1),
+                    },
+                )
+                .push(E + 2_500, 200, "d.h..", EventKind::IrqExit { irq: 4 })
+                .switch(E + 3_000, x, it.clone())
+                .timer_irq(E + 4_000, E + 5_000, 152)
+                .switch(E + 50_000, it, task("tau", TAU, 19))
+                .marker(E + 52_000, E + 52_000);
+            let s = &b.run(false, SampleMode::Markers).spikes[0];
+            assert_eq!(find(s, CauseKind::Irq, "IRQ 4 (ttyS0) hard part"), 2_000);
+            let name = format!("IRQ 4 (ttyS0) thread irq/4-ttyS0, {place}");
+            // From τ's wake-up (before it, the late timer is delivery) to its switch-in.
+            assert_eq!(find(s, kind, &name), 45_000, "{:#?}", s.causes);
+            let c = s.causes.iter().find(|c| c.name == name).unwrap();
+            assert_eq!((c.pid, c.prio), (152, prio));
+            assert_lanes_match_causes(s);
+        }
+    }
+
+    /// An IRQ whose handler is not threaded keeps its action name.
+    #[test]
+    fn an_irq_without_a_thread_keeps_its_name() {
+        let x = task("x", 200, 120);
+        let mut b = B::new();
+        b.sleep(x.clone())
+            .push(
+                E + 500,
+                200,
+                "d.h..",
+                EventKind::IrqEntry {
+                    irq: 4,
+                    name: "ttyS0".into(),
+                },
+            )
+            .push(E + 2_500, 200, "d.h..", EventKind::IrqExit { irq: 4 })
+            .timer_irq(E + 4_000, E + 5_000, 200)
+            .switch(E + 6_000, x, task("tau", TAU, 19));
+        let s = &b.run(false, SampleMode::Wakeups).spikes[0];
+        assert_eq!(find(s, CauseKind::Irq, "ttyS0"), 2_000);
+    }
+
+    /// Priority inheritance: `low` (normal prio 120) holds a PI lock that `high` (FIFO 97, prio
+    /// 2) blocks on; the kernel boosts `low` to prio 2 (`sched_pi_setprio`, written in
+    /// `high`'s context) and `low` runs above the measuring thread. It is named as the lock
+    /// owner boosted by priority inheritance, from what to what and by which waiter; after the
+    /// boost ends, its own time is plain again.
+    #[test]
+    fn a_lock_owner_boosted_by_priority_inheritance_is_named_so() {
+        let high = task("pi-high", 300, 2);
+        let low = task("pi-low", 301, 120);
+        let mut b = B::new();
+        b.sleep(high.clone())
+            .push(
+                100,
+                300,
+                "d..2.",
+                EventKind::SchedPiSetprio {
+                    task: low.clone(),
+                    newprio: 2,
+                },
+            )
+            .switch(200, high, task("pi-low", 301, 2))
+            .timer_irq(E + 1_000, E + 2_000, 301)
+            .push(
+                E + 30_000,
+                301,
+                "d..2.",
+                EventKind::SchedPiSetprio {
+                    task: task("pi-low", 301, 2),
+                    newprio: 120,
+                },
+            )
+            .switch(E + 31_000, task("pi-low", 301, 2), task("tau", TAU, 19))
+            .marker(E + 33_000, E + 33_000);
+        let s = &b.run(false, SampleMode::Markers).spikes[0];
+        let name = "pi-low (lock owner boosted by priority inheritance from normal prio 120 to FIFO 97, waiter pi-high 300)";
+        assert_eq!(find(s, CauseKind::Task, name), 28_000, "{:#?}", s.causes);
+        let c = s.causes.iter().find(|c| c.name == name).unwrap();
+        assert_eq!((c.pid, c.prio), (301, 2));
+        // Deboosted, it keeps the CPU a moment from the higher measuring thread.
+        assert_eq!(find(s, CauseKind::PreemptOff, "pi-low"), 1_000);
+        assert_lanes_match_causes(s);
+    }
+
     #[test]
     fn softirq_with_nested_hardirq_is_net_of_children() {
         let (x, mut b) = net_rx_with_a_nested_irq();
         b.switch(E + 41_000, x, task("tau", TAU, 19));
         let a = b.run(false, SampleMode::Wakeups);
         let s = &a.spikes[0];
-        assert_eq!(find(s, CauseKind::Softirq, "NET_RX"), 36_000);
+        // The softirq ran in x's context: named with it, its pid and prio the cause's.
+        assert_eq!(find(s, CauseKind::Softirq, "NET_RX (in x)"), 36_000);
+        let net = s
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::Softirq)
+            .unwrap();
+        assert_eq!((net.pid, net.prio), (200, 120));
         assert_eq!(find(s, CauseKind::Irq, "virtio1"), 4_000);
         assert_eq!(find(s, CauseKind::Irq, "local_timer"), 1_000);
         assert_eq!(s.latency_ns, 41_000);
@@ -1426,7 +1750,7 @@ pub(crate) mod tests {
         // The notes' hand analysis: delivery ≈ 30 µs, timer IRQ ≈ 12 µs, SCHED softirq 16 µs.
         let delivery = find(s, CauseKind::Hypervisor, "timer delivery");
         assert!((29_000..32_000).contains(&delivery), "{delivery}");
-        assert_eq!(find(s, CauseKind::Softirq, "SCHED"), 16_130);
+        assert_eq!(find(s, CauseKind::Softirq, "SCHED (in rust-lld)"), 16_130);
         assert!(s.explained_ns() <= s.latency_ns);
         assert!(s.unexplained_ns < 1_000, "{}", s.unexplained_ns);
 
@@ -1739,8 +2063,8 @@ pub(crate) mod tests {
                 (
                     Lane::Softirq,
                     CauseKind::Softirq,
-                    "NET_RX",
-                    0,
+                    "NET_RX (in x)",
+                    200,
                     1_000,
                     11_000
                 ),
@@ -1748,8 +2072,8 @@ pub(crate) mod tests {
                 (
                     Lane::Softirq,
                     CauseKind::Softirq,
-                    "NET_RX",
-                    0,
+                    "NET_RX (in x)",
+                    200,
                     15_000,
                     41_000
                 ),

@@ -29,6 +29,9 @@ pub(super) struct Ctx<'a> {
     /// irq number / vector / softirq vec, to match the exit.
     pub(super) id: i64,
     pub(super) start: Nanos,
+    /// A softirq: the task it runs in (pid, prio), as its cause's pid and prio (0, 0 in the
+    /// idle task and for hardirqs, vectors and NMIs).
+    pub(super) task: (i64, i64),
 }
 
 /// The task current on a CPU.
@@ -63,7 +66,7 @@ pub(super) fn classify<'a>(
     virtualized: bool,
 ) -> Key<'a> {
     if let Some(c) = stack.last() {
-        return (c.kind, c.name.clone(), 0, 0);
+        return (c.kind, c.name.clone(), c.task.0, c.task.1);
     }
     let silent = if virtualized {
         CauseKind::Hypervisor
@@ -104,6 +107,151 @@ pub(super) fn classify<'a>(
         (CauseKind::Task, cur.comm.clone(), cur.pid, cur.prio)
     } else {
         (CauseKind::PreemptOff, cur.comm.clone(), cur.pid, cur.prio)
+    }
+}
+
+/// A kernel priority as people set it: `FIFO 96` for an RT priority (the trace's prio 3; the
+/// trace does not tell FIFO from RR, and IRQ threads and latlab's threads are FIFO),
+/// `deadline` below 0, `normal prio 120` (nice 0) from 100 on.
+pub fn prio_text(prio: i64) -> String {
+    if prio < 0 {
+        "deadline".into()
+    } else if prio < 100 {
+        format!("FIFO {}", 99 - prio)
+    } else {
+        format!("normal prio {prio}")
+    }
+}
+
+/// `above` / `at the priority of` / `below`: a task's place against the measuring thread's.
+fn against(prio: i64, measuring: i64) -> &'static str {
+    match prio.cmp(&measuring) {
+        std::cmp::Ordering::Less => "above",
+        std::cmp::Ordering::Equal => "at the priority of",
+        std::cmp::Ordering::Greater => "below",
+    }
+}
+
+/// The IRQ number of a threaded handler's thread (`irq/4-ttyS0` → 4; also the kernel's
+/// secondary threads `irq/4-s-ttyS0`).
+pub fn irq_thread_number(comm: &str) -> Option<i64> {
+    let rest = comm.strip_prefix("irq/")?;
+    let end = rest.find('-')?;
+    rest[..end].parse().ok().filter(|n: &i64| *n >= 0)
+}
+
+/// A priority-inheritance boost seen in the trace (`sched_pi_setprio`).
+#[derive(Debug, Clone)]
+pub(super) struct Boost<'a> {
+    /// The owner's priority before it (its own).
+    pub(super) from: i64,
+    /// The priority it was boosted to (a waiter's).
+    pub(super) to: i64,
+    /// The task whose wait boosted it (the event's TASK-PID column: the waiter blocks there).
+    pub(super) waiter: (i64, Cow<'a, str>),
+}
+
+/// What the trace taught the analyzer for naming causes when a sample ends: the device IRQs'
+/// action names, which IRQs run threaded, the priority-inheritance boosts, and every task's
+/// latest comm and prio.
+pub(super) struct Lore<'l, 'a> {
+    pub(super) known: &'l super::analyzer::PidMap<(Cow<'a, str>, i64)>,
+    pub(super) irq_names: &'l super::analyzer::PidMap<Cow<'a, str>>,
+    pub(super) irq_threads: &'l super::analyzer::PidMap<i64>,
+    pub(super) boosts: &'l super::analyzer::PidMap<Boost<'a>>,
+}
+
+/// The measuring thread of a finished window, as [`Lore::name`] needs it.
+pub(super) struct Measuring<'w> {
+    pub(super) pid: i64,
+    pub(super) comm: &'w str,
+    pub(super) prio: i64,
+}
+
+impl<'a> Lore<'_, 'a> {
+    /// The cause's name as reports show it, when the trace says more than the key's raw name
+    /// (None: the key stays as it is). Kinds never change (the contract's):
+    ///
+    /// - the measuring thread's own time: one `switch-to-user (<comm>)` with its final comm
+    ///   and prio (its first events may carry the process's name, or no known prio);
+    /// - a softirq run in a task: `NET_RX (in ksoftirqd/1)`;
+    /// - a threaded IRQ handler's thread: `IRQ 4 (ttyS0) thread irq/4-ttyS0, FIFO 96, above
+    ///   the measuring thread (FIFO 95)`, as `task` (it had the right), `preempt_off` (it
+    ///   kept the CPU from a higher thread) or `irq_off` (its IRQs off held the timer back);
+    /// - the hard part of an IRQ whose thread the trace shows: `IRQ 4 (ttyS0) hard part`;
+    /// - a lock owner boosted by priority inheritance, while boosted: `holder (lock owner
+    ///   boosted by priority inheritance from normal prio 120 to FIFO 97, waiter pi-high 812)`.
+    pub(super) fn name(&self, key: &Key<'a>, m: &Measuring<'_>) -> Option<Key<'a>> {
+        let (kind, name, pid, prio) = key;
+        match kind {
+            CauseKind::Task if *pid == m.pid => {
+                let own = switch_to_user(m.comm);
+                (*name != own || *prio != m.prio).then_some((
+                    CauseKind::Task,
+                    Cow::Owned(own),
+                    m.pid,
+                    m.prio,
+                ))
+            }
+            CauseKind::Softirq if *pid > 0 => {
+                let comm = match self.known.get(pid) {
+                    Some((c, _)) => c.to_string(),
+                    None => format!("pid {pid}"),
+                };
+                Some((
+                    *kind,
+                    Cow::Owned(format!("{name} (in {comm})")),
+                    *pid,
+                    *prio,
+                ))
+            }
+            CauseKind::Task | CauseKind::PreemptOff | CauseKind::IrqOff => {
+                if let Some(n) = irq_thread_number(name) {
+                    let action = match self.irq_names.get(&n) {
+                        Some(a) => a.to_string(),
+                        None => name[name.find('-').map_or(0, |i| i + 1)..].to_string(),
+                    };
+                    return Some((
+                        *kind,
+                        Cow::Owned(format!(
+                            "IRQ {n} ({action}) thread {name}, {}, {} the measuring thread ({})",
+                            prio_text(*prio),
+                            against(*prio, m.prio),
+                            prio_text(m.prio)
+                        )),
+                        *pid,
+                        *prio,
+                    ));
+                }
+                let b = self.boosts.get(pid).filter(|b| b.to == *prio)?;
+                Some((
+                    *kind,
+                    Cow::Owned(format!(
+                        "{name} (lock owner boosted by priority inheritance from {} to {}, waiter {} {})",
+                        prio_text(b.from),
+                        prio_text(b.to),
+                        b.waiter.1,
+                        b.waiter.0
+                    )),
+                    *pid,
+                    *prio,
+                ))
+            }
+            CauseKind::Irq => {
+                let (&n, _) = self
+                    .irq_names
+                    .iter()
+                    .filter(|(n, a)| **a == *name && self.irq_threads.contains_key(n))
+                    .min_by_key(|(n, _)| **n)?;
+                Some((
+                    *kind,
+                    Cow::Owned(format!("IRQ {n} ({name}) hard part")),
+                    *pid,
+                    *prio,
+                ))
+            }
+            _ => None,
+        }
     }
 }
 

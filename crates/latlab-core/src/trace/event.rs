@@ -93,6 +93,13 @@ pub enum EventKind<'a> {
     HrtimerExpireExit {
         hrtimer: Cow<'a, str>,
     },
+    /// `sched_pi_setprio`: priority inheritance changed `task`'s priority from `task.prio` to
+    /// `newprio` (a boost when lower: a task of that priority waits for a lock `task` holds;
+    /// recorded in the waiter's context when it blocks, in the owner's when it unlocks).
+    SchedPiSetprio {
+        task: TaskRef<'a>,
+        newprio: i64,
+    },
     /// `nmi:nmi_handler`: recorded at the end of the handler, with its duration.
     Nmi {
         handler: Cow<'a, str>,
@@ -170,6 +177,10 @@ impl EventKind<'_> {
             },
             K::HrtimerExpireExit { hrtimer } => K::HrtimerExpireExit {
                 hrtimer: own(hrtimer),
+            },
+            K::SchedPiSetprio { task, newprio } => K::SchedPiSetprio {
+                task: task.into_owned(),
+                newprio,
             },
             K::Nmi { handler, delta_ns } => K::Nmi {
                 handler: own(handler),
@@ -480,6 +491,7 @@ enum Name {
     HrtimerExpireEntry,
     HrtimerExpireExit,
     Nmi,
+    PiSetprio,
     Mark,
     Print,
     Other,
@@ -487,7 +499,7 @@ enum Name {
 
 /// Most frequent first (a hackbench trace is mostly sched_*): a length mismatch rejects an
 /// entry at once, and [`eq_short`] compares the rest without a call.
-const NAMES: [(&str, Name); 14] = [
+const NAMES: [(&str, Name); 15] = [
     ("sched_switch", Name::Switch),
     ("sched_waking", Name::Waking),
     ("sched_wakeup", Name::Wakeup),
@@ -500,6 +512,7 @@ const NAMES: [(&str, Name); 14] = [
     ("hrtimer_expire_entry", Name::HrtimerExpireEntry),
     ("hrtimer_expire_exit", Name::HrtimerExpireExit),
     ("nmi_handler", Name::Nmi),
+    ("sched_pi_setprio", Name::PiSetprio),
     ("tracing_mark_write", Name::Mark),
     ("print", Name::Print),
 ];
@@ -600,6 +613,19 @@ fn parse_named<'a>(n: Name, name: &'a str, body: &'a str) -> Result<EventKind<'a
             handler: Cow::Borrowed(f.get("handler").unwrap_or("nmi")),
             delta_ns: f.u("delta_ns")?,
         },
+        N::PiSetprio => {
+            // `comm=%s pid=%d oldprio=%d newprio=%d` (the comm may hold blanks).
+            let (c, rest) = comm_between(body, "comm=", " pid=")?;
+            let mut f = Fields::new(rest);
+            EventKind::SchedPiSetprio {
+                task: TaskRef {
+                    comm: Cow::Borrowed(c),
+                    pid: f.i("pid")?,
+                    prio: f.i("oldprio")?,
+                },
+                newprio: f.i("newprio")?,
+            }
+        }
         N::Mark => EventKind::Marker {
             text: Cow::Borrowed(body),
         },
@@ -673,6 +699,30 @@ mod tests {
     }
 
     /// The fast paths take the kernel's own lines (else they would only cost a check).
+    /// The kernel's `sched_pi_setprio` line (6.1 and 6.12 print the same), a comm with a
+    /// blank too.
+    #[test]
+    fn sched_pi_setprio_is_read() {
+        for (comm, line) in [
+            ("pi-low", "          pi-high-812     [001] d..2.    96.101706: sched_pi_setprio: comm=pi-low pid=811 oldprio=120 newprio=2"),
+            ("a b", "          pi-high-812     [001] d..2.    96.101706: sched_pi_setprio: comm=a b pid=811 oldprio=120 newprio=2"),
+        ] {
+            let e = event_from(1, line).unwrap();
+            assert_eq!(e.pid, 812);
+            assert_eq!(
+                e.kind,
+                EventKind::SchedPiSetprio {
+                    task: TaskRef {
+                        comm: comm.into(),
+                        pid: 811,
+                        prio: 120
+                    },
+                    newprio: 2
+                }
+            );
+        }
+    }
+
     #[test]
     fn fast_paths_take_kernel_lines() {
         let sw = "prev_comm=kworker/0:1 H prev_pid=14951 prev_prio=120 prev_state=R+ ==> next_comm=latlab-m0 next_pid=7 next_prio=19";

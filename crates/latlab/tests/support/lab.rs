@@ -54,6 +54,29 @@ pub fn tool(name: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("{name} is not installed (scripts/deps.sh installs it)"))
 }
 
+/// The lab's ground-truth injectors (`support/lab_inject.c`), built static for the guest with
+/// the host's gcc into `target/tmp/lab/`: its path, or why it cannot be built.
+pub fn inject() -> Result<PathBuf, String> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/lab_inject.c");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lab/lab_inject");
+    std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
+    let gcc = tool("gcc")?;
+    let o = Command::new(gcc)
+        .args(["-static", "-O2", "-pthread", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cannot run gcc: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "gcc -static cannot build {} (libc6-dev's static libc?): {}",
+            src.display(),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(out)
+}
+
 /// What one boot did.
 #[derive(Debug)]
 pub struct Guest {

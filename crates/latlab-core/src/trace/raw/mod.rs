@@ -272,6 +272,12 @@ enum Shape {
         delta_ns: F,
         handled: Option<F>,
     },
+    PiSetprio {
+        comm: F,
+        pid: F,
+        oldprio: F,
+        newprio: F,
+    },
     Print {
         buf: F,
     },
@@ -322,6 +328,7 @@ const PARSER_NAMES: &[&str] = &[
     "hrtimer_expire_entry",
     "hrtimer_expire_exit",
     "nmi_handler",
+    "sched_pi_setprio",
     "tracing_mark_write",
     "print",
 ];
@@ -774,6 +781,15 @@ impl RawDecoder {
                     EventKind::SchedWaking { task, target_cpu }
                 }
             }
+            Shape::PiSetprio {
+                comm,
+                pid,
+                oldprio,
+                newprio,
+            } => EventKind::SchedPiSetprio {
+                task: task(comm, pid, oldprio)?,
+                newprio: int(d, newprio)?,
+            },
             Shape::IrqEntry { irq, name } => EventKind::IrqEntry {
                 irq: int(d, irq)?,
                 name: string(d, name)?,
@@ -1134,6 +1150,12 @@ fn known(fmt: EventFormat) -> Result<Known, RawError> {
         },
         "hrtimer_expire_exit" => Shape::HrExpireExit {
             hrtimer: need("hrtimer", Int)?,
+        },
+        "sched_pi_setprio" => Shape::PiSetprio {
+            comm: need("comm", Chars)?,
+            pid: need("pid", Int)?,
+            oldprio: need("oldprio", Int)?,
+            newprio: need("newprio", Int)?,
         },
         "nmi_handler" => Shape::Nmi {
             handler: need("handler", Int)?,

@@ -107,6 +107,13 @@ fn line(out: &mut String, k: &Known, e: &Event<'_>, d: &[u8]) {
                 let _ = write!(out, " target_cpu={c:03}");
             }
         }
+        (EventKind::SchedPiSetprio { task, newprio }, _) => {
+            let _ = write!(
+                out,
+                "sched_pi_setprio: comm={} pid={} oldprio={} newprio={newprio}",
+                task.comm, task.pid, task.prio
+            );
+        }
         (EventKind::IrqEntry { irq, name }, _) => {
             let _ = write!(out, "irq_handler_entry: irq={irq} name={name}");
         }

@@ -1,0 +1,363 @@
+//! Attribution on PREEMPT_RT, proven in the kernel lab (issue 27 §2 and §3): Debian's
+//! 6.12-rt booted under QEMU (support/lab.rs) with ground-truth injectors
+//! (support/lab_inject.c, built static by the test), each beside a traced `latlab run` that
+//! measures CPU 1 while CPU 0 keeps latlab's own threads:
+//!
+//! - IRQ 4's thread (`irq/4-ttyS0`) raised to FIFO 96, above the measuring thread (FIFO 95),
+//!   the serial port driven: the cause names the IRQ, its hard part and its thread, and says
+//!   the thread runs at FIFO 96 above the measuring thread;
+//! - a SCHED_FIFO 97 hog in bursts of known length: named by comm and pid, within 20 % of
+//!   the time it took (or a proven silent gap);
+//! - priority inheritance: a normal task holding a PI mutex that a FIFO 97 task blocks on is
+//!   named as the lock owner boosted, from what to what, with its waiter;
+//! - a UDP flood over loopback at FIFO 97: its NET_RX softirq named with the task it ran in.
+//!
+//! And the peers on the same kernel, one after the other on the same CPU and priority:
+//! cyclictest, `rtla timerlat hist` and `latlab run` agree in structure (the CPU, the periods
+//! accounted for), and `rtla timerlat top -T` stops with its trace on the same CPU (rtla 6.1
+//! has no auto-analysis to compare causes with; the closing note of issue 27 says what its
+//! trace showed).
+//!
+//! TCG emulates the CPUs: every assertion is structural (names, pids, counts, shares of a
+//! known burst), never a latency. One boot for all of it (about 2–4 minutes here).
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+mod support;
+use support::lab::{self, Guest, Lab};
+
+const SCRIPT: &str = r#"
+up() { cut -d' ' -f1 /proc/uptime; }
+step() { n=$1; shift; a=$(up); "$@" >"$n.out" 2>"$n.err"; echo $? >"$n.rc"; echo "$n $a $(up)" >>times; }
+comm_pid() { for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = "$1" ] && echo ${p#/proc/}; done; }
+# A traced run measuring CPU 1 (CPU 0 keeps latlab's own threads); the injector "$@" starts
+# with the measurement (its threads, latlab-cpuN: seconds after the run starts under TCG) and
+# runs beside it.
+traced() {
+    n=$1 th=$2 max=$3; shift 3
+    a=$(up)
+    latlab run --cpus 1 --duration 2s --interval 5ms --trace-threshold "$th" --trace-max-spikes "$max" --no-db -q --results "/lab/$n" >"$n.out" 2>"$n.err" &
+    r=$!
+    while ! grep -qs '^latlab-cpu1$' /proc/$r/task/*/comm && kill -0 $r 2>/dev/null; do usleep 10000; done
+    "$@" & i=$!
+    wait $r; echo $? >"$n.rc"
+    kill $i 2>/dev/null; wait $i 2>/dev/null
+    echo "$n $a $(up)" >>times
+}
+serial() { while :; do echo "lab: ................................................................" >/dev/ttyS0; usleep 20000; done; }
+# 1. IRQ 4's thread above the measuring thread (FIFO 95), the serial port driven.
+irq=$(comm_pid irq/4-ttyS0); echo "$irq" >irq-pid
+chrt -f -p 96 "$irq"
+traced irq 1ms 30 serial
+chrt -f -p 50 "$irq"
+# The injectors below delay the measuring thread by 20-30 ms, far above TCG's own stalls
+# (seen up to 17 ms under a loaded host): a threshold of 15 ms traces theirs, not TCG's.
+# 2. A FIFO 97 hog on the measured CPU, 25 ms bursts.
+traced hog 15ms 8 lab_inject hog 1 97 25000 60 3 /lab/hog.log
+# 3. Priority inheritance: held 25 ms.
+traced pi 15ms 8 lab_inject pi 1 3 /lab/pi.log
+# 4. NET_RX in the task that raised it: 20 ms floods.
+traced udp 15ms 8 lab_inject udp 1 97 20000 60 3 /lab/udp.log
+# 5. The peers, one after the other on CPU 1 at FIFO 95, every 5 ms for 2 s.
+step cyclictest cyclictest -m -q -t1 -a 1 -p 95 -i 5000 -D 2 -h 20000 --json=/lab/cyclictest.json
+step rtla rtla timerlat hist -c 1 -P f:95 -p 5000 -d 2
+step peer latlab run --cpus 1 -p 95 --interval 5ms --duration 2s --no-db -q --results /lab/peer
+# 6. rtla's own look at the hog: stop at a thread latency over 15 ms, save the trace.
+lab_inject hog 1 97 25000 60 4 /lab/hog-rtla.log & h=$!
+step rtla-top rtla timerlat top -q -c 1 -P f:95 -p 5000 -d 2 -T 15000 -t -e sched:sched_switch
+kill $h 2>/dev/null; wait $h 2>/dev/null
+"#;
+
+/// The one boot all tests of this file read (None: the lab cannot run here, skipped).
+fn guest() -> Option<&'static Guest> {
+    // A boot that fails (a panic: hung, crashed) is kept as its message, so the other tests
+    // fail with it instead of booting again.
+    static G: OnceLock<Result<Option<Guest>, String>> = OnceLock::new();
+    let r = G.get_or_init(|| {
+        std::panic::catch_unwind(|| {
+            let test = "lab_rt_attribution";
+            let mut l = Lab::new("rt-6.12", 2, 600);
+            for t in ["chrt", "taskset", "cyclictest", "rtla"] {
+                match lab::tool(t) {
+                    Ok(p) => l.bins.push(p),
+                    Err(why) => {
+                        support::cannot_run(test, &why);
+                        return None;
+                    }
+                }
+            }
+            match lab::inject() {
+                Ok(p) => l.bins.push(p),
+                Err(why) => {
+                    support::cannot_run(test, &why);
+                    return None;
+                }
+            }
+            let g = l.run(test, SCRIPT)?;
+            assert_eq!(g.exit, 0, "{}", g.job_log);
+            eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
+            Some(g)
+        })
+        .map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "the boot panicked".into())
+        })
+    });
+    match r {
+        Ok(g) => g.as_ref(),
+        Err(e) => panic!("the lab's boot failed: {e}"),
+    }
+}
+
+/// The run directory of step `n`, its exit status checked, and its run.json.
+fn run_of(g: &Guest, n: &str) -> (std::path::PathBuf, Value) {
+    let rc = g.read(&format!("{n}.rc"));
+    assert_eq!(rc.trim(), "0", "{n}: {}", g.read(&format!("{n}.err")));
+    let dir = support::only_run_dir(&g.path(n));
+    let v = support::read_json(&dir.join("run.json"));
+    (dir, v)
+}
+
+/// Every traced spike's causes, as (kind, name, pid, prio, ns), with the spike.
+fn causes(run: &Value) -> Vec<(&Value, &Value)> {
+    run["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["causes"].as_array().unwrap().iter().map(move |c| (s, c)))
+        .collect()
+}
+
+/// Lines `key A B …` of an injector's log, as numbers.
+fn log_lines(g: &Guest, file: &str, key: &str) -> Vec<Vec<u64>> {
+    g.read(file)
+        .lines()
+        .filter_map(|l| l.strip_prefix(key))
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        })
+        .collect()
+}
+
+/// A summary of the causes for a failure message.
+fn named(run: &Value) -> String {
+    let mut v: Vec<String> = causes(run)
+        .iter()
+        .map(|(_, c)| format!("{} {}", c["kind"], c["name"]))
+        .collect();
+    v.sort();
+    v.dedup();
+    v.join("\n")
+}
+
+#[test]
+fn a_threaded_irq_above_the_measuring_thread_is_named_with_both_parts() {
+    let Some(g) = guest() else { return };
+    let (_, run) = run_of(g, "irq");
+    let pid: i64 = g.read("irq-pid").trim().parse().unwrap();
+    let thread = "IRQ 4 (ttyS0) thread irq/4-ttyS0, FIFO 96, above the measuring thread (FIFO 95)";
+    let all = causes(&run);
+    // As `task` while it runs above the measuring thread; the same thread with its IRQs off
+    // before the wake-up is `irq_off`, under the same name.
+    let t: Vec<_> = all
+        .iter()
+        .filter(|(_, c)| c["name"] == thread && c["kind"] == "task")
+        .collect();
+    assert!(!t.is_empty(), "no spike names {thread}:\n{}", named(&run));
+    for (_, c) in all.iter().filter(|(_, c)| c["name"] == thread) {
+        assert_eq!(c["pid"], pid);
+        assert_eq!(c["prio"], 3);
+        assert!(c["ns"].as_u64().unwrap() > 0);
+        assert!(c["kind"] == "task" || c["kind"] == "irq_off", "{c}");
+    }
+    let hard = all
+        .iter()
+        .filter(|(_, c)| c["name"] == "IRQ 4 (ttyS0) hard part" && c["kind"] == "irq")
+        .count();
+    assert!(hard > 0, "no hard part of IRQ 4:\n{}", named(&run));
+    // The old names are gone.
+    assert!(
+        !all.iter()
+            .any(|(_, c)| c["name"] == "irq/4-ttyS0" || c["name"] == "ttyS0"),
+        "{}",
+        named(&run)
+    );
+}
+
+#[test]
+fn a_fifo_hog_above_the_measuring_thread_is_named_by_comm_and_pid_and_sized() {
+    let Some(g) = guest() else { return };
+    let (_, run) = run_of(g, "hog");
+    let pid = log_lines(g, "hog.log", "pid ")[0][0] as i64;
+    let bursts = log_lines(g, "hog.log", "burst ");
+    let mut sized = 0;
+    let mut seen = 0;
+    for s in run["spikes"].as_array().unwrap() {
+        let cs = s["causes"].as_array().unwrap();
+        let Some(c) = cs.iter().find(|c| c["name"] == "lab-hog") else {
+            continue;
+        };
+        seen += 1;
+        assert_eq!(
+            (c["kind"].as_str(), c["pid"].as_i64()),
+            (Some("task"), Some(pid))
+        );
+        assert_eq!(c["prio"], 2, "FIFO 97");
+        // The truth: the burst the intended wake-up fell in, from that time to its end (the
+        // thread cannot run before). What the hog is not charged may only be a silent gap.
+        let e = s["at_ns"].as_u64().unwrap();
+        let Some(b) = bursts.iter().find(|b| b[0] <= e && e < b[1]) else {
+            continue; // woken before the burst began: its share is not known from the log
+        };
+        let truth = (b[1] - e) as f64;
+        let ns = c["ns"].as_f64().unwrap();
+        let silent: f64 = cs
+            .iter()
+            .filter(|c| c["kind"] == "hypervisor" || c["kind"] == "unknown")
+            .map(|c| c["ns"].as_f64().unwrap())
+            .sum();
+        assert!(
+            ns <= truth * 1.2 && ns + silent >= truth * 0.8,
+            "lab-hog charged {ns} ns (+{silent} silent) of a {truth} ns burst: {s:#}"
+        );
+        sized += 1;
+    }
+    assert!(seen > 0, "no spike names lab-hog:\n{}", named(&run));
+    assert!(sized > 0, "no spike began inside a burst");
+}
+
+#[test]
+fn a_lock_owner_boosted_by_priority_inheritance_is_named_with_its_waiter() {
+    let Some(g) = guest() else { return };
+    let (_, run) = run_of(g, "pi");
+    let pids = &log_lines(g, "pi.log", "pids ")[0];
+    let (low, high) = (pids[0] as i64, pids[1] as i64);
+    let name = format!(
+        "pi-low (lock owner boosted by priority inheritance from normal prio 120 to FIFO 97, waiter pi-high {high})"
+    );
+    let all = causes(&run);
+    let boosted: Vec<_> = all.iter().filter(|(_, c)| c["name"] == name).collect();
+    assert!(
+        !boosted.is_empty(),
+        "no spike names {name}:\n{}",
+        named(&run)
+    );
+    for (_, c) in boosted {
+        assert_eq!(c["kind"], "task");
+        assert_eq!(
+            (c["pid"].as_i64(), c["prio"].as_i64()),
+            (Some(low), Some(2))
+        );
+    }
+}
+
+#[test]
+fn net_rx_is_named_with_the_task_it_ran_in() {
+    let Some(g) = guest() else { return };
+    let (_, run) = run_of(g, "udp");
+    let pid = log_lines(g, "udp.log", "pid ")[0][0] as i64;
+    let all = causes(&run);
+    let net: Vec<_> = all
+        .iter()
+        .filter(|(_, c)| c["kind"] == "softirq" && c["name"] == "NET_RX (in lab-udp)")
+        .collect();
+    assert!(!net.is_empty(), "no NET_RX (in lab-udp):\n{}", named(&run));
+    for (_, c) in net {
+        assert_eq!(
+            (c["pid"].as_i64(), c["prio"].as_i64()),
+            (Some(pid), Some(2))
+        );
+    }
+}
+
+/// cyclictest, `rtla timerlat hist` and latlab on the same CPU at the same priority and
+/// period, one after the other: each measured CPU 1 only, and each accounts for the 400
+/// periods of its 2 s (latlab: samples + missed periods; the peers: their samples, which
+/// TCG may thin out, never more than the periods).
+#[test]
+fn peers_on_the_same_kernel_agree_in_structure() {
+    let Some(g) = guest() else { return };
+    let (_, run) = run_of(g, "peer");
+    assert_eq!(run["config"]["cpus"], serde_json::json!([1]));
+    let c = &run["cpus"][0];
+    let n = c["samples"].as_u64().unwrap() + c["missed_periods"].as_u64().unwrap();
+    assert!((398..=402).contains(&n), "latlab: {n} periods of 400");
+    for (step, file) in [("cyclictest", "cyclictest.json"), ("rtla", "rtla.out")] {
+        let rc = g.read(&format!("{step}.rc"));
+        assert_eq!(rc.trim(), "0", "{step}: {}", g.read(&format!("{step}.err")));
+        let tmp = tempfile::tempdir().unwrap();
+        let out = support::latlab()
+            .arg("import")
+            .arg(g.path(file))
+            .args(["--no-db", "--results"])
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{step}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
+        let cpus: Vec<u64> = imp["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect();
+        if step == "rtla" {
+            assert_eq!(cpus, vec![1], "{step}");
+        } else {
+            assert_eq!(cpus.len(), 1, "{step}: one thread");
+        }
+        let samples = imp["cpus"][0]["samples"].as_u64().unwrap();
+        assert!(
+            (40..=402).contains(&samples),
+            "{step}: {samples} samples of 400 periods"
+        );
+    }
+}
+
+/// rtla 6.1 (Debian's) has no auto-analysis (`--aa-only` came with 6.3), so its answer is the
+/// trace `timerlat top -T` stops and saves, here with the hog running: the test asserts that
+/// rtla ran on the same kernel, CPU and priority and stopped with its trace, and prints which
+/// tasks that trace shows on CPU 1 (under TCG rtla often stops on the emulator's own idle
+/// wake-up stall before the hog: the closing note's table says which).
+#[test]
+fn rtla_timerlat_top_stops_with_its_trace_on_the_same_cpu() {
+    let Some(g) = guest() else { return };
+    let rc = g.read("rtla-top.rc");
+    assert_eq!(rc.trim(), "0", "{}", g.read("rtla-top.err"));
+    assert!(
+        g.read("rtla-top.out").contains("hit stop tracing"),
+        "{}",
+        g.read("rtla-top.out")
+    );
+    // rtla 6.1 saves it as timerlat_trace.txt in its working directory (/lab).
+    let trace = g.read("timerlat_trace.txt");
+    let on_cpu1: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("[001]") && l.contains("timer_latency"))
+        .collect();
+    assert!(
+        !on_cpu1.is_empty(),
+        "no timerlat sample of CPU 1 in rtla's trace"
+    );
+    let mut tasks: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("[001]") && l.contains("sched_switch"))
+        .filter_map(|l| l.split("next_comm=").nth(1)?.split(' ').next())
+        .collect();
+    tasks.sort();
+    tasks.dedup();
+    eprintln!(
+        "rtla timerlat top stopped at: {}; switched to on CPU 1 in its trace: {tasks:?}",
+        on_cpu1.last().unwrap().trim()
+    );
+}

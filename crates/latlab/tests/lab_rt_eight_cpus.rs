@@ -1,0 +1,318 @@
+//! latlab on 8 CPUs of a PREEMPT_RT kernel booted for isolation, in the kernel lab (issue 27
+//! §2): Debian's 6.12-rt under QEMU with 8 emulated CPUs and `isolcpus=2-5 nohz_full=2-5
+//! rcu_nocbs=2-5`, one boot for:
+//!
+//! - `latlab check`: the RT model and its lazy mode, the isolated, tickless and RCU-offloaded
+//!   CPUs (no finding against them), the IRQ threads, the RT tracers;
+//! - a traced `latlab run --cpus 2-5 --load hackbench`: 4 CPUs measured, 4 for housekeeping,
+//!   the recorder on every measured CPU (spikes traced on several), the load on every CPU;
+//! - `latlab profile --cpus 2-5 --load stress-cpu`: heat maps for all 8 CPUs (16 in the page),
+//!   per-CPU tables, and the measuring threads' switch-ins where the kernel traces switches
+//!   out of idle;
+//! - a traced run with `--load stress-cpu` killed with SIGKILL, then `latlab cleanup`;
+//! - after each: nothing left behind (no latlab or load process, no tracefs instance, no
+//!   cgroup, no ledger, the knobs as they were).
+//!
+//! 8 emulated CPUs on the test machine's 2 cores miss most 1 ms periods: 10 ms here. TCG
+//! emulates the CPUs: the assertions are structural, never latencies.
+//!
+//! Ignored by default: one boot took over 9 minutes here (the traced run under hackbench
+//! 336 s, the profile under stress-cpu 133 s), past the lab's CI budget; run it with
+//! `-- --ignored`. Its check, run and profile steps were seen to hold these assertions
+//! (state unchanged after the run and the profile, 24 spikes traced on CPUs 2-5, 16 maps,
+//! 216 wake-ups and 220 switch-ins of a measuring thread).
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+mod support;
+use support::lab::{self, Guest, Lab};
+
+const SCRIPT: &str = r#"
+up() { cut -d' ' -f1 /proc/uptime; }
+step() { n=$1; shift; a=$(up); "$@" >"$n.out" 2>"$n.err"; echo $? >"$n.rc"; echo "$n $a $(up)" >>times; }
+# What the fault suite compares, as text: latlab's and the loads' processes, tracefs instances
+# (the lab's own kernel-lab-* apart), cgroups, ledgers, the knobs latlab may touch.
+state() {
+    for p in /proc/[0-9]*; do
+        c=$(tr '\0' ' ' <$p/cmdline 2>/dev/null)
+        case $c in *latlab\ run* | *latlab\ profile* | *hackbench* | *stress-ng* | *__load-watchdog*) echo "process ${p#/proc/} $c" ;; esac
+    done
+    ls -A /sys/kernel/tracing/instances | grep -v '^kernel-lab-' | sed 's/^/instance /'
+    find /sys/fs/cgroup -mindepth 1 -type d | sed 's/^/cgroup /'
+    ls -A /run/latlab 2>/dev/null | sed 's/^/ledger /'
+    for k in /proc/sys/kernel/sched_rt_runtime_us /proc/sys/kernel/timer_migration \
+        /sys/kernel/tracing/tracing_on /sys/kernel/tracing/current_tracer /sys/kernel/tracing/trace_clock \
+        /sys/kernel/tracing/buffer_size_kb; do
+        echo "knob $k $(cat $k)"
+    done
+}
+cpu_busy() { awk '/^cpu[0-9]/ { print $1, $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+state >state-before
+step check latlab check --format json
+cpu_busy >busy-before
+step run latlab run --cpus 2-5 --duration 3s --interval 10ms --trace-threshold 3ms --trace-max-spikes 24 --load hackbench --results /lab/run --no-db -q
+cpu_busy >busy-after
+state >state-after-run
+step profile latlab profile --cpus 2-5 --duration 3s --interval 10ms --load stress-cpu --results /lab/profile --no-db -q
+state >state-after-profile
+# Killed with SIGKILL while it measures, traced, under a load; then cleanup.
+latlab run --cpus 2-5 --duration 60s --interval 10ms --trace-threshold 3ms --load stress-cpu --results /lab/killed --no-db -q >killed.out 2>killed.err &
+r=$!
+while ! grep -qs '^latlab-cpu2$' /proc/$r/task/*/comm && kill -0 $r 2>/dev/null; do usleep 20000; done
+sleep 1
+state >state-killed
+kill -KILL $r; wait $r; echo $? >killed.rc
+step cleanup latlab cleanup
+state >state-after-cleanup
+"#;
+
+fn guest() -> Option<&'static Guest> {
+    // A boot that fails (a panic: hung, crashed) is kept as its message, so the other tests
+    // fail with it instead of booting again.
+    static G: OnceLock<Result<Option<Guest>, String>> = OnceLock::new();
+    let r = G.get_or_init(|| {
+        std::panic::catch_unwind(|| {
+            let test = "lab_rt_eight_cpus";
+            let mut l = Lab::new("rt-6.12", 8, 600);
+            l.append = Some("isolcpus=2-5 nohz_full=2-5 rcu_nocbs=2-5".into());
+            for t in ["hackbench", "stress-ng"] {
+                match lab::tool(t) {
+                    Ok(p) => l.bins.push(p),
+                    Err(why) => {
+                        support::cannot_run(test, &why);
+                        return None;
+                    }
+                }
+            }
+            let g = l.run(test, SCRIPT)?;
+            assert_eq!(g.exit, 0, "{}", g.job_log);
+            eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
+            Some(g)
+        })
+        .map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "the boot panicked".into())
+        })
+    });
+    match r {
+        Ok(g) => g.as_ref(),
+        Err(e) => panic!("the lab's boot failed: {e}"),
+    }
+}
+
+fn step_ok(g: &Guest, step: &str) {
+    let rc = g.read(&format!("{step}.rc"));
+    assert_eq!(rc.trim(), "0", "{step}: {}", g.read(&format!("{step}.err")));
+}
+
+fn run_json(g: &Guest, dir: &str) -> (std::path::PathBuf, Value) {
+    let d = support::only_run_dir(&g.path(dir));
+    let v = support::read_json(&d.join("run.json"));
+    (d, v)
+}
+
+#[test]
+#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
+fn check_sees_the_rt_kernel_and_its_isolated_cpus() {
+    let Some(g) = guest() else { return };
+    step_ok(g, "check");
+    let c = g.json("check.out");
+    let inv = &c["inventory"];
+    assert_eq!(inv["preemption"]["model"], "rt");
+    assert_eq!(inv["preemption"]["dynamic_mode"], "lazy");
+    assert_eq!(inv["cpus"]["isolated"], serde_json::json!([2, 3, 4, 5]));
+    assert_eq!(inv["cpus"]["nohz_full"], serde_json::json!([2, 3, 4, 5]));
+    assert_eq!(inv["cmdline_params"]["rcu_nocbs"], "2-5");
+    let threads = inv["irqs"]["threads"].as_array().unwrap();
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["comm"] == "irq/4-ttyS0" && t["irq"] == 4 && t["policy"] == "fifo"),
+        "{threads:#?}"
+    );
+    let ids: Vec<&str> = c["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    for id in ["preempt.lazy", "irq.threads", "trace.rt-tracers"] {
+        assert!(ids.contains(&id), "{id} missing: {ids:?}");
+    }
+    // Isolated, tickless, offloaded: nothing to say against it; the IRQ threads are at the
+    // kernel's FIFO 50, below the measuring threads.
+    for id in [
+        "cpus.no-isolation",
+        "rcu.callbacks-on-isolated",
+        "cpus.tick-on-isolated",
+        "irq.threads-above-measuring",
+        "preempt.model",
+    ] {
+        assert!(!ids.contains(&id), "{id}: {ids:?}");
+    }
+    assert!(
+        !ids.iter()
+            .any(|i| i.starts_with("unknown:") || i.starts_with("invalid:")),
+        "{ids:?}"
+    );
+}
+
+#[test]
+#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
+fn a_traced_run_on_four_of_eight_cpus_under_hackbench() {
+    let Some(g) = guest() else { return };
+    step_ok(g, "run");
+    let (dir, run) = run_json(g, "run");
+    assert_eq!(
+        run["machine"]["cpus_online"],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
+    assert_eq!(run["config"]["cpus"], serde_json::json!([2, 3, 4, 5]));
+    assert_eq!(
+        run["config"]["housekeeping_cpus"],
+        serde_json::json!([0, 1, 6, 7])
+    );
+    // Per CPU: every period accounted for.
+    let c = &run["config"];
+    let periods = c["measured_ns"].as_f64().unwrap() / c["interval_ns"].as_f64().unwrap();
+    let cpus: Vec<u64> = run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let n = c["samples"].as_f64().unwrap() + c["missed_periods"].as_f64().unwrap();
+            assert!(
+                (periods * 0.95 - 2.0..=periods * 1.05 + 2.0).contains(&n),
+                "CPU {}: {n} of {periods}",
+                c["cpu"]
+            );
+            c["cpu"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(cpus, vec![2, 3, 4, 5]);
+    // The recorder traces every measured CPU: spikes on several of them, each with its files.
+    let spikes = run["spikes"].as_array().unwrap();
+    let traced: BTreeSet<u64> = spikes
+        .iter()
+        .filter(|s| s["trace_file"].is_string())
+        .map(|s| s["cpu"].as_u64().unwrap())
+        .collect();
+    assert!(traced.len() >= 2, "spikes traced on {traced:?} only");
+    assert!(traced.iter().all(|c| (2..=5).contains(c)), "{traced:?}");
+    for s in spikes.iter().filter(|s| s["trace_file"].is_string()) {
+        let t = dir.join(s["trace_file"].as_str().unwrap());
+        assert!(t.with_file_name("trace.dat").is_file(), "{}", t.display());
+    }
+    // The load ran, on every CPU (it was not confined): each CPU busier during the run.
+    let loads = run["loads"].as_array().unwrap();
+    assert!(
+        loads.iter().any(|l| l["profile"] == "hackbench"),
+        "{loads:#?}"
+    );
+    let busy = |f: &str| -> Vec<(String, u64)> {
+        g.read(f)
+            .lines()
+            .map(|l| {
+                let (c, n) = l.split_once(' ').unwrap();
+                (c.to_string(), n.parse().unwrap())
+            })
+            .collect()
+    };
+    let (a, b) = (busy("busy-before"), busy("busy-after"));
+    assert_eq!(a.len(), 8);
+    for ((c, x), (_, y)) in a.iter().zip(&b) {
+        assert!(y > x, "{c}: no busy time during the run ({x} → {y})");
+    }
+    // Per-CPU tables: a section per measured CPU in the summary, and only those.
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    let sections: Vec<&str> = summary.lines().filter(|l| l.starts_with("CPU ")).collect();
+    assert_eq!(sections, ["CPU 2", "CPU 3", "CPU 4", "CPU 5"], "{summary}");
+}
+
+#[test]
+#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
+fn a_profile_of_eight_cpus_draws_sixteen_maps() {
+    let Some(g) = guest() else { return };
+    step_ok(g, "profile");
+    let (dir, run) = run_json(g, "profile");
+    let p = &run["profile"];
+    let cpus: Vec<u64> = p["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, (0..8).collect::<Vec<u64>>());
+    // The report of the run directory (it reads profile/series.bin there; the run's own
+    // report.html is rendered without it).
+    let out = support::latlab()
+        .arg("report")
+        .arg(&dir)
+        .args(["--format", "html"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        html.matches("<img class=\"map\"").count(),
+        16,
+        "two maps a CPU"
+    );
+    // The measuring threads, one per measured CPU. This kernel traces switches out of idle,
+    // so every wake-up of a measuring thread has its switch-in: as many switch-ins as
+    // wake-ups (a period or two at the ends), and a run-queue wait for each.
+    let m = p["measuring"].as_array().unwrap();
+    let on: Vec<u64> = m.iter().map(|r| r["cpu"].as_u64().unwrap()).collect();
+    assert_eq!(on, vec![2, 3, 4, 5]);
+    for r in m {
+        let (w, s) = (
+            r["wakeups"].as_u64().unwrap(),
+            r["switch_ins"].as_u64().unwrap(),
+        );
+        assert!(w >= 50, "{r:#}");
+        assert!(
+            s + 5 >= w && s <= w + 5,
+            "CPU {}: {w} wake-ups, {s} switch-ins",
+            r["cpu"]
+        );
+        let waits = r["rq_wait"]["count"].as_u64().unwrap();
+        assert!(
+            waits + 2 >= w,
+            "CPU {}: {waits} waits of {w} wake-ups",
+            r["cpu"]
+        );
+    }
+}
+
+/// The fault suite's facts in the guest: after each run, the profile, and a SIGKILLed run
+/// followed by `latlab cleanup`, the state is what it was before.
+#[test]
+#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
+fn nothing_is_left_behind_on_rt() {
+    let Some(g) = guest() else { return };
+    let before = g.read("state-before");
+    assert!(before.contains("knob /proc/sys/kernel/sched_rt_runtime_us"));
+    for f in [
+        "state-after-run",
+        "state-after-profile",
+        "state-after-cleanup",
+    ] {
+        assert_eq!(g.read(f), before, "{f} differs from the state before");
+    }
+    // The SIGKILL did leave something (the run was measuring, traced, under its load), and
+    // cleanup exited 0.
+    let killed = g.read("state-killed");
+    assert!(killed.contains("instance latlab-"), "{killed}");
+    assert!(killed.contains("stress-ng"), "{killed}");
+    assert_eq!(g.read("killed.rc").trim(), "137");
+    step_ok(g, "cleanup");
+}
