@@ -15,6 +15,7 @@
 //! ```
 
 pub mod activity;
+pub mod bootstrap;
 pub mod compare;
 pub mod cpulist;
 pub mod escape;
@@ -32,6 +33,7 @@ pub mod scenario;
 pub mod scenario_record;
 pub mod sim;
 pub mod stats;
+pub mod tail;
 pub mod trace;
 pub mod trace_summary;
 pub mod units;

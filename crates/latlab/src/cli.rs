@@ -395,7 +395,9 @@ pub struct CompareArgs {
     pub db: DbUrl,
     /// Regression gate (repeatable), each run after the first against the first: STAT>FACTORx
     /// (B/A), STAT>+N% or STAT>VALUE (on B, e.g. max>500us, missed>0); STAT: min, mean, median,
-    /// p99, p99.9, p99.99, p99.999, max, missed. Exit code 2 when one fails
+    /// p99, p99.9, p99.99, p99.999, max, missed, tail:P (the tail estimate at P, tail:1e-9).
+    /// @L% (p99.9>1.2x@95%) fails only when the L% interval lies wholly above the limit. Exit
+    /// code 2 when one fails
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<latlab_core::gates::Gate>,
     /// Write the --fail-if checks as JUnit XML (one test case per check) to this file
