@@ -695,6 +695,122 @@ mod tests {
         assert!(!e.contains('\x1b'), "{e}");
     }
 
+    /// A run of ten minutes of 10 000 samples (10–20 µs), with `tail[m]` samples of `at` ns
+    /// in minute m, and its per-minute histograms.
+    fn minutes_run(label: &str, tail: [u64; 10], at: u64) -> crate::model::RunModel {
+        use crate::hist::{Histogram, Layout};
+        use crate::record::*;
+        let l = Layout::default();
+        let mut total = Histogram::new(l);
+        let mut intervals = Vec::new();
+        for (m, &t) in tail.iter().enumerate() {
+            let mut h = Histogram::new(l);
+            for i in 0..10_000u64 {
+                h.record(10_000 + (i * 7919 + m as u64) % 10_000);
+            }
+            for _ in 0..t {
+                h.record(at);
+            }
+            total.merge(&h).unwrap();
+            intervals.push(
+                h.counts()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &c)| c > 0)
+                    .map(|(i, &c)| [i as u64, c])
+                    .collect(),
+            );
+        }
+        let mut r = RunRecord::new(
+            label,
+            Source::Latlab,
+            RunConfig {
+                backend: "sim".into(),
+                interval_ns: Some(1_000_000),
+                measured_ns: Some(600_000_000_000),
+                ..RunConfig::default()
+            },
+            vec![CpuRecord::new(0, total.to_record())],
+        );
+        r.complete = true;
+        r.intervals = Some(crate::intervals::IntervalHistograms {
+            interval_ns: 60_000_000_000,
+            intervals,
+        });
+        crate::model::RunModel::new(r).unwrap()
+    }
+
+    fn check(runs: &[crate::model::RunModel], expr: &str) -> Check {
+        let c = crate::compare::compare(runs);
+        evaluate(&c, &[g(expr).unwrap()]).remove(0)
+    }
+
+    /// p99.9 1.3× the baseline's, but all of both runs' tails came in one minute: the point
+    /// rule fails, the 95 % rule sees an interval reaching far below 1.2 and passes.
+    #[test]
+    fn a_noisy_rise_fails_on_the_value_but_not_at_95_percent() {
+        let burst = [0, 0, 0, 0, 0, 0, 0, 0, 0, 200];
+        let a = minutes_run("a", burst, 100_000);
+        let b = minutes_run("b", burst, 130_000);
+        let point = check(&[a.clone(), b.clone()], "p99.9>1.2x");
+        assert!(!point.passed, "{point:?}");
+        assert_eq!(point.level, None);
+        assert_eq!(point.observed_lo, None);
+        let at95 = check(&[a, b], "p99.9>1.2x@95%");
+        assert!(at95.passed, "{at95:?}");
+        assert_eq!(at95.level, Some(0.95));
+        let (lo, hi) = (at95.observed_lo.unwrap(), at95.observed_hi.unwrap());
+        assert!(lo < 1.2 && hi > 1.3, "{lo}..{hi}");
+        assert!(at95
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("not a proven regression"));
+        assert!(
+            at95.show_observed().contains("@95%"),
+            "{}",
+            at95.show_observed()
+        );
+        let x = junit(std::slice::from_ref(&at95));
+        assert!(x.contains("@95%"), "{x}");
+    }
+
+    /// Doubled in every minute: the interval lies wholly above 1.2, and the 95 % rule fails.
+    #[test]
+    fn a_steady_rise_fails_at_95_percent() {
+        let steady = [20; 10];
+        let a = minutes_run("a", steady, 100_000);
+        let b = minutes_run("b", steady, 200_000);
+        let at95 = check(&[a.clone(), b.clone()], "p99.9>1.2x@95%");
+        assert!(!at95.passed, "{at95:?}");
+        assert!(at95.observed_lo.unwrap() > 1.2);
+        // A value rule at 95 %: B's own interval, in ns.
+        let v = check(&[a.clone(), b.clone()], "p99.9>150us@95%");
+        assert!(!v.passed && v.observed_lo.unwrap() > 150_000.0, "{v:?}");
+        let v = check(&[a.clone(), b.clone()], "p99.9>250us@95%");
+        assert!(v.passed, "{v:?}");
+        // No interval for max: judged on its value, said in the note.
+        let m = check(&[a.clone(), b.clone()], "max>1.5x@95%");
+        assert!(!m.passed && m.note.as_deref().unwrap().contains("judged on its value"));
+        // The comparison's verdict agrees.
+        let c = crate::compare::compare(&[a, b]);
+        assert_eq!(c.ladder[3].cells[1].verdict, Some("worse"));
+    }
+
+    /// A tail gate on runs whose tails cannot be estimated (two values only): it fails, and
+    /// says why.
+    #[test]
+    fn a_tail_gate_without_an_estimate_fails_with_the_reason() {
+        let a = minutes_run("a", [20; 10], 100_000);
+        let t = check(&[a.clone(), a], "tail:1e-9>10ms");
+        assert!(!t.passed, "{t:?}");
+        assert_eq!(t.stat, "tail:1e-9");
+        assert!(
+            t.note.as_deref().unwrap().contains("no tail estimate"),
+            "{t:?}"
+        );
+    }
+
     #[test]
     fn xml_escape_leaves_no_markup() {
         let s = xml_escape("a<b>&\"'\x1b\u{0}c\td");

@@ -168,7 +168,7 @@ fn log_sf(y: f64, s: f64, xi: f64) -> f64 {
 
 /// Grouped log-likelihood of (σ, ξ).
 fn loglik(cells: &[Cell], s: f64, xi: f64) -> f64 {
-    if !(s > 0.0 && s.is_finite()) || !(SHAPE_RANGE.0..=SHAPE_RANGE.1).contains(&xi) {
+    if !(s > 0.0 && s.is_finite() && (SHAPE_RANGE.0..=SHAPE_RANGE.1).contains(&xi)) {
         return f64::NEG_INFINITY;
     }
     let mut sum = 0.0;
@@ -237,8 +237,8 @@ fn nelder_mead(f: &dyn Fn([f64; 2]) -> f64, start: [f64; 2], step: [f64; 2]) -> 
         pts = idx.map(|i| pts[i]);
         val = idx.map(|i| val[i]);
         if val[0].is_finite()
-            && (val[0] - val[2]).abs() <= 1e-10 * (1.0 + val[0].abs())
-            && (pts[0][0] - pts[2][0]).abs() + (pts[0][1] - pts[2][1]).abs() < 1e-7
+            && (val[0] - val[2]).abs() <= 1e-9 * (1.0 + val[0].abs())
+            && (pts[0][0] - pts[2][0]).abs() + (pts[0][1] - pts[2][1]).abs() < 1e-5
         {
             break;
         }
@@ -940,7 +940,7 @@ pub fn targets(wakeups_per_s: Option<f64>) -> Vec<(f64, String)> {
 }
 
 fn round_ns(v: f64) -> Option<Nanos> {
-    (v.is_finite() && v >= 0.0 && v < 1.8e19).then(|| v.round() as Nanos)
+    (0.0..1.8e19).contains(&v).then(|| v.round() as Nanos)
 }
 
 impl TailEstimate {
