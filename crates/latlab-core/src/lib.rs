@@ -27,6 +27,7 @@ pub mod intervals;
 pub mod inventory;
 pub mod model;
 pub mod modes;
+pub mod plan;
 pub mod profile;
 pub mod record;
 pub mod scenario;

@@ -53,6 +53,8 @@ pub enum Command {
     Export(ExportArgs),
     /// cyclictest's command line (-t -a -p -i -D -h -q -v --json= ...) on latlab's engine
     Cyclictest(crate::cmd::cyclictest::CyclictestArgs),
+    /// How long a run must be to claim a percentile (p99.999<=50us) with 95 % confidence
+    Plan(crate::cmd::plan::PlanArgs),
     /// Print the manual page (roff) of latlab or of one of its commands: latlab man run | man -l -
     Man(ManArgs),
     /// Print a shell completion script: latlab completions bash > /etc/bash_completion.d/latlab
