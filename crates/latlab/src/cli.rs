@@ -600,6 +600,12 @@ pub enum BenchCommand {
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
     },
+    /// Time to fit the tail estimates and bootstrap the percentiles of a 24-hour, 8-CPU record
+    Tail {
+        /// Repetitions (the median is printed)
+        #[arg(long, default_value_t = 3)]
+        reps: u32,
+    },
     /// `report` and `compare` time on a 24-hour-equivalent run; `import` speed of cyclictest -v
     Report {
         /// Repetitions of each timing (the median is printed)

@@ -10,6 +10,7 @@ pub mod bench_db;
 pub mod bench_loads;
 pub mod bench_profile;
 pub mod bench_report;
+pub mod bench_tail;
 pub mod bench_trace;
 pub mod bench_wakeup;
 pub mod check;
