@@ -93,7 +93,8 @@ pub struct TailQuantile {
     /// `1e-6`, `1e-9`, `once a day`, `once a year`.
     pub label: String,
     pub ns: Option<Nanos>,
-    /// 95 % interval (`hi_ns` `null` alone: the data bound it from below only).
+    /// 95 % interval. `ns` and `hi_ns` `null` with `lo_ns` set: the data bound the quantile
+    /// from below only (a note says so).
     pub lo_ns: Option<Nanos>,
     pub hi_ns: Option<Nanos>,
 }
@@ -1137,6 +1138,8 @@ pub fn estimate(h: &Histogram, ctx: &TailContext) -> TailEstimate {
                 (None, None, None)
             } else {
                 match e.at(p, 0.95) {
+                    // Bounded from below only: no point estimate, the lower end stays.
+                    Ok((_, lo, None)) => (None, lo, None),
                     Ok((q, lo, hi)) => (Some(q), lo, hi),
                     Err(_) => empirical(h, p),
                 }
@@ -1150,11 +1153,17 @@ pub fn estimate(h: &Histogram, ctx: &TailContext) -> TailEstimate {
             }
         })
         .collect();
-    if e.quantiles
+    let open: Vec<&str> = e
+        .quantiles
         .iter()
-        .any(|q| q.ns.is_some() && q.hi_ns.is_none())
-    {
-        e.notes.push("an interval without an upper end: the data allow a tail heavier than any bound there (a longer run narrows it)".into());
+        .filter(|q| q.ns.is_none() && q.lo_ns.is_some())
+        .map(|q| q.label.as_str())
+        .collect();
+    if !open.is_empty() {
+        e.notes.push(format!(
+            "no estimate for {}, only a lower bound: the data allow a tail heavier than any bound there (a longer run narrows it)",
+            open.join(", ")
+        ));
     }
     e
 }
@@ -1572,8 +1581,9 @@ mod tests {
                 fine.max().unwrap(), 0, 0, 0, false).unwrap();
             let a = estimate(&fine, &TailContext::default());
             let b = estimate(&coarse, &TailContext::default());
-            prop_assume!(a.fit_ok);
+            prop_assume!(a.fit_ok && a.quantiles[0].ns.is_some());
             prop_assert!(b.fit_ok, "{:?}", b.reason);
+            prop_assert!(b.quantiles[0].ns.is_some(), "{:?}", b.quantiles);
             let (qa, la, ha) = (a.quantiles[0].ns.unwrap() as f64, a.quantiles[0].lo_ns.unwrap() as f64, a.quantiles[0].hi_ns.unwrap_or(u64::MAX) as f64);
             let qb = b.quantiles[0].ns.unwrap() as f64;
             prop_assert!(qb >= la * 0.9 && qb <= ha * 1.1, "{qb} outside {la}..{ha} (fine {qa})");

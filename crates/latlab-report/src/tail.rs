@@ -25,10 +25,14 @@ pub fn estimates(m: &RunModel) -> Vec<(String, TailEstimate)> {
     v
 }
 
-/// A quantile with its interval: `180 µs (150 µs – 240 µs)`, `– ∞` for an open upper end.
+/// A quantile with its interval: `180 µs (150 µs – 240 µs)`; `≥ 2407 µs (no upper bound)` when
+/// the data bound it from below only.
 pub fn quantile_cell(q: &TailQuantile) -> String {
     match q.ns {
-        None => "-".into(),
+        None => match q.lo_ns {
+            Some(lo) => format!("≥ {} (no upper bound)", Human(lo)),
+            None => "-".into(),
+        },
         Some(v) => format!(
             "{} ({} – {})",
             Human(v),
