@@ -191,6 +191,10 @@ pub(super) struct Window<'a> {
     pub(super) segs: Vec<(usize, Nanos, Nanos)>,
     /// Segments pruned so far.
     pub(super) segs_dropped: u64,
+    /// Marker mode: each time the thread was preempted after its switch-in and before its
+    /// marker, (the switch-out, `acc` then). Its clock read may come before a preemption,
+    /// and what ran after the read is not part of its latency.
+    pub(super) preempted: Vec<(Nanos, Vec<(Key<'a>, Nanos)>)>,
 }
 
 /// Keep the `keep` longest segments (in time order), counting the others in `dropped`.
@@ -374,12 +378,16 @@ impl<'a> CpuState<'a> {
 
     /// `sched_switch`: `prev` leaves the CPU, `next` runs from now. No interrupt context is
     /// open across a switch. A waiting thread switched in has its switch-in (S); a thread
-    /// switched out after its switch-in has finished its sample (wake-up mode).
+    /// switched out after its switch-in has finished its sample (wake-up mode). In marker
+    /// mode a thread preempted (`R`, `R+`) before its marker keeps its window: the marker
+    /// ends it (a FIFO 97 thread taking the CPU between the clock read and the marker left
+    /// a 21 ms spike with no cause at all).
     fn sched_switch(
         &mut self,
         t: Nanos,
-        prev: &TaskRef<'a>,
+        (prev, prev_state): (&TaskRef<'a>, &str),
         next: &TaskRef<'a>,
+        markers: bool,
         finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
     ) {
         self.stack.clear();
@@ -403,7 +411,9 @@ impl<'a> CpuState<'a> {
             }
             if w.pid == prev.pid {
                 w.prio.get_or_insert(prev.prio);
-                if w.switched.is_some() {
+                if w.switched.is_some() && markers && prev_state.starts_with('R') {
+                    w.preempted.push((t, w.acc.clone()));
+                } else if w.switched.is_some() {
                     finished.push((self.windows.remove(i), None));
                     continue;
                 }
@@ -447,6 +457,7 @@ impl<'a> CpuState<'a> {
                     prev_switch: self.last_switch.get(&task.pid).copied(),
                     segs: Vec::new(),
                     segs_dropped: 0,
+                    preempted: Vec::new(),
                 });
             }
             None => {}
@@ -542,6 +553,7 @@ impl<'a> CpuState<'a> {
                 prev_switch: self.last_switch.get(&ev.pid).copied(),
                 segs: Vec::new(),
                 segs_dropped: 0,
+                preempted: Vec::new(),
             });
         }
     }
@@ -822,9 +834,17 @@ impl<'a> Analyzer<'a> {
 
         let mut finished: Vec<(Window<'a>, Option<MarkerEnd>)> = Vec::new();
         match &ev.kind {
-            EventKind::SchedSwitch { prev, next, .. } => {
-                st.sched_switch(t, prev, next, &mut finished)
-            }
+            EventKind::SchedSwitch {
+                prev,
+                prev_state,
+                next,
+            } => st.sched_switch(
+                t,
+                (prev, prev_state),
+                next,
+                self.mode == SampleMode::Markers,
+                &mut finished,
+            ),
             EventKind::SchedWaking { task, .. } => st.sched_waking(t, task),
             EventKind::SchedWakeup { .. }
             | EventKind::SchedPiSetprio { .. }
@@ -948,6 +968,9 @@ impl<'a> Analyzer<'a> {
             w.last_key = w.last_key.map(|i| map[i]);
         }
         rekey(&mut at_switch);
+        for (_, snap) in w.preempted.iter_mut() {
+            rekey(snap);
+        }
         w.acc = acc;
         w.at_switch = at_switch;
     }
@@ -1003,6 +1026,7 @@ impl<'a> Analyzer<'a> {
                     prev_switch: None,
                     segs: Vec::new(),
                     segs_dropped: 0,
+                    preempted: Vec::new(),
                 },
             };
             finished.push((w, Some((e, r, l, t))));
@@ -1027,8 +1051,22 @@ impl<'a> Analyzer<'a> {
         }
         self.rename(&mut w);
         let st = self.cpus.entry(cpu);
+        // Marker mode: what was charged up to the first preemption after the clock read
+        // (the thread ran from its last switch-in to then); else up to the marker.
+        let at_read = marker.and_then(|(_, r, _, _)| {
+            w.preempted
+                .iter()
+                .find(|(out, _)| *out >= r)
+                .map(|(out, acc)| (*out, acc.clone()))
+        });
         let (e, r, latency, mut acc) = match marker {
-            Some((e, r, l, _)) => (e, Some(r), l.unwrap_or(r.saturating_sub(e)), w.acc.clone()),
+            Some((e, r, l, _)) => {
+                let acc = match &at_read {
+                    Some((_, acc)) => acc.clone(),
+                    None => w.acc.clone(),
+                };
+                (e, Some(r), l.unwrap_or(r.saturating_sub(e)), acc)
+            }
             None => {
                 if self.mode == SampleMode::Markers {
                     return;
@@ -1042,7 +1080,8 @@ impl<'a> Analyzer<'a> {
         };
         // The marker is written after the clock read: that time is τ's own, not the sample's.
         if let Some((_, r, _, m)) = marker {
-            let mut extra = m.saturating_sub(r);
+            let end = at_read.as_ref().map_or(m, |(out, _)| *out);
+            let mut extra = end.saturating_sub(r);
             let own = (
                 CauseKind::Task,
                 Cow::Owned(switch_to_user(&w.comm)),
@@ -1311,6 +1350,43 @@ pub(crate) mod tests {
             .filter(|c| c.kind == kind && c.name == name)
             .map(|c| c.ns)
             .sum()
+    }
+
+    /// τ switched in, read its clock, then a FIFO 97 thread took the CPU (τ preempted, `R`)
+    /// before τ wrote its marker: the sample keeps its causes up to the clock read (this
+    /// trace, seen under PREEMPT_RT in the lab, gave a 21 ms spike with no cause at all: the
+    /// switch-out ended τ's window and the marker found none).
+    #[test]
+    fn a_thread_preempted_between_its_clock_read_and_its_marker_keeps_its_causes() {
+        let x = task("x", 200, 120);
+        let hi = task("hi", 300, 2);
+        let mut b = B::new();
+        b.sleep(x.clone())
+            .timer_irq(E + 5_000, E + 8_000, 200)
+            .switch(E + 508_000, x.clone(), task("tau", TAU, 19));
+        b.push(
+            E + 510_000,
+            TAU,
+            "d..2.",
+            EventKind::SchedSwitch {
+                prev: task("tau", TAU, 19),
+                prev_state: "R".into(),
+                next: hi.clone(),
+            },
+        );
+        b.switch(E + 900_000, hi, task("tau", TAU, 19))
+            .marker(E + 901_000, E + 509_000);
+        let a = b.run(false, SampleMode::Markers);
+        assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+        let s = &a.spikes[0];
+        assert_eq!(s.latency_ns, 509_000);
+        assert_eq!(s.switch_in_ns, Some(E + 508_000));
+        assert_eq!(find(s, CauseKind::PreemptOff, "x"), 500_000);
+        assert_eq!(find(s, CauseKind::Irq, "local_timer"), 3_000);
+        // Switch-in → clock read; what ran after the read is not the latency's.
+        assert_eq!(find(s, CauseKind::Task, "switch-to-user (tau)"), 1_000);
+        assert_eq!(find(s, CauseKind::Task, "hi"), 0);
+        assert_eq!(s.unexplained_ns, 0, "{:?}", s.causes);
     }
 
     #[test]

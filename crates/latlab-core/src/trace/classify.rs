@@ -224,13 +224,16 @@ impl<'a> Lore<'_, 'a> {
                     ));
                 }
                 let b = self.boosts.get(pid).filter(|b| b.to == *prio)?;
+                // The waiter as the scheduler's events name it last (a thread that named
+                // itself after the boost was seen under its process's name then).
+                let waiter = self.known.get(&b.waiter.0).map_or(&b.waiter.1, |(c, _)| c);
                 Some((
                     *kind,
                     Cow::Owned(format!(
                         "{name} (lock owner boosted by priority inheritance from {} to {}, waiter {} {})",
                         prio_text(b.from),
                         prio_text(b.to),
-                        b.waiter.1,
+                        waiter,
                         b.waiter.0
                     )),
                     *pid,
