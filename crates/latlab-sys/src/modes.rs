@@ -6,7 +6,7 @@
 //! [`Mode::shared`] (what its threads share with the collector), [`Mode::sender`] (a helper
 //! thread per measured CPU, if it needs one) and [`Mode::body`] (its loop: a clock that says
 //! when the thread wakes and the work it does after each wake-up, plugged into the one
-//! measurement loop of [`crate::hotloop`]). The engine ([`crate::measure`]) only spawns
+//! measurement loop of [`crate::hotloop`]). The engine (the `measure` module) only spawns
 //! threads. Everything is monomorphised, so the timer mode pays nothing for the others.
 //!
 //! Hot-path rules hold here too: everything is allocated and touched before the run. In the
