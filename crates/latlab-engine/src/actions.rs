@@ -224,17 +224,6 @@ fn resolve(t: Target) -> i32 {
     }
 }
 
-/// The real and effective uid of a process (`/proc/PID/status`), None when it is gone.
-fn process_uids(pid: i32) -> Option<(u32, u32)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let mut ids = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .map(|v| v.parse::<u32>().ok());
-    Some((ids.next()??, ids.next()??))
-}
-
 /// Why a signal to `pid` (what `target` names now) is not to be sent without the action's
 /// opt-in, or None: pid 1 (init: SIGINT makes systemd reboot, SIGKILL panics the kernel)
 /// without `allow-init`, a process whose real or effective uid is not latlab's real uid
@@ -257,7 +246,7 @@ fn refusal(pid: i32, target: Target, allow_init: bool, allow_foreign: bool) -> O
     if !allow_foreign {
         // SAFETY: getuid has no preconditions.
         let me = unsafe { libc::getuid() };
-        if let Some((real, effective)) = process_uids(pid) {
+        if let Some((real, effective)) = latlab_sys::tasks::uids(Path::new("/"), pid) {
             if real != me || effective != me {
                 let uid = if real != me { real } else { effective };
                 return Some(format!(

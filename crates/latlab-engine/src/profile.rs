@@ -26,6 +26,7 @@ use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
 use latlab_core::trace::capture::{self, DatInput};
 use latlab_core::trace::raw::{Comms, RawDecoder};
 use latlab_sys::ledger::Ledger;
+use latlab_sys::tasks;
 use latlab_sys::tracefs::{self, InstanceSpec, RawLayout};
 
 /// How often the reader empties the buffers.
@@ -110,7 +111,9 @@ impl ProfileSession {
         }
         let start_ns = mono_ns();
         let mut prof = Profiler::new(&cpus, start_ns, o.duration_ns);
-        for (pid, cpu, prio) in runnable_tasks() {
+        // The run queues' seed: the tasks runnable now (what is uncertain: see
+        // latlab_core::profile).
+        for (pid, cpu, prio) in tasks::runnable(Path::new("/")) {
             prof.seed_runnable(pid, cpu, prio);
         }
         rec.start()
@@ -399,29 +402,21 @@ struct MeasuringThreads {
 
 impl MeasuringThreads {
     fn scan(&mut self, prof: &mut Profiler) {
-        let main = self.main_comm.get_or_insert_with(|| {
-            std::fs::read_to_string("/proc/self/comm")
-                .map(|s| s.trim_end_matches('\n').to_string())
-                .unwrap_or_default()
-        });
-        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-            return;
-        };
-        for t in dir.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i64>().ok()) else {
-                continue;
-            };
+        let root = Path::new("/");
+        let main = self
+            .main_comm
+            .get_or_insert_with(|| tasks::own_comm(root).unwrap_or_default());
+        for tid in tasks::own_threads(root) {
             if self.known.contains(&tid) {
                 continue;
             }
-            let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) else {
+            let Some(comm) = tasks::own_thread_comm(root, tid) else {
                 continue;
             };
-            let comm = comm.trim_end_matches('\n');
-            if let Some(cpu) = measuring_cpu(comm) {
+            if let Some(cpu) = measuring_cpu(&comm) {
                 prof.watch(tid, cpu);
                 self.known.insert(tid);
-            } else if comm != main.as_str() {
+            } else if comm != *main {
                 self.known.insert(tid);
             }
         }
@@ -449,61 +444,10 @@ fn dropped_events(dir: &Path, cpu: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Tasks runnable now (`R` in `/proc/PID/task/TID/stat`): (tid, CPU, kernel prio). The seed of
-/// the run queues (what is uncertain: see latlab_core::profile).
-fn runnable_tasks() -> Vec<(i64, u32, i64)> {
-    let mut v = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return v;
-    };
-    for p in procs.flatten() {
-        let name = p.file_name();
-        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-                continue;
-            };
-            if let Some(x) = parse_stat(&stat) {
-                v.push(x);
-            }
-        }
-    }
-    v
-}
-
-/// (tid, processor, prio) of a `stat` line in state R. The comm may hold anything: the fields
-/// start after the last `)`.
-fn parse_stat(s: &str) -> Option<(i64, u32, i64)> {
-    let (head, rest) = s.rsplit_once(')')?;
-    let pid: i64 = head.split_once(' ')?.0.trim().parse().ok()?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // f[0] = field 3 (state); field N is f[N - 3].
-    if f.first()? != &"R" {
-        return None;
-    }
-    let priority: i64 = f.get(18 - 3)?.parse().ok()?;
-    let cpu: u32 = f.get(39 - 3)?.parse().ok()?;
-    Some((pid, cpu, priority + 100))
-}
-
 use latlab_sys::rt::now_ns as mono_ns;
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn stat_lines_with_odd_comms() {
-        let s = "42 (a) b) R 1 42 42 0 -1 4194560 0 0 0 0 5 1 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
-        assert_eq!(super::parse_stat(s), Some((42, 3, 120)));
-        let s = s.replace(" R ", " S ");
-        assert_eq!(super::parse_stat(&s), None);
-        assert_eq!(super::parse_stat("garbage"), None);
-    }
-
     #[test]
     fn measuring_thread_names() {
         assert_eq!(super::measuring_cpu("latlab-cpu0"), Some(0));
