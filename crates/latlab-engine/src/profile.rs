@@ -26,6 +26,7 @@ use latlab_core::profile::{PEvent, ProfileRecord, Profiler};
 use latlab_core::trace::capture::{self, DatInput};
 use latlab_core::trace::raw::{Comms, RawDecoder};
 use latlab_sys::ledger::Ledger;
+use latlab_sys::tasks;
 use latlab_sys::tracefs::{self, InstanceSpec, RawLayout};
 
 /// How often the reader empties the buffers.
@@ -110,18 +111,23 @@ impl ProfileSession {
         }
         let start_ns = mono_ns();
         let mut prof = Profiler::new(&cpus, start_ns, o.duration_ns);
-        for (pid, cpu, prio) in runnable_tasks() {
+        // The run queues' seed: the tasks runnable now (what is uncertain: see
+        // latlab_core::profile).
+        for (pid, cpu, prio) in tasks::runnable(Path::new("/")) {
             prof.seed_runnable(pid, cpu, prio);
         }
         rec.start()
             .context("cannot start the profile's tracefs instance")?;
         let quit = Arc::new(AtomicBool::new(false));
         let q = quit.clone();
-        let page = dec.page_size();
-        let (top, window_cap) = (o.top, o.window_bytes / cpus.len().max(1) as u64);
+        let opts = ReaderOpts {
+            page: dec.page_size(),
+            top: o.top,
+            window_cap: o.window_bytes / cpus.len().max(1) as u64,
+        };
         let thread = std::thread::Builder::new()
             .name("latlab-profile".into())
-            .spawn(move || reader(files, &mut dec, prof, page, q, top, window_cap))
+            .spawn(move || reader(files, &mut dec, prof, q, opts))
             .context("cannot start the profile reader")?;
         let clock = rec.clock.clone();
         Ok(ProfileSession {
@@ -211,7 +217,6 @@ impl Drop for ProfileSession {
     }
 }
 
-/// The reader thread: poll, decode, merge to the watermark, reconstruct.
 /// One CPU's buffer as the reader sees it: its `trace_pipe_raw`, the instance (for its
 /// `stats`) and the kernel's count of events it dropped so far.
 struct CpuSource {
@@ -287,21 +292,97 @@ fn release_all(src: &mut CpuSource, out: &mut Vec<PEvent>) {
     out.append(&mut src.held);
 }
 
+/// What the reader thread is given besides its sources: the page size, how many tasks the
+/// record names, and each CPU's share of `--profile-window`.
+struct ReaderOpts {
+    page: usize,
+    top: usize,
+    window_cap: u64,
+}
+
+/// What the reader gathers from poll to poll.
+struct Gathered {
+    /// Events handed over by the CPUs' sources, waiting for the watermark.
+    pending: Vec<PEvent>,
+    lost_flag: HashMap<u32, bool>,
+    /// Each CPU's first pages, for `trace.dat`, while they fit in `window_cap`.
+    window: Vec<(u32, Vec<u8>)>,
+    window_cap: u64,
+    window_open: bool,
+    lost: u64,
+    lost_unknown: u64,
+    errors: Vec<String>,
+}
+
+impl Gathered {
+    fn new(files: &[CpuSource], window_cap: u64) -> Gathered {
+        Gathered {
+            pending: Vec::new(),
+            lost_flag: HashMap::new(),
+            window: files.iter().map(|c| (c.cpu, Vec::new())).collect(),
+            window_cap,
+            window_open: window_cap > 0,
+            lost: 0,
+            lost_unknown: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A read or decode error, the first four kept.
+    fn error(&mut self, e: String) {
+        if self.errors.len() < 4 {
+            self.errors.push(e);
+        }
+    }
+
+    /// Read the `i`-th CPU's new pages: decoded, its drops placed and counted, its pages
+    /// kept for the window while it has room.
+    fn read(&mut self, i: usize, src: &mut CpuSource, dec: &mut StreamDecoder, page: usize) {
+        let (cpu, f) = (&src.cpu.clone(), &mut src.file);
+        let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(format!("profile: CPU {cpu}: read: {e}"));
+                return;
+            }
+        };
+        let mut new = Vec::new();
+        if !pages.is_empty() {
+            let lf = self.lost_flag.entry(*cpu).or_default();
+            match dec.decode(*cpu, &pages, lf, &mut new) {
+                Ok(st) => {
+                    self.lost += st.lost_events;
+                    self.lost_unknown += st.lost_unknown;
+                }
+                Err(e) => self.error(format!("profile: CPU {cpu}: {e}")),
+            }
+            new.sort_by_key(|e| e.ts);
+        }
+        place_drops(src, new, &mut self.pending);
+        count_drops(src, &mut self.lost);
+        if pages.is_empty() {
+            return;
+        }
+        if self.window_open {
+            let w = &mut self.window[i].1;
+            if (w.len() + pages.len()) as u64 <= self.window_cap {
+                w.extend_from_slice(&pages);
+            } else {
+                self.window_open = false;
+            }
+        }
+    }
+}
+
+/// The reader thread: poll, decode, merge to the watermark, reconstruct.
 fn reader(
     mut files: Vec<CpuSource>,
     dec: &mut StreamDecoder,
     mut prof: Profiler,
-    page: usize,
     quit: Arc<AtomicBool>,
-    top: usize,
-    window_cap: u64,
+    opts: ReaderOpts,
 ) -> Output {
-    let mut pending: Vec<PEvent> = Vec::new();
-    let mut lost_flag: HashMap<u32, bool> = HashMap::new();
-    let mut window: Vec<(u32, Vec<u8>)> = files.iter().map(|c| (c.cpu, Vec::new())).collect();
-    let mut window_open = window_cap > 0;
-    let (mut lost, mut lost_unknown) = (0u64, 0u64);
-    let mut errors = Vec::new();
+    let mut g = Gathered::new(&files, opts.window_cap);
     let mut measuring = MeasuringThreads::default();
     loop {
         let last = quit.load(Ordering::Acquire);
@@ -311,45 +392,7 @@ fn reader(
             mono_ns().saturating_sub(LAG)
         };
         for (i, src) in files.iter_mut().enumerate() {
-            let (cpu, f) = (&src.cpu.clone(), &mut src.file);
-            let pages = match tracefs::read_pages(&mut *f, page, usize::MAX, || {}) {
-                Ok(p) => p,
-                Err(e) => {
-                    if errors.len() < 4 {
-                        errors.push(format!("profile: CPU {cpu}: read: {e}"));
-                    }
-                    continue;
-                }
-            };
-            let mut new = Vec::new();
-            if !pages.is_empty() {
-                let lf = lost_flag.entry(*cpu).or_default();
-                match dec.decode(*cpu, &pages, lf, &mut new) {
-                    Ok(st) => {
-                        lost += st.lost_events;
-                        lost_unknown += st.lost_unknown;
-                    }
-                    Err(e) => {
-                        if errors.len() < 4 {
-                            errors.push(format!("profile: CPU {cpu}: {e}"));
-                        }
-                    }
-                }
-                new.sort_by_key(|e| e.ts);
-            }
-            place_drops(src, new, &mut pending);
-            count_drops(src, &mut lost);
-            if pages.is_empty() {
-                continue;
-            }
-            if window_open {
-                let w = &mut window[i].1;
-                if (w.len() + pages.len()) as u64 <= window_cap {
-                    w.extend_from_slice(&pages);
-                } else {
-                    window_open = false;
-                }
-            }
+            g.read(i, src, dec, opts.page);
         }
         // Before the events up to the watermark: a measuring thread started since the last
         // scan has no event older than the previous watermark, so none of its is missed.
@@ -358,7 +401,7 @@ fn reader(
         }
         if last {
             for src in files.iter_mut() {
-                release_all(src, &mut pending);
+                release_all(src, &mut g.pending);
             }
         }
         // Held events are not handed over yet: nothing after the oldest of them either.
@@ -366,9 +409,9 @@ fn reader(
             .iter()
             .filter_map(|c| c.held.first().map(|e| e.ts))
             .fold(wm, u64::min);
-        pending.sort_by_key(|e| e.ts);
-        let n = pending.partition_point(|e| e.ts < wm);
-        for e in pending.drain(..n) {
+        g.pending.sort_by_key(|e| e.ts);
+        let n = g.pending.partition_point(|e| e.ts < wm);
+        for e in g.pending.drain(..n) {
             prof.event(&e);
         }
         if last {
@@ -377,13 +420,19 @@ fn reader(
         std::thread::sleep(POLL);
     }
     let names = dec.names();
-    let (record, series) = prof.finish(mono_ns(), top, |pid| dec.name(pid), lost, lost_unknown);
+    let (record, series) = prof.finish(
+        mono_ns(),
+        opts.top,
+        |pid| dec.name(pid),
+        g.lost,
+        g.lost_unknown,
+    );
     Output {
         record,
         series: series.to_bytes(),
-        window,
+        window: g.window,
         names,
-        read_errors: errors,
+        read_errors: g.errors,
     }
 }
 
@@ -399,29 +448,21 @@ struct MeasuringThreads {
 
 impl MeasuringThreads {
     fn scan(&mut self, prof: &mut Profiler) {
-        let main = self.main_comm.get_or_insert_with(|| {
-            std::fs::read_to_string("/proc/self/comm")
-                .map(|s| s.trim_end_matches('\n').to_string())
-                .unwrap_or_default()
-        });
-        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-            return;
-        };
-        for t in dir.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i64>().ok()) else {
-                continue;
-            };
+        let root = Path::new("/");
+        let main = self
+            .main_comm
+            .get_or_insert_with(|| tasks::own_comm(root).unwrap_or_default());
+        for tid in tasks::own_threads(root) {
             if self.known.contains(&tid) {
                 continue;
             }
-            let Ok(comm) = std::fs::read_to_string(t.path().join("comm")) else {
+            let Some(comm) = tasks::own_thread_comm(root, tid) else {
                 continue;
             };
-            let comm = comm.trim_end_matches('\n');
-            if let Some(cpu) = measuring_cpu(comm) {
+            if let Some(cpu) = measuring_cpu(&comm) {
                 prof.watch(tid, cpu);
                 self.known.insert(tid);
-            } else if comm != main.as_str() {
+            } else if comm != *main {
                 self.known.insert(tid);
             }
         }
@@ -449,61 +490,10 @@ fn dropped_events(dir: &Path, cpu: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Tasks runnable now (`R` in `/proc/PID/task/TID/stat`): (tid, CPU, kernel prio). The seed of
-/// the run queues (what is uncertain: see latlab_core::profile).
-fn runnable_tasks() -> Vec<(i64, u32, i64)> {
-    let mut v = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return v;
-    };
-    for p in procs.flatten() {
-        let name = p.file_name();
-        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-                continue;
-            };
-            if let Some(x) = parse_stat(&stat) {
-                v.push(x);
-            }
-        }
-    }
-    v
-}
-
-/// (tid, processor, prio) of a `stat` line in state R. The comm may hold anything: the fields
-/// start after the last `)`.
-fn parse_stat(s: &str) -> Option<(i64, u32, i64)> {
-    let (head, rest) = s.rsplit_once(')')?;
-    let pid: i64 = head.split_once(' ')?.0.trim().parse().ok()?;
-    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-    // f[0] = field 3 (state); field N is f[N - 3].
-    if f.first()? != &"R" {
-        return None;
-    }
-    let priority: i64 = f.get(18 - 3)?.parse().ok()?;
-    let cpu: u32 = f.get(39 - 3)?.parse().ok()?;
-    Some((pid, cpu, priority + 100))
-}
-
 use latlab_sys::rt::now_ns as mono_ns;
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn stat_lines_with_odd_comms() {
-        let s = "42 (a) b) R 1 42 42 0 -1 4194560 0 0 0 0 5 1 0 0 20 0 1 0 100 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
-        assert_eq!(super::parse_stat(s), Some((42, 3, 120)));
-        let s = s.replace(" R ", " S ");
-        assert_eq!(super::parse_stat(&s), None);
-        assert_eq!(super::parse_stat("garbage"), None);
-    }
-
     #[test]
     fn measuring_thread_names() {
         assert_eq!(super::measuring_cpu("latlab-cpu0"), Some(0));

@@ -6,7 +6,7 @@
 //! most the bound, then the caller's usual "the run is kept, push it later".
 //!
 //! How: PostgreSQL's client runs on a thread of its own that the caller waits for with the
-//! bound ([`crate::pg`]), and the session's `statement_timeout` and `lock_timeout` are the
+//! bound (the `pg` module), and the session's `statement_timeout` and `lock_timeout` are the
 //! bound; SQLite's busy handler and progress handler check the deadline and the flag
 //! ([`Watch`]).
 

@@ -24,4 +24,5 @@ pub mod rt;
 pub mod safefile;
 pub mod scenario;
 pub mod shortio;
+pub mod tasks;
 pub mod tracefs;

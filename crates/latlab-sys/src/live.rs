@@ -228,7 +228,7 @@ pub struct ThreadShared {
     /// The timer mode: the thread sleeps between wake-ups and does nothing else (the others
     /// work, or are woken by another thread).
     pub sleeps_between: bool,
-    /// The intended time of the last wake-up the thread has recorded (for [`crate::quiet`]).
+    /// The intended time of the last wake-up the thread has recorded (for the `quiet` module).
     pub woke_ns: AtomicU64,
 }
 

@@ -179,19 +179,7 @@ impl Engine {
                     .ok_or(EngineError::Interval { index: i })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut senders = Vec::new();
-        for (i, &cpu) in cfg.cpus.iter().enumerate() {
-            let s = mode
-                .sender(cfg.backend, i, cpu)
-                .map_err(|err| EngineError::Channel {
-                    ipc: match &mode {
-                        Mode::Wakeup { ipc, .. } => ipc.as_str(),
-                        _ => "mode",
-                    },
-                    err,
-                })?;
-            senders.push(s);
-        }
+        let senders = senders(&cfg, &mode)?;
         let helpers = senders.iter().flatten().count();
         // Where in its slot each thread wakes differs from run to run (see `first_offset`).
         let seed = rt::now_ns();
@@ -219,31 +207,14 @@ impl Engine {
             threads.push(sh.clone());
             let stagger = first_offset(cfg.interval_ns, interval, n, i, cfg.aligned, seed);
             staggers.push(stagger);
-            let duration = cfg.duration_ns;
+            let sched = Schedule {
+                interval,
+                stagger,
+                duration: cfg.duration_ns,
+            };
             let channel = sender.as_ref().map(|s| s.channel.clone());
             if let Some(s) = sender {
-                let (line_s, sh, policy) = (line.clone(), sh.clone(), cfg.policy);
-                let h = std::thread::Builder::new()
-                    .name(format!("latlab-send{}", s.cpu))
-                    .stack_size(256 * 1024)
-                    .spawn(move || {
-                        rt::block_signals();
-                        let line = line_s;
-                        let ok = line.setup(s.cpu, policy, s.priority);
-                        let Some(base) = line.wait(ok) else {
-                            modes::stop_receiver(&s.channel);
-                            return;
-                        };
-                        modes::sender_loop(
-                            &s.channel,
-                            &sh,
-                            &line.stop,
-                            base + stagger,
-                            base + duration,
-                            interval,
-                        );
-                    });
-                match h {
+                match spawn_sender(&line, s, sh.clone(), cfg.policy, sched) {
                     Ok(h) => aux.push(h),
                     Err(e) => {
                         line.stop.store(true, Release);
@@ -251,59 +222,18 @@ impl Engine {
                     }
                 }
             }
-            let (line_t, mode, backend) = (line.clone(), mode.clone(), cfg.backend);
             let prio = cfg
                 .priority
                 .saturating_sub((i as u32).saturating_mul(cfg.priority_step))
                 .max(1);
-            let policy = cfg.policy;
-            let (spike_threshold, trace) = (cfg.spike_threshold_ns, cfg.trace.clone());
-            let h = std::thread::Builder::new()
-                .name(format!("latlab-cpu{cpu}"))
-                .stack_size(256 * 1024)
-                .spawn(move || {
-                    rt::block_signals();
-                    let line = line_t;
-                    let ok = backend != Backend::Real || line.setup(cpu, policy, prio);
-                    let body = mode.body(ThreadEnv {
-                        cpu,
-                        backend,
-                        interval_ns: interval,
-                        ready: ok,
-                        sh: &sh,
-                        channel,
-                    });
-                    let tid = rt::gettid();
-                    let mut top = [SampleSpike {
-                        at_ns: 0,
-                        latency_ns: 0,
-                    }; TOP_N];
-                    let result = |top: Vec<SampleSpike>| ThreadResult {
-                        cpu,
-                        tid,
-                        interval_ns: interval,
-                        top,
-                    };
-                    let Some(base) = line.wait(ok) else {
-                        sh.done.store(true, Release);
-                        return Ok(result(vec![]));
-                    };
-                    let p = LoopParams {
-                        t0: base,
-                        first: base + stagger,
-                        end: base + duration,
-                        interval,
-                        spike_threshold,
-                        trace,
-                    };
-                    body(&sh, &line.stop, &p, &mut top);
-                    sh.done.store(true, Release);
-                    let mut top: Vec<SampleSpike> =
-                        top.into_iter().filter(|s| s.latency_ns > 0).collect();
-                    top.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.at_ns.cmp(&b.at_ns)));
-                    Ok(result(top))
-                });
-            match h {
+            let t = Measuring {
+                cpu,
+                prio,
+                sh,
+                channel,
+                sched,
+            };
+            match spawn_measuring(&line, &cfg, &mode, t) {
                 Ok(h) => handles.push(h),
                 Err(e) => {
                     // The threads already spawned wait on the barrier for ever; spawn
@@ -356,6 +286,137 @@ impl Engine {
         }
         res
     }
+}
+
+/// One thread's schedule: its period, its first wake-up after the common start, the run's
+/// length.
+#[derive(Clone, Copy)]
+struct Schedule {
+    interval: u64,
+    stagger: u64,
+    duration: u64,
+}
+
+/// A measuring thread to spawn: its CPU and priority, what it shares with the collector, the
+/// channel of its mode's sender (if any) and its schedule.
+struct Measuring {
+    cpu: u32,
+    prio: u32,
+    sh: Arc<ThreadShared>,
+    channel: Option<Arc<modes::Channel>>,
+    sched: Schedule,
+}
+
+/// Each measured CPU's helper thread, if its mode has one (before any thread starts).
+fn senders(cfg: &Config, mode: &Mode) -> Result<Vec<Option<modes::Sender>>, EngineError> {
+    let mut senders = Vec::new();
+    for (i, &cpu) in cfg.cpus.iter().enumerate() {
+        let s = mode
+            .sender(cfg.backend, i, cpu)
+            .map_err(|err| EngineError::Channel {
+                ipc: match mode {
+                    Mode::Wakeup { ipc, .. } => ipc.as_str(),
+                    _ => "mode",
+                },
+                err,
+            })?;
+        senders.push(s);
+    }
+    Ok(senders)
+}
+
+/// A wakeup pair's sender: set up, then signals its receiver on the schedule until the end.
+fn spawn_sender(
+    line: &StartLine,
+    s: modes::Sender,
+    sh: Arc<ThreadShared>,
+    policy: Policy,
+    sched: Schedule,
+) -> std::io::Result<JoinHandle<()>> {
+    let line = line.clone();
+    std::thread::Builder::new()
+        .name(format!("latlab-send{}", s.cpu))
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            rt::block_signals();
+            let ok = line.setup(s.cpu, policy, s.priority);
+            let Some(base) = line.wait(ok) else {
+                modes::stop_receiver(&s.channel);
+                return;
+            };
+            modes::sender_loop(
+                &s.channel,
+                &sh,
+                &line.stop,
+                base + sched.stagger,
+                base + sched.duration,
+                sched.interval,
+            );
+        })
+}
+
+/// A measuring thread: set up, its mode's loop built, then measuring from the common start
+/// until the end; its result holds its worst samples.
+fn spawn_measuring(
+    line: &StartLine,
+    cfg: &Config,
+    mode: &Arc<Mode>,
+    t: Measuring,
+) -> std::io::Result<JoinHandle<std::io::Result<ThreadResult>>> {
+    let (line, mode, backend) = (line.clone(), mode.clone(), cfg.backend);
+    let policy = cfg.policy;
+    let (spike_threshold, trace) = (cfg.spike_threshold_ns, cfg.trace.clone());
+    let Measuring {
+        cpu,
+        prio,
+        sh,
+        channel,
+        sched,
+    } = t;
+    let interval = sched.interval;
+    std::thread::Builder::new()
+        .name(format!("latlab-cpu{cpu}"))
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            rt::block_signals();
+            let ok = backend != Backend::Real || line.setup(cpu, policy, prio);
+            let body = mode.body(ThreadEnv {
+                cpu,
+                backend,
+                interval_ns: interval,
+                ready: ok,
+                sh: &sh,
+                channel,
+            });
+            let tid = rt::gettid();
+            let mut top = [SampleSpike {
+                at_ns: 0,
+                latency_ns: 0,
+            }; TOP_N];
+            let result = |top: Vec<SampleSpike>| ThreadResult {
+                cpu,
+                tid,
+                interval_ns: interval,
+                top,
+            };
+            let Some(base) = line.wait(ok) else {
+                sh.done.store(true, Release);
+                return Ok(result(vec![]));
+            };
+            let p = LoopParams {
+                t0: base,
+                first: base + sched.stagger,
+                end: base + sched.duration,
+                interval,
+                spike_threshold,
+                trace,
+            };
+            body(&sh, &line.stop, &p, &mut top);
+            sh.done.store(true, Release);
+            let mut top: Vec<SampleSpike> = top.into_iter().filter(|s| s.latency_ns > 0).collect();
+            top.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.at_ns.cmp(&b.at_ns)));
+            Ok(result(top))
+        })
 }
 
 #[cfg(test)]

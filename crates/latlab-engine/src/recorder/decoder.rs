@@ -2,9 +2,11 @@
 //! symbols, task names), and an instance's whole buffer as a trace-cmd file.
 
 use std::fmt;
+use std::path::Path;
 
 use latlab_core::trace::capture::{self, DatInput, DatLayout};
 use latlab_core::trace::raw::{Comms, RawDecoder, Symbols};
+use latlab_sys::tasks;
 use latlab_sys::tracefs::{self, RawLayout};
 
 use crate::instances::Instance;
@@ -20,11 +22,8 @@ pub(super) fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDe
     let dec = RawDecoder::new(&layout.header_page, &layout.header_event, &formats)
         .map_err(|e| e.to_string())?;
     // hrtimer callbacks are `%ps` fields: the attribution needs `hrtimer_wakeup`'s name.
-    let ksyms = latlab_sys::shortio::read_chunked(
-        std::fs::File::open("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?,
-        64 << 10,
-    )
-    .map_err(|e| format!("/proc/kallsyms: {e}"))?;
+    let machine = Path::new("/");
+    let ksyms = tasks::kallsyms(machine).map_err(|e| format!("/proc/kallsyms: {e}"))?;
     let syms = Symbols::parse_kallsyms(&String::from_utf8_lossy(&ksyms));
     if syms.addr_of("hrtimer_wakeup").is_none() {
         return Err(
@@ -43,7 +42,7 @@ pub(super) fn binary_decoder(layout: &Result<RawLayout, String>) -> Result<RawDe
 /// disabled on every read() (~300 µs on a measured CPU, measured as `preempt_off latlab`
 /// causes).
 pub(super) fn proc_comm(pid: i64) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()
+    tasks::comm(Path::new("/"), pid)
 }
 
 /// What a `trace.dat` of an instance's pages carries besides them: its layout and clock.

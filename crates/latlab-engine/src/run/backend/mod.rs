@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use latlab_sys::measure::{ThreadResult, ThreadShared, TraceHook};
 
-use super::plan::{ModePlan, Plan};
+use super::plan::measure::{ModePlan, Plan};
 
 pub mod cyclic;
 pub mod idle;
