@@ -15,6 +15,7 @@
 //! ```
 
 pub mod activity;
+pub mod bench;
 pub mod compare;
 pub mod cpulist;
 pub mod escape;

@@ -18,25 +18,12 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
-use latlab_core::hist::Quantile;
 use latlab_core::units::format_duration;
 
 use crate::cli::{BenchArgs, BenchCommand};
 
-/// One tool's figures for one run, in ns, from its 1 µs histogram.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Figures {
-    min: u64,
-    mean: f64,
-    p99: u64,
-    max: u64,
-    samples: u64,
-    /// Samples beyond the histogram (10 ms): counted at 10 ms in the mean and p99.
-    overflows: u64,
-}
-
-/// Buckets of the `-h` histograms (1 µs each, to 10 ms): cyclictest `-h 10000`, latlab's default.
-const HIST_BUCKETS: usize = 10_000;
+use latlab_core::bench::us_hist::{self, Figures, BUCKETS as HIST_BUCKETS};
+use latlab_core::bench::{Ratios, Spread};
 
 /// Run a command to completion; its stdout and peak RSS (KiB) from wait4's rusage.
 fn run_measured(cmd: &mut Command) -> anyhow::Result<(Vec<u8>, i64)> {
@@ -110,82 +97,10 @@ fn latlab_run(cpu: u32, main_cpu: u32, duration: &str) -> anyhow::Result<(Figure
         .context("latlab's run left no histogram.txt")?;
     let text = std::fs::read_to_string(&hist).with_context(|| format!("{}", hist.display()))?;
     let _ = std::fs::remove_dir_all(&results);
-    let f = parse_us_histogram(&text).context("latlab's histogram.txt")?;
+    let f = us_hist::parse(&text)
+        .map_err(anyhow::Error::msg)
+        .context("latlab's histogram.txt")?;
     Ok((f, rss))
-}
-
-/// Figures from a 1 µs histogram in cyclictest's `-h` format (one thread: `INDEX COUNT` lines,
-/// `# Max Latencies:` and `# Histogram Overflows:`): min = lower bound of the lowest non-empty
-/// bucket, mean = every sample at its bucket's midpoint (overflows at the limit), p99 = upper
-/// bound of the bucket holding the ⌈0.99 n⌉-th sample (the limit if it is an overflow).
-/// cyclictest truncates each latency to whole µs and latlab's buckets are [i µs, i+1 µs), so a
-/// sample lands in the same bucket in both.
-fn parse_us_histogram(text: &str) -> anyhow::Result<Figures> {
-    let mut counts = vec![0u64; HIST_BUCKETS];
-    let (mut max, mut overflow) = (None, None);
-    let field = |v: &str| {
-        v.split_whitespace()
-            .next()
-            .and_then(|x| x.parse::<u64>().ok())
-    };
-    for line in text.lines() {
-        if let Some(v) = line.strip_prefix("# Max Latencies:") {
-            max = field(v);
-        } else if let Some(v) = line.strip_prefix("# Histogram Overflows:") {
-            overflow = field(v);
-        } else if !line.starts_with('#') {
-            let mut it = line.split_whitespace();
-            if let (Some(i), Some(c)) = (it.next(), it.next()) {
-                if let (Ok(i), Ok(c)) = (i.parse::<usize>(), c.parse::<u64>()) {
-                    if i < HIST_BUCKETS {
-                        counts[i] += c;
-                    }
-                }
-            }
-        }
-    }
-    let (Some(max), Some(overflows)) = (max, overflow) else {
-        bail!("no '# Max Latencies' or '# Histogram Overflows' line: not a -h histogram");
-    };
-    Ok(figures(&counts, overflows, max * 1000))
-}
-
-/// The statistics of [`parse_us_histogram`] from 1 µs bucket counts.
-fn figures(counts: &[u64], overflows: u64, max: u64) -> Figures {
-    let limit = counts.len() as u64 * 1000;
-    let samples = counts.iter().sum::<u64>() + overflows;
-    let min = counts
-        .iter()
-        .position(|&c| c > 0)
-        .map_or(limit, |i| i as u64 * 1000);
-    let sum: f64 = counts
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| c as f64 * (i as f64 + 0.5) * 1000.0)
-        .sum::<f64>()
-        + overflows as f64 * limit as f64;
-    let rank = Quantile::P99.rank(samples);
-    let mut cum = 0;
-    let p99 = counts
-        .iter()
-        .enumerate()
-        .find_map(|(i, &c)| {
-            cum += c;
-            (cum >= rank).then_some((i as u64 + 1) * 1000)
-        })
-        .unwrap_or(limit);
-    Figures {
-        min,
-        mean: if samples > 0 {
-            sum / samples as f64
-        } else {
-            0.0
-        },
-        p99,
-        max,
-        samples,
-        overflows,
-    }
 }
 
 /// cyclictest on `cpu`, its main thread on `main_cpu` (None: its default, the measured CPU).
@@ -211,72 +126,26 @@ fn cyclictest_run(cpu: u32, main_cpu: Option<u32>, duration_s: u64) -> anyhow::R
         cmd.arg(format!("--mainaffinity={m}"));
     }
     let (out, _) = run_measured(&mut cmd).context("cyclictest (apt-get install rt-tests)")?;
-    parse_us_histogram(&String::from_utf8_lossy(&out)).context("cyclictest's -h output")
-}
-
-/// Median (mean of the two middle values for an even count) and range of `v`.
-pub(crate) fn median_spread(v: &[f64]) -> Option<(f64, f64, f64)> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    let med = if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    };
-    Some((med, s[0], s[n - 1]))
-}
-
-/// Per-pair ratios latlab / cyclictest of mean, p99 and min.
-#[derive(Debug, Default)]
-struct Ratios {
-    mean: Vec<f64>,
-    p99: Vec<f64>,
-    min: Vec<f64>,
-}
-
-impl Ratios {
-    fn push(&mut self, l: &Figures, c: &Figures) -> [f64; 3] {
-        let r = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
-        let v = [
-            r(l.mean, c.mean),
-            r(l.p99 as f64, c.p99 as f64),
-            r(l.min as f64, c.min as f64),
-        ];
-        self.mean.push(v[0]);
-        self.p99.push(v[1]);
-        self.min.push(v[2]);
-        v
-    }
-
-    /// Median and spread of mean, p99 and min ratios.
-    fn summary(&self) -> Option<[(f64, f64, f64); 3]> {
-        Some([
-            median_spread(&self.mean)?,
-            median_spread(&self.p99)?,
-            median_spread(&self.min)?,
-        ])
-    }
+    us_hist::parse(&String::from_utf8_lossy(&out))
+        .map_err(anyhow::Error::msg)
+        .context("cyclictest's -h output")
 }
 
 /// Goals of the like-for-like comparison: median ratio of mean ≤ 1.00, p99 ≤ 1.00, min ≤ 1.05.
 const GOALS: [(&str, f64); 3] = [("mean", 1.00), ("p99", 1.00), ("min", 1.05)];
 
 /// "median 0.98 (0.91–1.07 over 8 pairs)" lines and whether each goal is met.
-fn summary_lines(s: &[(f64, f64, f64); 3], pairs: usize) -> (String, Vec<(String, bool)>) {
+fn summary_lines(s: &[Spread; 3], pairs: usize) -> (String, Vec<(String, bool)>) {
     let line = GOALS
         .iter()
         .zip(s)
-        .map(|((name, _), (m, lo, hi))| format!("{name} {m:.3} ({lo:.3}–{hi:.3})"))
+        .map(|((name, _), s)| format!("{name} {s}"))
         .collect::<Vec<_>>()
         .join(", ");
     let goals = GOALS
         .iter()
         .zip(s)
-        .map(|((name, g), (m, _, _))| (format!("{name} ≤ {g:.2}"), *m <= *g))
+        .map(|((name, g), s)| (format!("{name} ≤ {g:.2}"), s.median <= *g))
         .collect();
     (format!("{line} over {pairs} pairs"), goals)
 }
@@ -325,7 +194,7 @@ fn bench_measure(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<ExitC
         "max µs",
         "ovfl"
     )?;
-    let (mut like, mut dflt) = (Ratios::default(), Ratios::default());
+    let (mut like, mut dflt) = (Ratios::<3>::default(), Ratios::<3>::default());
     for i in 1..=pairs {
         // Which tool goes first alternates.
         let latlab_first = i % 2 == 1;
@@ -350,8 +219,8 @@ fn bench_measure(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<ExitC
             outln!("{}", row(&p, name, f))?;
         }
         outln!("{}", row(&p, "cyclictest-def", &d))?;
-        let [m, q, n] = like.push(&l, &c);
-        let [dm, dq, dn] = dflt.push(&l, &d);
+        let [m, q, n] = like.push(l.ratios(&c));
+        let [dm, dq, dn] = dflt.push(l.ratios(&d));
         outln!("{p:<5} {:<14} latlab/cyclictest mean {m:.3}, p99 {q:.3}, min {n:.3}; latlab/default mean {dm:.3}, p99 {dq:.3}, min {dn:.3}", "ratio")?;
     }
     let s = like.summary().expect("pairs > 0");
@@ -440,60 +309,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_cyclictest_histogram_output() {
-        // 5 samples: 1, 1, 1, 2 µs and one overflow (12 ms).
-        let text = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000000\n000001 000003\n000002 000001\n# Total: 000000004\n# Min Latencies: 00001\n# Avg Latencies: 00001\n# Max Latencies: 12000\n# Histogram Overflows: 00001\n";
-        let f = parse_us_histogram(text).unwrap();
-        assert_eq!(f.samples, 5);
-        assert_eq!(f.overflows, 1);
-        assert_eq!(f.min, 1000);
-        assert_eq!(f.max, 12_000_000);
-        // ⌈0.99 × 5⌉ = 5th sample: the overflow, counted at the 10 ms limit.
-        assert_eq!(f.p99, 10_000_000);
-        // (3 × 1.5 + 2.5 + 10 000) µs / 5
-        assert!((f.mean - 2_001_400.0).abs() < 1e-6, "{}", f.mean);
-        assert!(parse_us_histogram("garbage").is_err());
-    }
-
-    #[test]
-    fn latlab_and_cyclictest_histograms_read_alike() {
-        // latlab's histogram.txt header, same buckets: the same figures.
-        let body = "# Histogram\n000007 000002\n000008 000095\n000030 000003\n# Total: 000000100\n# Min Latencies: 00007\n# Avg Latencies: 00008\n# Max Latencies: 00030\n# Histogram Overflows: 00000\n";
-        let c = parse_us_histogram(&format!("# /dev/cpu_dma_latency set to 0us\n{body}")).unwrap();
-        let l =
-            parse_us_histogram(&format!("# latlab 6.18 (cyclictest -h format)\n{body}")).unwrap();
-        assert_eq!(c, l);
-        assert_eq!(l.min, 7_000);
-        // 99th of 100 samples is in the 30 µs bucket: its upper bound.
-        assert_eq!(l.p99, 31_000);
-        assert!((l.mean - (2.0 * 7.5 + 95.0 * 8.5 + 3.0 * 30.5) * 10.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn p99_is_the_upper_bound_of_its_bucket() {
-        // 98 samples at 10 µs, 2 at 20 µs: ⌈99⌉-th sample is at 20 µs.
-        let mut counts = vec![0u64; HIST_BUCKETS];
-        counts[10] = 98;
-        counts[20] = 2;
-        assert_eq!(figures(&counts, 0, 20_000).p99, 21_000);
-        counts[10] = 99;
-        counts[20] = 1;
-        assert_eq!(figures(&counts, 0, 20_000).p99, 11_000);
-    }
-
-    #[test]
-    fn median_and_spread_of_ratios() {
-        assert_eq!(median_spread(&[]), None);
-        assert_eq!(median_spread(&[1.2]), Some((1.2, 1.2, 1.2)));
-        // Odd count: the middle one, whatever the order.
-        assert_eq!(median_spread(&[1.3, 0.9, 1.1]), Some((1.1, 0.9, 1.3)));
-        // Even count: the mean of the two middle ones (not the upper one, 1.10).
-        let (m, lo, hi) = median_spread(&[1.10, 0.90, 2.33, 0.96]).unwrap();
-        assert!((m - 1.03).abs() < 1e-12, "{m}");
-        assert_eq!((lo, hi), (0.90, 2.33));
-    }
-
-    #[test]
     fn ratios_and_goals() {
         let f = |min, mean, p99| Figures {
             min,
@@ -503,18 +318,18 @@ mod tests {
             samples: 1,
             overflows: 0,
         };
-        let mut r = Ratios::default();
+        let mut r = Ratios::<3>::default();
         // latlab / cyclictest per pair: mean 0.9, 1.0, 1.2; p99 1.0, 0.5, 2.0; min 1.0, 1.1, 1.25.
         assert_eq!(
-            r.push(&f(8_000, 9.0, 20_000), &f(8_000, 10.0, 20_000)),
+            r.push(f(8_000, 9.0, 20_000).ratios(&f(8_000, 10.0, 20_000))),
             [0.9, 1.0, 1.0]
         );
-        r.push(&f(11_000, 10.0, 10_000), &f(10_000, 10.0, 20_000));
-        r.push(&f(10_000, 12.0, 40_000), &f(8_000, 10.0, 20_000));
+        r.push(f(11_000, 10.0, 10_000).ratios(&f(10_000, 10.0, 20_000)));
+        r.push(f(10_000, 12.0, 40_000).ratios(&f(8_000, 10.0, 20_000)));
         let s = r.summary().unwrap();
-        assert_eq!(s[0], (1.0, 0.9, 1.2));
-        assert_eq!(s[1], (1.0, 0.5, 2.0));
-        assert!((s[2].0 - 1.1).abs() < 1e-12 && s[2].1 == 1.0 && s[2].2 == 1.25);
+        assert_eq!((s[0].median, s[0].min, s[0].max), (1.0, 0.9, 1.2));
+        assert_eq!((s[1].median, s[1].min, s[1].max), (1.0, 0.5, 2.0));
+        assert!((s[2].median - 1.1).abs() < 1e-12 && s[2].min == 1.0 && s[2].max == 1.25);
         let (line, goals) = summary_lines(&s, 3);
         assert!(line.starts_with("mean 1.000 (0.900–1.200), p99 1.000 (0.500–2.000), min 1.100 (1.000–1.250) over 3 pairs"), "{line}");
         // mean ≤ 1.00 and p99 ≤ 1.00 are met at exactly 1.00; min 1.10 > 1.05 is not.
@@ -522,6 +337,5 @@ mod tests {
             goals.iter().map(|(_, ok)| *ok).collect::<Vec<_>>(),
             [true, true, false]
         );
-        assert!(Ratios::default().summary().is_none());
     }
 }

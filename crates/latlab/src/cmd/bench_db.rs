@@ -9,14 +9,8 @@ use std::time::Instant;
 use latlab_core::record::RunRecord;
 use latlab_store::{Filter, Store};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+fn median(v: Vec<f64>) -> f64 {
+    latlab_core::bench::median(&v).expect("at least one repetition")
 }
 
 fn bytes_with_id(rec: &mut RunRecord, id: String) -> anyhow::Result<Vec<u8>> {
@@ -55,7 +49,7 @@ fn insert_day(s: &mut dyn Store, rec: &mut RunRecord, reps: u32) -> anyhow::Resu
 
 pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Result<ExitCode> {
     let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-db-")?;
-    let mut rec = super::bench_report::day_record()?;
+    let mut rec = latlab_core::bench::day::day_record()?;
     let json = serde_json::to_vec(&rec)?.len();
     outln!(
         "24-hour run: {} CPUs, run.json {:.1} MB; median of {} inserts each",
@@ -86,7 +80,7 @@ pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Res
     let path = tmp.path().join("history.sqlite");
     let mut s =
         latlab_store::open(Some(&path.to_string_lossy())).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let day = super::bench_report::day_record()?;
+    let day = latlab_core::bench::day::day_record()?;
     let t0 = Instant::now();
     for k in 0..runs {
         let mut r = small_record(&day, k)?;

@@ -205,7 +205,7 @@ pub fn bench_profile(o: Opts) -> anyhow::Result<ExitCode> {
             "dat MB"
         )?;
     }
-    let mut ratios: Vec<[f64; 2]> = Vec::new();
+    let mut ratios = latlab_core::bench::Ratios::<2>::default();
     let mut rows = Vec::new();
     let mut profiles = Vec::new();
     for i in 1..=o.pairs {
@@ -259,12 +259,10 @@ pub fn bench_profile(o: Opts) -> anyhow::Result<ExitCode> {
         ratios.push(rr);
         profiles.push(prof);
     }
-    let med = |v: Vec<f64>| super::bench::median_spread(&v).expect("at least one pair");
-    let (p50, p99) = (
-        med(ratios.iter().map(|r| r[0]).collect()),
-        med(ratios.iter().map(|r| r[1]).collect()),
-    );
-    let eps = med(profiles.iter().map(|p| p.events_per_s).collect());
+    let [p50, p99] = ratios.summary().expect("at least one pair");
+    let eps =
+        latlab_core::bench::spread(&profiles.iter().map(|p| p.events_per_s).collect::<Vec<_>>())
+            .expect("at least one pair");
     let hwm = profiles.iter().map(|p| p.hwm_kib).max().unwrap_or(0);
     let maxrss = profiles.iter().map(|p| p.maxrss_kib).max().unwrap_or(0);
     let series = profiles.iter().map(|p| p.series_bytes).max().unwrap_or(0);
@@ -275,29 +273,28 @@ pub fn bench_profile(o: Opts) -> anyhow::Result<ExitCode> {
         .unwrap_or(0);
     if text {
         outln!(
-            "median ratios profile/run (per-pair spread) over {} pairs: p50 {:.3} ({:.3}–{:.3}), p99 {:.3} ({:.3}–{:.3})",
-            o.pairs, p50.0, p50.1, p50.2, p99.0, p99.1, p99.2
+            "median ratios profile/run (per-pair spread) over {} pairs: p50 {p50}, p99 {p99}",
+            o.pairs
         )?;
         outln!(
             "profile: {:.0} events/s median ({:.0}–{:.0}); peak RSS {} MiB (VmHWM; ru_maxrss {} MiB); series.bin {:.2} MB, trace.dat {:.2} MB (largest)",
-            eps.0,
-            eps.1,
-            eps.2,
+            eps.median,
+            eps.min,
+            eps.max,
             mib(hwm),
             mib(maxrss),
             series as f64 / 1e6,
             dat as f64 / 1e6
         )?;
     } else {
-        let spread = |m: (f64, f64, f64)| json!({"median": m.0, "min": m.1, "max": m.2});
         let v = json!({
             "cpu": o.cpu,
             "duration_ns": o.duration_ns,
             "loads": o.loads,
             "pairs": rows,
-            "ratio_p50": spread(p50),
-            "ratio_p99": spread(p99),
-            "events_per_s": spread(eps),
+            "ratio_p50": p50,
+            "ratio_p99": p99,
+            "events_per_s": eps,
             "profile_vm_hwm_kib_max": hwm,
             "profile_ru_maxrss_kib_max": maxrss,
             "series_bytes_max": series,

@@ -101,7 +101,7 @@ pub fn trace_overhead(
         "p99.9 µs",
         "max µs"
     )?;
-    let mut ratios: Vec<[f64; 3]> = Vec::new();
+    let mut ratios = latlab_core::bench::Ratios::<3>::default();
     for i in 1..=pairs {
         // Which goes first alternates, so the VM's drift within a pair favours neither.
         let (off, on) = if i % 2 == 1 {
@@ -138,16 +138,9 @@ pub fn trace_overhead(
         )?;
         ratios.push(rr);
     }
-    let med = |k: usize| {
-        let v: Vec<f64> = ratios.iter().map(|r| r[k]).collect();
-        let (m, lo, hi) = super::bench::median_spread(&v).expect("at least one pair");
-        format!("{m:.3} ({lo:.3}–{hi:.3})")
-    };
+    let [p50, p99, p999] = ratios.summary().expect("at least one pair");
     outln!(
-        "median ratios on/off (per-pair spread) over {pairs} pairs: p50 {}, p99 {}, p99.9 {}",
-        med(0),
-        med(1),
-        med(2)
+        "median ratios on/off (per-pair spread) over {pairs} pairs: p50 {p50}, p99 {p99}, p99.9 {p999}"
     )?;
     Ok(ExitCode::SUCCESS)
 }
@@ -313,15 +306,12 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
         a = Some(r);
     }
     let a = a.expect("at least one round");
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
+    let median = |v: &[f64]| latlab_core::bench::median(v).expect("at least one round");
     let (wc_min, an_min) = (
         wc.iter().copied().fold(f64::MAX, f64::min),
         an.iter().copied().fold(f64::MAX, f64::min),
     );
-    let (wc_s, an_s) = (median(&mut wc), median(&mut an));
+    let (wc_s, an_s) = (median(&wc), median(&an));
 
     outln!(
         "trace {} ({mb:.1} MB, {lines} lines), median of {ROUNDS} interleaved rounds (min)",

@@ -8,13 +8,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{bail, Context};
 
-/// min / avg / max in ns.
-#[derive(Debug, Clone, Copy)]
-struct Fig {
-    min: f64,
-    avg: f64,
-    max: f64,
-}
+use latlab_core::bench::{parse_rt_tests, MinAvgMax as Fig};
 
 fn latlab(ipc: &str, cpu: u32, secs: u64) -> anyhow::Result<Fig> {
     let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-wakeup-")?;
@@ -49,23 +43,6 @@ fn latlab(ipc: &str, cpu: u32, secs: u64) -> anyhow::Result<Fig> {
         min: g("min_ns"),
         avg: g("mean_ns"),
         max: g("max_ns"),
-    })
-}
-
-/// The last `#1 -> #0, Min 3, Cur 5, Avg 5, Max 81` line of ptsematest/pmqtest (µs).
-fn parse_rt_tests(text: &str) -> Option<Fig> {
-    let line = text
-        .lines()
-        .rev()
-        .find(|l| l.contains("->") && l.contains("Min"))?;
-    let field = |name: &str| -> Option<f64> {
-        let rest = &line[line.find(name)? + name.len()..];
-        rest.split(',').next()?.trim().parse::<f64>().ok()
-    };
-    Some(Fig {
-        min: field("Min")? * 1e3,
-        avg: field("Avg")? * 1e3,
-        max: field("Max")? * 1e3,
     })
 }
 
@@ -145,18 +122,4 @@ pub fn bench_wakeup(cpu: u32, duration_ns: u64, pairs: u32) -> anyhow::Result<Ex
     }
     outln!("(latlab's sender runs at priority 94, as ptsematest's receiver preempts its sender; rt-tests report whole µs)")?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_pmqtest_quiet_output() {
-        let text = "#0: ID25799, P95, CPU0, I1000; #1: ID25830, P95, CPU0, TO 0, Cycles 2635\n\
-                    #1 -> #0, Min    3, Cur    5, Avg    5, Max   81\n";
-        let f = parse_rt_tests(text).unwrap();
-        assert_eq!((f.min, f.avg, f.max), (3000.0, 5000.0, 81000.0));
-        assert!(parse_rt_tests("nothing").is_none());
-    }
 }
