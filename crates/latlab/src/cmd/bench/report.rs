@@ -26,7 +26,7 @@ fn report_once(run: &Path, fmt: latlab_report::Format, out: &Path) -> anyhow::Re
     Ok(())
 }
 
-pub fn bench_report(reps: u32) -> anyhow::Result<ExitCode> {
+pub fn bench(reps: u32) -> anyhow::Result<ExitCode> {
     // Removed on every exit path (dropped).
     let tmp = rundir::private_temp_dir("latlab-bench-report-")?;
     let tmp_dir = tmp.path().to_path_buf();
