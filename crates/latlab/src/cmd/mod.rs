@@ -16,6 +16,7 @@ pub mod history;
 pub mod import;
 pub mod loads;
 pub mod man;
+pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod run;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
         Command::Cyclictest(a) => cyclictest::cyclictest(a),
+        Command::Plan(a) => plan::plan(a),
         Command::Man(a) => man::man(a),
         Command::Completions(a) => man::completions(a),
     }

@@ -11,6 +11,7 @@ mod loads;
 mod measure;
 mod profile;
 mod report;
+mod tail;
 mod trace;
 mod wakeup;
 
@@ -65,6 +66,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
         ),
         BenchCommand::Analyze { trace, size, keep } => trace::analyze(trace, size.0, keep),
         BenchCommand::Report { reps } => report::bench(reps),
+        BenchCommand::Tail { reps } => tail::bench(reps),
         BenchCommand::Db {
             runs,
             reps,
