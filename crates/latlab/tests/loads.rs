@@ -178,7 +178,9 @@ fn take_logs(recs: &[Value]) -> String {
             continue;
         };
         all.push_str(&std::fs::read_to_string(&log).unwrap_or_default());
-        if let Some(d) = log.parent().filter(|d| {
+        // The log is in `<temp>/latlab-loads-XXXXXX/logs/`: that directory goes (its
+        // parent's parent; `logs` itself was tested here before, and matched nothing).
+        if let Some(d) = log.parent().and_then(|l| l.parent()).filter(|d| {
             d.starts_with(std::env::temp_dir())
                 && d.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("latlab-loads-"))
