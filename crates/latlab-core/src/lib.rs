@@ -15,6 +15,7 @@
 //! ```
 
 pub mod activity;
+pub mod bench;
 pub mod bootstrap;
 pub mod compare;
 pub mod cpulist;

@@ -15,6 +15,7 @@ macro_rules! bail {
 }
 
 pub mod actions;
+pub mod bench;
 pub mod claim;
 mod error;
 pub mod instances;

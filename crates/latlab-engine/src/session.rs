@@ -30,7 +30,7 @@ use crate::loads::LoadSession;
 use crate::rundir;
 use crate::store::DbTarget;
 
-/// How often loads are polled during the warm-up.
+/// How often [`Session::tick`] looks after the loads and the signals.
 const TICK: Duration = Duration::from_millis(100);
 
 /// Restores the machine when dropped: every ledger entry, newest first.
@@ -89,6 +89,17 @@ pub fn reap_orphans() {
             break;
         }
     }
+}
+
+/// How [`Session::tick`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ticked {
+    /// What it waited for came.
+    Done,
+    /// Its time limit passed.
+    Elapsed,
+    /// A signal asked the session to end.
+    Stopped,
 }
 
 /// What [`Session::begin`] sets up.
@@ -199,18 +210,41 @@ impl Session {
         // which reaps them, instead of to a PID 1 that may never reap them.
         // SAFETY: plain prctl.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        let l = self.loads.insert(loads);
-        l.start(self.ledger.clone(), log_dir)?;
-        let warm = Instant::now();
-        while warm.elapsed() < Duration::from_nanos(warmup_ns) {
-            if self.stop.load(Ordering::Relaxed) {
-                return Ok(false);
+        self.loads
+            .insert(loads)
+            .start(self.ledger.clone(), log_dir)?;
+        if self.tick(Duration::from_nanos(warmup_ns), || false)? == Ticked::Stopped {
+            return Ok(false);
+        }
+        if let Some(l) = self.loads.as_mut() {
+            l.measurement_started();
+        }
+        Ok(true)
+    }
+
+    /// The session's tick loop, for a command that waits while the loads run (the warm-up,
+    /// `loads run`, a bench's capture): every tick (100 ms) until `done` says so, `limit` has
+    /// passed or a signal came, the loads are looked after (an error when a required one
+    /// keeps crashing). The measurement's own ticks are its collector's.
+    pub fn tick(
+        &mut self,
+        limit: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> crate::Result<Ticked> {
+        let t0 = Instant::now();
+        loop {
+            if t0.elapsed() >= limit {
+                return Ok(Ticked::Elapsed);
             }
-            l.poll()?;
+            if self.stopped() {
+                return Ok(Ticked::Stopped);
+            }
+            if done() {
+                return Ok(Ticked::Done);
+            }
+            self.poll_loads()?;
             std::thread::sleep(TICK);
         }
-        l.measurement_started();
-        Ok(true)
     }
 
     /// Look after the loads (restarts; an error when a required one keeps crashing).
@@ -316,5 +350,34 @@ impl Session {
             .unwrap_or_default();
         drop(self);
         leftovers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tick loop ends when what it waits for comes, when its time is up (without asking
+    /// any more) and on a signal (the stop flag).
+    #[test]
+    fn the_tick_loop_ends_on_done_on_its_limit_and_on_a_signal() {
+        let mut s = Session::begin(Begin {
+            results: None,
+            inventory: false,
+            quiet: true,
+        })
+        .unwrap();
+        let hour = Duration::from_secs(3600);
+        let r = s.tick(Duration::ZERO, || panic!("asked after the limit"));
+        assert_eq!(r.unwrap(), Ticked::Elapsed);
+        let mut asked = 0;
+        let r = s.tick(hour, || {
+            asked += 1;
+            asked == 3
+        });
+        assert_eq!((r.unwrap(), asked), (Ticked::Done, 3));
+        s.stop.store(true, Ordering::Relaxed);
+        assert_eq!(s.tick(hour, || false).unwrap(), Ticked::Stopped);
+        assert!(s.close().is_empty());
     }
 }

@@ -5,6 +5,7 @@
 //! change to the machine is saved before it is made and restored after. Statistics and
 //! rendering live elsewhere (`latlab-core`, `latlab-report`).
 
+pub mod child;
 pub mod hooks;
 pub mod hotloop;
 pub mod inventory;

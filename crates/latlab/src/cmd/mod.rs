@@ -6,13 +6,6 @@ use crate::cli::{Cli, Command};
 
 pub mod analyze;
 pub mod bench;
-pub mod bench_db;
-pub mod bench_loads;
-pub mod bench_profile;
-pub mod bench_report;
-pub mod bench_tail;
-pub mod bench_trace;
-pub mod bench_wakeup;
 pub mod check;
 pub mod cleanup;
 pub mod compare;

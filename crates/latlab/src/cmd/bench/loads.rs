@@ -1,15 +1,17 @@
 //! `latlab bench loads`: what each load does to this machine. For every profile (idle first, as
-//! the baseline) one real `latlab run --load P` — this very binary as a child process, so the
-//! figures come from the same lifecycle a user runs — then one table: samples, p99, p99.9, max,
-//! missed periods, the load's own throughput (from the run record's `loads[]`) and restarts.
+//! the baseline) one real `latlab run --load P` (`latlab_engine::bench::loads`: this very
+//! binary as a child process, so the figures come from the same lifecycle a user runs), then
+//! one table: samples, p99, p99.9, max, missed periods, the load's own throughput (from the
+//! run record's `loads[]`) and restarts.
 
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
 use latlab_core::units::{format_duration, Human};
+use latlab_engine::bench::loads::{self, Plan, Row};
 use latlab_sys::loads::profiles::{self, which, PROFILES};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::RunFormat;
 
@@ -21,22 +23,6 @@ pub struct Opts {
     pub format: RunFormat,
     pub results: Option<PathBuf>,
     pub load_dir: Option<PathBuf>,
-}
-
-/// One row of the table.
-#[derive(Debug, Default)]
-struct Row {
-    profile: String,
-    samples: u64,
-    p99_ns: Option<u64>,
-    p999_ns: Option<u64>,
-    max_ns: Option<u64>,
-    missed: u64,
-    /// (part, ops, unit) of every part that reported a throughput.
-    throughput: Vec<(String, f64, String)>,
-    restarts: u64,
-    error: Option<String>,
-    run_dir: Option<String>,
 }
 
 /// The profiles to run: `--profiles a,b` (each checked now, before anything runs), or every
@@ -78,104 +64,6 @@ fn select(list: Option<&str>) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
     Ok((names, skipped))
-}
-
-/// One `latlab run --load P`; the row from its JSON summary and run.json.
-fn run_one(
-    profile: &str,
-    o: &Opts,
-    duration: &str,
-    results: &std::path::Path,
-) -> anyhow::Result<Row> {
-    let exe = std::env::current_exe().context("cannot find latlab's own executable")?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["run", "--quiet", "--format", "json", "--load", profile])
-        .args([
-            "--duration",
-            duration,
-            "--cpus",
-            &o.cpus.to_string(),
-            "--label",
-        ])
-        .arg(
-            format!("bench-{profile}")
-                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_"),
-        )
-        .arg("--results")
-        .arg(results);
-    if let Some(d) = &o.load_dir {
-        cmd.arg("--load-dir").arg(d);
-    }
-    let dirs = |p: &std::path::Path| -> std::collections::BTreeSet<PathBuf> {
-        std::fs::read_dir(p)
-            .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    let before = dirs(results);
-    let out = cmd.output().context("cannot start latlab run")?;
-    let run_dir = dirs(results)
-        .difference(&before)
-        .next()
-        .map(|p| p.display().to_string());
-    let mut row = Row {
-        profile: profile.to_string(),
-        ..Row::default()
-    };
-    if !(out.status.success() || out.status.code() == Some(2)) {
-        let err = String::from_utf8_lossy(&out.stderr);
-        row.error = Some(
-            err.lines()
-                .rev()
-                .find(|l| l.starts_with("latlab: error"))
-                .unwrap_or(&format!("latlab run failed: {}", out.status))
-                .to_string(),
-        );
-        return Ok(row);
-    }
-    let v: Value = serde_json::from_slice(&out.stdout).context("latlab run's JSON summary")?;
-    let t = &v["total"];
-    row.samples = t["samples"].as_u64().unwrap_or(0);
-    row.p99_ns = t["p99_ns"].as_u64();
-    row.p999_ns = t["p999_ns"].as_u64();
-    row.max_ns = t["max_ns"].as_u64();
-    row.missed = t["missed_periods"].as_u64().unwrap_or(0);
-    for l in v["loads"].as_array().into_iter().flatten() {
-        row.restarts += l["restarts"].as_u64().unwrap_or(0);
-        row.throughput.extend(load_throughput(l));
-    }
-    row.run_dir = run_dir;
-    Ok(row)
-}
-
-/// A load record's throughput items: its `ops`, the files a compile part got through, and the
-/// kernel-accounted MB/s it wrote and read (except the direction `ops` already is).
-fn load_throughput(l: &Value) -> Vec<(String, f64, String)> {
-    let part = l["part"].as_str().unwrap_or("").to_string();
-    let mut v = Vec::new();
-    if let Some(ops) = l["ops"].as_f64() {
-        v.push((
-            part.clone(),
-            ops,
-            l["ops_unit"].as_str().unwrap_or("").to_string(),
-        ));
-    }
-    if let Some(x) = l["compiled_files_per_s"].as_f64() {
-        v.push((part.clone(), x, "files compiled/s".to_string()));
-    }
-    // The direction `ops` already is, once; the other one too (io-read writes its file first).
-    let source = l["ops_source"].as_str().unwrap_or("");
-    for (key, unit, same) in [
-        ("io_write_mb_per_s", "MB/s written", "kernel-io-write"),
-        ("io_read_mb_per_s", "MB/s read", "kernel-io-read"),
-    ] {
-        if source == same {
-            continue;
-        }
-        if let Some(x) = l[key].as_f64().filter(|x| *x > 0.0) {
-            v.push((part.clone(), x, unit.to_string()));
-        }
-    }
-    v
 }
 
 /// Three significant digits at least: 0.037 iterations/s must not print as 0.0.
@@ -276,7 +164,7 @@ fn table(rows: &[Row]) -> String {
     s
 }
 
-pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
+pub fn bench(o: Opts) -> anyhow::Result<ExitCode> {
     let d = o.duration.0;
     if d < 1_000_000_000 {
         bail!("--duration {}: use at least 1s (e.g. 20s)", o.duration);
@@ -306,12 +194,18 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
             outln!("not installed, skipped: {}", skipped.join(", "))?;
         }
     }
+    let plan = Plan {
+        duration: duration.clone(),
+        cpus: o.cpus.to_string(),
+        results: results.clone(),
+        load_dir: o.load_dir.clone(),
+    };
     let mut rows = Vec::new();
     for n in &names {
         if o.format == RunFormat::Text {
             eprintln!("running {n} for {duration} …");
         }
-        rows.push(run_one(n, &o, &duration, &results)?);
+        rows.push(loads::run(n, &plan)?);
     }
     if !keep {
         let _ = std::fs::remove_dir_all(&results);
@@ -354,39 +248,6 @@ pub fn bench_loads(o: Opts) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The throughput column shows every source a load record carries: its own figure and the
-    /// kernel-accounted I/O of parts whose figure is something else (not twice for dd).
-    #[test]
-    fn throughput_items_from_load_records() {
-        let dd = json!({"part": "dd", "ops": 512.5, "ops_unit": "MB/s",
-            "ops_source": "kernel-io-write", "io_write_mb_per_s": 512.5, "io_read_mb_per_s": 0.0});
-        assert_eq!(
-            load_throughput(&dd),
-            vec![("dd".to_string(), 512.5, "MB/s".to_string())]
-        );
-        // io-read's first iteration writes the file it then reads.
-        let rd = json!({"part": "dd", "ops": 0.01, "ops_unit": "MB/s",
-            "ops_source": "kernel-io-read", "io_write_mb_per_s": 700.0, "io_read_mb_per_s": 0.01});
-        assert_eq!(
-            load_throughput(&rd),
-            vec![
-                ("dd".to_string(), 0.01, "MB/s".to_string()),
-                ("dd".to_string(), 700.0, "MB/s written".to_string())
-            ]
-        );
-        let script = json!({"part": "script", "ops": 0.0, "ops_unit": "iterations/s",
-            "ops_source": "iterations", "io_write_mb_per_s": 80.0, "io_read_mb_per_s": 1.5});
-        let v = load_throughput(&script);
-        assert_eq!(v.len(), 3, "{v:?}");
-        assert_eq!(
-            v[1],
-            ("script".to_string(), 80.0, "MB/s written".to_string())
-        );
-        assert_eq!(v[2].1, 1.5);
-        let none = json!({"part": "cmd", "ops": null});
-        assert!(load_throughput(&none).is_empty());
-    }
 
     #[test]
     fn idle_is_the_first_row_once() {

@@ -6,56 +6,14 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use latlab_core::record::RunRecord;
-use latlab_store::{Filter, Store};
+use latlab_core::bench::day::day_record;
+use latlab_core::bench::median;
+use latlab_engine::bench::db::{fill, insert_day};
+use latlab_store::Filter;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn bytes_with_id(rec: &mut RunRecord, id: String) -> anyhow::Result<Vec<u8>> {
-    rec.run_id = Some(id);
-    Ok(serde_json::to_vec(rec)?)
-}
-
-/// A small run (2 CPUs, no per-second maxima, no spikes), cut from the day run: the size of a
-/// short `latlab run`'s record, with its own label, kernel and start.
-fn small_record(day: &RunRecord, k: usize) -> anyhow::Result<RunRecord> {
-    let mut r = day.clone();
-    r.cpus.truncate(2);
-    for c in &mut r.cpus {
-        c.per_second_max_ns.clear();
-        c.top_spikes.clear();
-    }
-    r.spikes.clear();
-    r.label = format!("bench-{}", k % 7);
-    r.started_at =
-        Some(jiff::Timestamp::from_second(1_750_000_000 + k as i64 * 3_600)?.to_string());
-    r.machine.kernel_release = Some(format!("6.{}.0-bench", k % 12));
-    Ok(r)
-}
-
-fn insert_day(s: &mut dyn Store, rec: &mut RunRecord, reps: u32) -> anyhow::Result<f64> {
-    let mut t = Vec::new();
-    for _ in 0..reps.max(1) {
-        let b = bytes_with_id(rec, latlab_store::new_run_id())?;
-        let t0 = Instant::now();
-        let p = s.push(&b).map_err(|e| anyhow::anyhow!("{e}"))?;
-        t.push(t0.elapsed().as_secs_f64());
-        anyhow::ensure!(p.added, "the run was not added");
-    }
-    Ok(median(t))
-}
-
-pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Result<ExitCode> {
+pub fn bench(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Result<ExitCode> {
     let tmp = latlab_engine::rundir::private_temp_dir("latlab-bench-db-")?;
-    let mut rec = super::bench_report::day_record()?;
+    let mut rec = day_record()?;
     let json = serde_json::to_vec(&rec)?.len();
     outln!(
         "24-hour run: {} CPUs, run.json {:.1} MB; median of {} inserts each",
@@ -86,14 +44,7 @@ pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Res
     let path = tmp.path().join("history.sqlite");
     let mut s =
         latlab_store::open(Some(&path.to_string_lossy())).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let day = super::bench_report::day_record()?;
-    let t0 = Instant::now();
-    for k in 0..runs {
-        let mut r = small_record(&day, k)?;
-        let b = bytes_with_id(&mut r, latlab_store::new_run_id())?;
-        s.push(&b).map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    let fill = t0.elapsed().as_secs_f64();
+    let fill = fill(s.as_mut(), &day_record()?, runs)?;
     outln!(
         "history over {runs} runs (SQLite, {:.1} MB; stored in {:.1} s, {:.2} ms per run):",
         std::fs::metadata(&path)?.len() as f64 / 1e6,
@@ -112,10 +63,10 @@ pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Res
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         q.push(t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
-        let a = super::history::text(&rows);
+        let a = crate::cmd::history::text(&rows);
         txt.push(t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
-        let h = super::history::html(&s.shown(), &rows);
+        let h = crate::cmd::history::html(&s.shown(), &rows);
         htm.push(t0.elapsed().as_secs_f64());
         shown = (rows.len(), a.len().max(h.len()));
         let f = Filter {
@@ -127,10 +78,11 @@ pub fn bench_db(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Res
         filtered.push(t0.elapsed().as_secs_f64());
         anyhow::ensure!(!rows.is_empty(), "the kernel filter found nothing");
     }
+    let m = |v: &[f64]| median(v).expect("at least one repetition");
     anyhow::ensure!(shown.0 == runs, "history listed {} of {runs} runs", shown.0);
-    outln!("  query (all runs):         {:.3} s", median(q))?;
-    outln!("  query (--kernel, 1/12):   {:.3} s", median(filtered))?;
-    outln!("  render text:              {:.3} s", median(txt))?;
-    outln!("  render html:              {:.3} s", median(htm))?;
+    outln!("  query (all runs):         {:.3} s", m(&q))?;
+    outln!("  query (--kernel, 1/12):   {:.3} s", m(&filtered))?;
+    outln!("  render text:              {:.3} s", m(&txt))?;
+    outln!("  render html:              {:.3} s", m(&htm))?;
     Ok(ExitCode::SUCCESS)
 }

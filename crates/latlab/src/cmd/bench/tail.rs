@@ -15,7 +15,7 @@ use latlab_core::stats::LADDER;
 /// The day record with its per-minute histograms: each CPU's day split into 1 440 minutes
 /// (every bucket's count spread evenly, the remainder in the first minutes), all CPUs merged.
 fn day_model() -> anyhow::Result<RunModel> {
-    let mut rec = super::bench_report::day_record()?;
+    let mut rec = latlab_core::bench::day::day_record()?;
     let hs = rec.histograms()?;
     let minutes = 1_440u64;
     let mut intervals: Vec<Vec<[u64; 2]>> = vec![Vec::new(); minutes as usize];
@@ -44,12 +44,11 @@ fn day_model() -> anyhow::Result<RunModel> {
     Ok(RunModel::new(rec)?)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+fn median(v: &[f64]) -> f64 {
+    latlab_core::bench::median(v).expect("at least one repetition")
 }
 
-pub fn bench_tail(reps: u32) -> anyhow::Result<ExitCode> {
+pub fn bench(reps: u32) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
     let m = day_model()?;
     outln!(
@@ -115,7 +114,7 @@ pub fn bench_tail(reps: u32) -> anyhow::Result<ExitCode> {
         both.push((t2 - t0).as_secs_f64());
         last = Some((total, cpus, r.is_some()));
     }
-    let (fit, boot, both, report) = (median(fit), median(boot), median(both), median(report));
+    let (fit, boot, both, report) = (median(&fit), median(&boot), median(&both), median(&report));
     outln!(
         "median of {} runs: tail fits of 8 day-long CPUs with a Pareto tail and of all of them (the whole way: fit and intervals) {fit:.3} s, block bootstrap of the record ({} replicates × {} percentiles) {boot:.3} s, together {both:.3} s  (goal < 1 s)",
         reps.max(1),
