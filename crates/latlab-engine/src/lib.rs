@@ -24,6 +24,7 @@ pub mod profile;
 pub mod recorder;
 pub mod run;
 pub mod rundir;
+pub mod scenario;
 pub mod session;
 pub mod store;
 

@@ -10,6 +10,7 @@ use crate::cli::{self, RunArgs};
 
 pub mod modes;
 pub mod run;
+pub mod scenario;
 
 /// The loads' options from the `run` flags.
 pub fn load_options(ext: &cli::RunExtArgs, duration_ns: u64) -> LoadOptions {
