@@ -16,6 +16,7 @@ macro_rules! bail {
 
 pub mod actions;
 pub mod claim;
+pub mod cleanup;
 mod error;
 pub mod instances;
 pub mod loads;

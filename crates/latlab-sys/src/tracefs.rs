@@ -26,6 +26,9 @@ use crate::ledger::{Entry, EntryId, Ledger};
 
 pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 
+/// Where tracefs may be mounted: its own mount point and the one below debugfs.
+pub const MOUNT_POINTS: &[&str] = &[DEFAULT_ROOT, "/sys/kernel/debug/tracing"];
+
 /// The trigger that turns a latlab marker into an in-kernel stop.
 pub const STOP_TRIGGER: &str = "traceoff if buf ~ \"*LATLAB_STOP*\"";
 
