@@ -20,6 +20,7 @@ pub mod cleanup;
 mod error;
 pub mod instances;
 pub mod loads;
+pub mod loads_alone;
 pub mod metrics;
 pub mod profile;
 pub mod recorder;

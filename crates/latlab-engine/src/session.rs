@@ -30,7 +30,7 @@ use crate::loads::LoadSession;
 use crate::rundir;
 use crate::store::DbTarget;
 
-/// How often loads are polled during the warm-up.
+/// How often loads are polled while nothing else looks after them (the warm-up).
 const TICK: Duration = Duration::from_millis(100);
 
 /// Restores the machine when dropped: every ledger entry, newest first.
@@ -199,26 +199,39 @@ impl Session {
         // which reaps them, instead of to a PID 1 that may never reap them.
         // SAFETY: plain prctl.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-        let l = self.loads.insert(loads);
-        l.start(self.ledger.clone(), log_dir)?;
-        let warm = Instant::now();
-        while warm.elapsed() < Duration::from_nanos(warmup_ns) {
-            if self.stop.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            l.poll()?;
-            std::thread::sleep(TICK);
+        self.loads
+            .insert(loads)
+            .start(self.ledger.clone(), log_dir)?;
+        if !self.tick_loads(warmup_ns)? {
+            return Ok(false);
         }
-        l.measurement_started();
+        if let Some(l) = self.loads.as_mut() {
+            l.measurement_started();
+        }
         Ok(true)
     }
 
-    /// Look after the loads (restarts; an error when a required one keeps crashing).
+    /// The loads' tick loop: look after them every 100 ms for `ns` (the warm-up, or a load
+    /// run alone). Ok(false) when a signal came first; an error when a required load keeps
+    /// crashing.
+    pub fn tick_loads(&mut self, ns: Nanos) -> crate::Result<bool> {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_nanos(ns) {
+            if self.stopped() {
+                return Ok(false);
+            }
+            self.poll_loads()?;
+            std::thread::sleep(TICK);
+        }
+        Ok(true)
+    }
+
     /// The loads' live figures (`--metrics-listen`).
     pub fn live_loads(&self) -> Vec<crate::loads::LiveLoad> {
         self.loads.as_ref().map(|l| l.live()).unwrap_or_default()
     }
 
+    /// Look after the loads (restarts; an error when a required one keeps crashing).
     pub fn poll_loads(&mut self) -> crate::Result<()> {
         match self.loads.as_mut() {
             Some(l) => Ok(l.poll()?),

@@ -352,6 +352,13 @@ pub struct RunExtArgs {
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s", value_name = "D")]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// How loads run (`run`, `loads run`).
+#[derive(Debug, Args)]
+pub struct LoadArgs {
     /// Scratch space for the loads' files (default: a temp dir on the root filesystem)
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
@@ -491,7 +498,7 @@ pub enum LoadsCommand {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        ext: RunExtArgs,
+        load: LoadArgs,
     },
 }
 
