@@ -79,8 +79,11 @@ pub fn check_space(results: &Path, need: u64) -> crate::Result<()> {
 /// made with O_EXCL semantics), removed when dropped unless kept: nothing planted in /tmp
 /// beforehand is ever written through.
 pub fn private_temp_dir(prefix: &str) -> crate::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    // tempfile's default is 0777 less the umask (0755 here): the mode is asked for.
     Ok(tempfile::Builder::new()
         .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .with_context(|| {
             format!(
@@ -327,4 +330,16 @@ pub fn load_run(run: &Path) -> crate::Result<RunModel> {
     let r = load_record(run)?;
     let p = run_json_path(run)?;
     Ok(RunModel::new(r).with_context(|| format!("{}", p.display()))?)
+}
+
+#[cfg(test)]
+mod private_temp_dir_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_private_temp_dir_is_0700_whatever_the_umask() {
+        let d = super::private_temp_dir("latlab-test-").unwrap();
+        let mode = std::fs::metadata(d.path()).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "{mode:o}");
+    }
 }

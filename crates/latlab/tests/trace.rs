@@ -889,7 +889,10 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
         let got: u64 = s
             .causes
             .iter()
-            .filter(|c| c.kind == CauseKind::Softirq && c.name == "NET_RX")
+            .filter(|c| {
+                c.kind == CauseKind::Softirq
+                    && (c.name == "NET_RX" || c.name.starts_with("NET_RX (in "))
+            })
             .map(|c| c.ns)
             .sum();
         if got > 0 {

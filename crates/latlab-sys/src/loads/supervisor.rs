@@ -132,7 +132,7 @@ impl Default for Options {
         Options {
             cpus: None,
             cgroup_parent: cgroup2_root(),
-            grace: Duration::from_secs(3),
+            grace: Duration::from_secs(10),
             tag: format!("latlab-{}", std::process::id()),
             crash_after: 3,
         }
