@@ -205,6 +205,17 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     n.checked_mul(mult).ok_or_else(err)
 }
 
+/// A size as the command line takes it, exact, in the largest binary multiple that divides
+/// it: `200M`, `4K`, `4097`.
+pub fn format_size(b: u64) -> String {
+    for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+        if b != 0 && b.is_multiple_of(1u64 << shift) {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
 #[cfg(test)]
 mod size_tests {
     use super::*;
@@ -220,6 +231,10 @@ mod size_tests {
         assert!(parse_size("").is_err());
         assert!(parse_size("-1M").is_err());
         assert!(parse_size("99999999999T").is_err());
+        assert_eq!(format_size(200 << 20), "200M");
+        assert_eq!(format_size(100 << 40), "100T");
+        assert_eq!(format_size(4097), "4097");
+        assert_eq!(format_size(0), "0");
     }
 }
 

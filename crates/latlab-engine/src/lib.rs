@@ -17,14 +17,17 @@ macro_rules! bail {
 pub mod actions;
 pub mod bench;
 pub mod claim;
+pub mod cleanup;
 mod error;
 pub mod instances;
 pub mod loads;
+pub mod loads_alone;
 pub mod metrics;
 pub mod profile;
 pub mod recorder;
 pub mod run;
 pub mod rundir;
+pub mod scenario;
 pub mod session;
 pub mod store;
 

@@ -247,12 +247,12 @@ impl Session {
         }
     }
 
-    /// Look after the loads (restarts; an error when a required one keeps crashing).
     /// The loads' live figures (`--metrics-listen`).
     pub fn live_loads(&self) -> Vec<crate::loads::LiveLoad> {
         self.loads.as_ref().map(|l| l.live()).unwrap_or_default()
     }
 
+    /// Look after the loads (restarts; an error when a required one keeps crashing).
     pub fn poll_loads(&mut self) -> crate::Result<()> {
         match self.loads.as_mut() {
             Some(l) => Ok(l.poll()?),

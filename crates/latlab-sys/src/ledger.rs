@@ -73,6 +73,11 @@ pub fn runtime_dir() -> PathBuf {
     }
 }
 
+/// Whether a process `pid` exists now (`/proc/PID`; a recycled pid counts as existing).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// Start time of a process in clock ticks since boot, if it exists.
 pub fn process_starttime(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -9,7 +9,9 @@ use std::str::FromStr;
 use clap::ValueEnum;
 
 use latlab_core::cpulist::{format_cpu_list, parse_cpu_list};
-use latlab_core::units::{format_duration, parse_duration, parse_latency, parse_size, Nanos};
+use latlab_core::units::{
+    format_duration, format_size, parse_duration, parse_latency, parse_size, Nanos,
+};
 
 /// Scheduling policy of measuring threads or tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -131,13 +133,7 @@ impl fmt::Display for Latency {
 
 impl fmt::Display for Size {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
-            if b != 0 && b.is_multiple_of(1u64 << shift) {
-                return write!(f, "{}{unit}", b >> shift);
-            }
-        }
-        write!(f, "{b}")
+        f.write_str(&format_size(self.0))
     }
 }
 

@@ -354,6 +354,13 @@ pub struct RunExtArgs {
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s", value_name = "D")]
     pub warmup: Duration,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// How loads run (`run`, `loads run`).
+#[derive(Debug, Args)]
+pub struct LoadArgs {
     /// Scratch space for the loads' files (default: a temp dir on the root filesystem)
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
@@ -495,7 +502,7 @@ pub enum LoadsCommand {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        ext: RunExtArgs,
+        load: LoadArgs,
     },
 }
 

@@ -84,6 +84,34 @@ fn load_dir_must_exist_and_cpus_must_be_online() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("CPU 4095 is not online"));
 }
 
+/// `loads run` takes the load flags only: no recorder runs and the load starts at once, so
+/// `--trace-*` and `--warmup` are refused (they were accepted and ignored).
+#[test]
+fn loads_run_refuses_the_flags_it_would_ignore() {
+    for flag in [
+        ["--trace-buffer", "8MiB"],
+        ["--trace-max-spikes", "5"],
+        ["--trace-instances", "2"],
+        ["--trace-events", "full"],
+        ["--trace-required", "--json"],
+        ["--warmup", "1s"],
+    ] {
+        let out = latlab()
+            .args(["loads", "run", "idle", "--duration", "1s"])
+            .args(flag)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag[0]), "{flag:?}: {err}");
+        assert!(
+            !err.contains("running for"),
+            "{flag:?} started the load: {err}"
+        );
+    }
+}
+
 #[test]
 fn list_shows_every_profile() {
     let out = latlab()

@@ -41,6 +41,9 @@ pub use recorder::{Recorder, RecorderConfig};
 
 pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 
+/// Where tracefs may be mounted: its own mount point and the one below debugfs.
+pub const MOUNT_POINTS: &[&str] = &[DEFAULT_ROOT, "/sys/kernel/debug/tracing"];
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("tracefs is not available at {path}: {why}")]

@@ -1,216 +1,24 @@
-//! `latlab cleanup`: undo what killed latlab runs left behind, and say what was done, one line
-//! each ("nothing to clean up" when there was nothing).
-//!
-//! 1. Ledgers of dead latlab processes in the runtime directory (`/run/latlab`, or
-//!    `LATLAB_RUNTIME_DIR`): every entry is undone newest first (knobs restored, tracefs
-//!    instances removed, load process groups killed, cgroups and scratch directories removed),
-//!    then the ledger file is deleted. What could not be undone (a cgroup whose killed process
-//!    is still stuck in I/O, say) stays in the file, so the next `cleanup` retries it, and the
-//!    exit code is 1.
-//! 2. tracefs instances named `latlab-<pid>` (under `/sys/kernel/tracing` and
-//!    `/sys/kernel/debug/tracing`) whose pid no longer exists: a run killed before its ledger
-//!    recorded the instance still leaves nothing behind. Instances outlive an unmount, so when
-//!    tracefs is mounted nowhere, cleanup mounts it to look (and unmounts it again).
-//! 3. Load cgroups named `latlab-<pid>-…` (under the cgroup v2 root) whose pid no longer
-//!    exists: killed and removed, for the same reason.
-//!
-//! Only ledgers latlab can trust are acted on: a ledger (or runtime directory) owned by another
-//! user, or writable by group or others, could list anything for root to "undo"; it is skipped
-//! with a warning line (`latlab: warning: skipping ledger …`) and nothing it lists is undone.
-//!
-//! What a live process owns is never touched: its ledger is not orphaned, and an instance whose
-//! pid exists is skipped (even if the pid was recycled: better a leftover than a broken run).
+//! `latlab cleanup`: undo what killed latlab runs left behind (the engine's
+//! [`latlab_engine::cleanup`]), and say what was done, one line each ("nothing to clean up"
+//! when there was nothing); exit 1 when something could not be undone.
 
-use std::fs;
-use std::path::Path;
 use std::process::ExitCode;
 
-use latlab_sys::ledger::{orphaned_trusted, runtime_dir, undo, undo_checked, write_file, Entry};
+use latlab_engine::cleanup;
 
 use crate::cli::CleanupArgs;
 
-/// Where tracefs may be mounted.
-const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
 pub fn cleanup(_args: CleanupArgs) -> anyhow::Result<ExitCode> {
-    let mut lines = Vec::new();
-    let dir = runtime_dir();
-    match orphaned_trusted(&dir) {
-        Ok((list, untrusted)) => {
-            for w in untrusted {
-                warnln!("{w}");
-            }
-            for (path, mut file) in list {
-                lines.push(format!(
-                    "ledger {} of dead latlab pid {}: {} entries",
-                    path.display(),
-                    file.pid,
-                    file.entries.len()
-                ));
-                let mut kept = Vec::new();
-                for (id, e) in file.entries.iter().rev() {
-                    let (line, ok) = undo_checked(e);
-                    if ok {
-                        lines.push(format!("  {line}"));
-                    } else {
-                        lines.push(format!(
-                            "  could not finish: {line} (kept in the ledger; run `latlab cleanup` again)"
-                        ));
-                        kept.push((*id, e.clone()));
-                    }
-                }
-                if kept.is_empty() {
-                    match fs::remove_file(&path) {
-                        Ok(()) => lines.push(format!("  removed ledger {}", path.display())),
-                        Err(e) => {
-                            lines.push(format!("  could not remove ledger {}: {e}", path.display()))
-                        }
-                    }
-                } else {
-                    kept.reverse();
-                    file.entries = kept;
-                    if let Err(e) = write_file(&path, &file) {
-                        lines.push(format!(
-                            "  could not rewrite ledger {}: {e}",
-                            path.display()
-                        ));
-                    }
-                }
-            }
-        }
-        Err(e) => lines.push(format!(
-            "could not read ledgers in {}: {e} (run as root, or set LATLAB_RUNTIME_DIR)",
-            dir.display()
-        )),
-    }
-    if TRACEFS
-        .iter()
-        .any(|b| Path::new(b).join("instances").is_dir())
-    {
-        for base in TRACEFS {
-            lines.extend(stale_instances(Path::new(base)));
-        }
-    } else {
-        lines.extend(stale_instances_unmounted());
-    }
-    if let Some(root) = latlab_sys::loads::supervisor::cgroup2_root() {
-        lines.extend(stale_cgroups(&root));
-    }
+    let lines = cleanup::cleanup();
     if lines.is_empty() {
         outln!("nothing to clean up")?;
     }
     for l in &lines {
         outln!("{l}")?;
     }
-    // Every failure line starts with "could not" (names inside a line are the system's text).
-    let failed = lines
-        .iter()
-        .any(|l| l.trim_start().starts_with("could not"));
-    Ok(if failed {
+    Ok(if cleanup::failed(&lines) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Entries of `dir` named `latlab-<pid>` or `latlab-<pid>-<suffix>` (with `suffixed`: only the
-/// latter) whose pid is dead, sorted. A live pid's entry is skipped, even a recycled one: better
-/// a leftover than a broken run.
-fn dead_runs_entries(dir: &Path, suffixed: bool) -> Vec<(String, u32)> {
-    let Ok(rd) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = rd
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .filter_map(|name| {
-            let pid = instance_pid(&name)?;
-            let shape = !suffixed || name.starts_with(&format!("latlab-{pid}-"));
-            (shape && !Path::new(&format!("/proc/{pid}")).exists()).then_some((name, pid))
-        })
-        .collect()
-}
-
-/// Remove `instances/latlab-<pid>[-…]` below one tracefs mount whose pid is dead.
-fn stale_instances(tracefs: &Path) -> Vec<String> {
-    let dir = tracefs.join("instances");
-    dead_runs_entries(&dir, false)
-        .into_iter()
-        .map(|(name, pid)| {
-            let path = dir.join(&name);
-            format!(
-                "{} (pid {pid} is dead)",
-                undo(&Entry::TracefsInstance { path })
-            )
-        })
-        .collect()
-}
-
-/// Load cgroups `latlab-<pid>-…` directly under the cgroup v2 root whose pid is dead: what a
-/// run killed before its ledger entry was undone (or whose ledger is gone) left.
-fn stale_cgroups(root: &Path) -> Vec<String> {
-    dead_runs_entries(root, true)
-        .into_iter()
-        .map(|(name, pid)| {
-            let cg = root.join(&name);
-            match latlab_sys::ledger::remove_cgroup(&cg, latlab_sys::ledger::CGROUP_EMPTY_WAIT) {
-                Ok(_) => format!("removed cgroup {} (pid {pid} is dead)", cg.display()),
-                Err(e) => format!("could not remove cgroup {}: {e}", cg.display()),
-            }
-        })
-        .collect()
-}
-
-/// tracefs is mounted nowhere, yet instances outlive an unmount (a later run may have mounted
-/// and unmounted it after the killed one): mount it for the look, through a ledger of our own
-/// so a killed cleanup is undone too, then unmount it again. Needs root; without it there is
-/// nothing to look at.
-fn stale_instances_unmounted() -> Vec<String> {
-    use latlab_sys::ledger::Ledger;
-    use latlab_sys::tracefs;
-    let Ok(mut ledger) = Ledger::open() else {
-        return vec![];
-    };
-    let root = Path::new(tracefs::DEFAULT_ROOT);
-    let mut out = Vec::new();
-    if let Ok(t) = tracefs::ensure_mounted(root, &mut ledger) {
-        out = stale_instances(&t.root);
-        if !out.is_empty() {
-            out.push(format!(
-                "  (tracefs was not mounted: mounted at {} to look, unmounted again)",
-                t.root.display()
-            ));
-        }
-    }
-    // Undoes our mount, if we made one, and removes this ledger.
-    let _ = ledger.close();
-    out
-}
-
-/// The pid in `latlab-<pid>` or `latlab-<pid>-<suffix>`.
-fn instance_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("latlab-")?;
-    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let after = &rest[digits.len()..];
-    if !(after.is_empty() || after.starts_with('-')) {
-        return None;
-    }
-    digits.parse().ok().filter(|p| *p > 0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn instance_names() {
-        assert_eq!(instance_pid("latlab-123"), Some(123));
-        assert_eq!(instance_pid("latlab-123-spike"), Some(123));
-        assert_eq!(instance_pid("latlab-"), None);
-        assert_eq!(instance_pid("latlab-12x"), None);
-        assert_eq!(instance_pid("other-123"), None);
-    }
 }

@@ -3,14 +3,12 @@
 //! duration ends or Ctrl-C/SIGTERM, and stops it completely either way.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use latlab_sys::loads::profiles::{which, PROFILES};
 
 use crate::cli::{LoadsArgs, LoadsCommand};
-use latlab_engine::loads::LoadSession;
-use latlab_engine::session::{Begin, Session};
+use latlab_engine::loads_alone;
 
 pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -22,8 +20,8 @@ pub fn loads(args: LoadsArgs) -> anyhow::Result<ExitCode> {
             profile,
             duration,
             json,
-            ext,
-        } => run(&profile, duration, json, &ext),
+            load,
+        } => run(&profile, duration, json, &load),
     }
 }
 
@@ -93,89 +91,68 @@ fn run(
     profile: &str,
     duration: crate::args::Duration,
     json: bool,
-    ext: &crate::cli::RunExtArgs,
+    load: &crate::cli::LoadArgs,
 ) -> anyhow::Result<ExitCode> {
-    let dur = duration.0;
-    let opts = crate::plan::load_options(ext, dur);
-    let session = LoadSession::prepare(&[profile.to_string()], &opts)?;
-    let mut s = Session::begin(Begin {
-        results: None,
-        inventory: false,
-        quiet: false,
-    })?;
-    let tmp = latlab_engine::rundir::private_temp_dir("latlab-loads-")?;
-    let log_dir = tmp.path().join("logs");
-    let mut failed = s.start_loads(session, &log_dir, 0).err();
-    if failed.is_none() {
+    let alone = loads_alone::start(profile, &crate::plan::load_options(load, duration.0))?;
+    if alone.started() {
         eprintln!(
             "latlab: load {profile} running for {duration} (Ctrl-C stops it); logs in {}",
-            log_dir.display()
+            alone.log_dir().display()
         );
-        let t0 = Instant::now();
-        let end = Duration::from_nanos(dur);
-        while !s.stopped() && t0.elapsed() < end {
-            if let Err(e) = s.poll_loads() {
-                failed = Some(e);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
     }
-    let (records, activity) = s.stop_loads();
-    // Profiles without parts (idle) leave no log: no empty directory either.
-    let _ = std::fs::remove_dir(&log_dir);
-    // Logs were written: the directory stays for the user (its path was printed).
-    if log_dir.exists() {
-        let _ = tmp.keep();
-    }
-    let leftovers = s.close();
-    for r in &records {
-        let d = &r.details;
-        eprintln!(
-            "{} ({}): restarts {}, failures {}, cpu {:.2} s, {}, stopped in {:.2} s{}",
-            r.profile,
-            d.get("part").and_then(|v| v.as_str()).unwrap_or("-"),
-            d.get("restarts").unwrap_or(&serde_json::Value::Null),
-            d.get("failures").unwrap_or(&serde_json::Value::Null),
-            d.get("cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
-            match r.ops {
-                Some(o) => format!(
-                    "{o:.2} {}",
-                    d.get("ops_unit").and_then(|v| v.as_str()).unwrap_or("")
-                ),
-                None => "no throughput reported".into(),
-            },
-            d.get("stop")
-                .and_then(|s| s.get("term_s"))
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0),
-            if d.get("stop")
-                .and_then(|s| s.get("killed"))
-                .and_then(|v| v.as_bool())
-                == Some(true)
-            {
-                " (needed SIGKILL)"
-            } else {
-                ""
-            }
-        );
+    let end = alone.run(duration.0);
+    for r in &end.records {
+        eprintln!("{}", record_line(r));
     }
     if json {
         outln!(
             "{}",
             serde_json::to_string_pretty(
-                &serde_json::json!({"loads": records, "activity": activity})
+                &serde_json::json!({"loads": end.records, "activity": end.activity})
             )?
         )?;
     }
-    if let Some(e) = failed {
+    if let Some(e) = end.failed {
         return Err(e.into());
     }
-    if !leftovers.is_empty() {
+    if !end.leftovers.is_empty() {
         return Err(anyhow!(
             "some load resources could not be removed ({}); run `latlab cleanup` to retry",
-            leftovers.join("; ")
+            end.leftovers.join("; ")
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A load's record in one line: restarts, failures, CPU time, throughput, how it stopped.
+fn record_line(r: &latlab_core::record::LoadRecord) -> String {
+    let d = &r.details;
+    format!(
+        "{} ({}): restarts {}, failures {}, cpu {:.2} s, {}, stopped in {:.2} s{}",
+        r.profile,
+        d.get("part").and_then(|v| v.as_str()).unwrap_or("-"),
+        d.get("restarts").unwrap_or(&serde_json::Value::Null),
+        d.get("failures").unwrap_or(&serde_json::Value::Null),
+        d.get("cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
+        match r.ops {
+            Some(o) => format!(
+                "{o:.2} {}",
+                d.get("ops_unit").and_then(|v| v.as_str()).unwrap_or("")
+            ),
+            None => "no throughput reported".into(),
+        },
+        d.get("stop")
+            .and_then(|s| s.get("term_s"))
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0),
+        if d.get("stop")
+            .and_then(|s| s.get("killed"))
+            .and_then(|v| v.as_bool())
+            == Some(true)
+        {
+            " (needed SIGKILL)"
+        } else {
+            ""
+        }
+    )
 }

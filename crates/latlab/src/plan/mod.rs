@@ -10,14 +10,15 @@ use crate::cli::{self, RunArgs};
 
 pub mod modes;
 pub mod run;
+pub mod scenario;
 
-/// The loads' options from the `run` flags.
-pub fn load_options(ext: &cli::RunExtArgs, duration_ns: u64) -> LoadOptions {
+/// The loads' options from the load flags (`run`, `loads run`), for a run of `duration_ns`.
+pub fn load_options(l: &cli::LoadArgs, duration_ns: u64) -> LoadOptions {
     LoadOptions {
-        dir: ext.load_dir.clone(),
-        cpus: ext.load_cpus.as_ref().map(|l| l.0.clone()),
-        required: ext.load_required,
-        src: ext.load_src.clone(),
+        dir: l.load_dir.clone(),
+        cpus: l.load_cpus.as_ref().map(|l| l.0.clone()),
+        required: l.load_required,
+        src: l.load_src.clone(),
         duration_ns,
     }
 }
@@ -29,7 +30,7 @@ pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunP
     let mp = modes::plan_mode(&a, &mut p, &latlab_sys::rt::online_cpus()?)?;
     let actions = a.actions.actions();
     latlab_engine::actions::check(&actions, p.max_latency_ns, p.trace_threshold_ns)?;
-    let load_options = load_options(&a.ext, p.duration_ns + p.warmup_ns);
+    let load_options = load_options(&a.ext.load, p.duration_ns + p.warmup_ns);
     Ok(RunPlan {
         measure: p,
         mode: mp,
