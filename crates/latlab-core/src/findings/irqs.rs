@@ -25,7 +25,7 @@ pub(super) fn on_isolated(inv: &Inventory, iso: &[u32], out: &mut Vec<Finding>) 
             "irqbalance is running with isolated CPUs".into(),
             format!(
                 "an irqbalance process; isolated CPUs {}",
-                format_cpu_list(&iso)
+                format_cpu_list(iso)
             ),
             "irqbalance moves device interrupts every few seconds, possibly onto the \
                  CPUs meant to be quiet.",
