@@ -32,7 +32,11 @@ impl<'a> CpuState<'a> {
     /// with the last sched_switch (a switch missing from the trace, or the trace's start), it
     /// wins — for the gap before this event too, since the switch happened somewhere in it.
     #[inline]
-    pub(super) fn follow_pid_column(&mut self, ev: &Event<'a>, known: &PidMap<(Cow<'a, str>, i64)>) {
+    pub(super) fn follow_pid_column(
+        &mut self,
+        ev: &Event<'a>,
+        known: &PidMap<(Cow<'a, str>, i64)>,
+    ) {
         if ev.pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
             let (comm, prio, prio_known) = match known.get(&ev.pid) {
                 Some((c, p)) => (c.clone(), *p, true),

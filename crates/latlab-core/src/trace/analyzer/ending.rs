@@ -11,7 +11,6 @@ use crate::trace::classify::{sort_causes, switch_to_user, Key, Lore, Measuring};
 use crate::units::Nanos;
 
 impl<'a> Analyzer<'a> {
-
     /// The window's causes under the names reports show ([`Lore::name`]), keys that become
     /// equal merged (the measuring thread seen under two names or prios), its stretches
     /// following.
