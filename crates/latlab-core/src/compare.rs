@@ -16,14 +16,24 @@
 //! bucket of rank u): the interval only widens. A difference between two runs whose intervals
 //! overlap is flagged "within noise". A run is "too short" for a percentile when fewer than
 //! [`MIN_TAIL`] samples lie above it (p99.999 needs 10⁶ samples).
+//!
+//! **Ratios.** Each ratio to the baseline gets a 95 % interval and a verdict (`better`,
+//! `worse`, `within noise`: whether the interval lies wholly below 1, above 1, or holds it).
+//! The interval comes from a block bootstrap over the runs' per-minute histograms
+//! ([`crate::bootstrap`]: consecutive samples are not independent, minutes nearly are); a run
+//! with fewer than [`crate::bootstrap::MIN_BLOCKS`] of them falls back to the order-statistic
+//! intervals above, combined as [lo_B/hi_A, hi_B/lo_A] (samples taken as independent, said
+//! in the flags). Each run's tail estimate ([`crate::tail`]) comes along for the gates.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::bootstrap::{self, percentile_interval};
 use crate::hist::{Histogram, Quantile};
 use crate::model::RunModel;
 use crate::stats::{Stats, LADDER};
+use crate::tail::TailEstimate;
 use crate::units::Nanos;
 
 /// Fewer samples than this above a percentile's rank make the run too short for it.
@@ -74,8 +84,15 @@ pub struct Cell {
     pub ci_high_ns: Option<Nanos>,
     /// Fewer than [`MIN_TAIL`] samples above: the run is too short for this percentile.
     pub too_short: bool,
-    /// This run's interval overlaps the baseline's: the difference is within noise.
+    /// The difference to the baseline is within noise: the ratio's 95 % interval holds 1
+    /// (or, without one, this run's interval overlaps the baseline's).
     pub within_noise: bool,
+    /// 95 % interval of `ratio` (`None` for the baseline, for `max`, or when unknown).
+    pub ratio_lo: Option<f64>,
+    pub ratio_hi: Option<f64>,
+    /// `better`, `worse` or `within noise` against the baseline, from the ratio's interval
+    /// (`None` for the baseline, for `max`, or without an interval).
+    pub verdict: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -99,6 +116,18 @@ pub struct RunSummary {
     pub interval_ns: Option<Nanos>,
     pub loads: Vec<String>,
     pub stats: Stats,
+    /// How this run's ratio intervals were made: a block bootstrap over its per-minute
+    /// histograms, or order statistics (samples taken as independent).
+    pub noise: String,
+}
+
+/// What a run brings to the intervals of ratios and gates (not serialized): the bootstrap
+/// replicates of each ladder percentile (`None`: too few per-minute histograms) and the total
+/// histogram for order-statistic intervals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunNoise {
+    pub replicates: Option<Vec<Vec<f64>>>,
+    pub hist: Option<Histogram>,
 }
 
 /// The comparison of N runs. Serializes as the `compare --format json` output.
@@ -113,6 +142,10 @@ pub struct Comparison {
     pub flags: Vec<String>,
     /// How the confidence intervals are computed.
     pub method: String,
+    /// Each run's tail estimate, all CPUs merged (`None`: the run has no CPU).
+    pub tails: Vec<Option<TailEstimate>>,
+    #[serde(skip)]
+    pub noise: Vec<RunNoise>,
 }
 
 /// At most this many "what changed" rows (inventories can be large).
@@ -121,18 +154,50 @@ const MAX_CHANGES: usize = 200;
 /// Compare runs; the first is the baseline.
 pub fn compare(runs: &[RunModel]) -> Comparison {
     let hists: Vec<Option<&Histogram>> = runs.iter().map(|r| r.total_hist.as_ref()).collect();
+    let ladder_qs: Vec<Quantile> = LADDER.iter().map(|x| x.1).collect();
+    let noise: Vec<RunNoise> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RunNoise {
+            replicates: match (&r.record.intervals, &r.total_hist) {
+                (Some(iv), Some(h)) => bootstrap::replicates(
+                    iv,
+                    h.layout(),
+                    &ladder_qs,
+                    bootstrap::REPLICATES,
+                    0x5eed_0000 + i as u64,
+                ),
+                _ => None,
+            },
+            hist: r.total_hist.clone(),
+        })
+        .collect();
     let mut ladder = Vec::new();
     let mut qs: Vec<(&str, Quantile)> = LADDER.to_vec();
     qs.push(("max", Quantile::MAX));
-    for (label, q) in qs {
+    for (row, (label, q)) in qs.into_iter().enumerate() {
         let mut cells: Vec<Cell> = hists.iter().map(|h| cell(*h, q)).collect();
         let base = cells[0].clone();
-        for c in cells.iter_mut() {
+        for (i, c) in cells.iter_mut().enumerate() {
             c.ratio = match (base.value_ns, c.value_ns) {
                 (Some(b), Some(v)) if b > 0 => Some(v as f64 / b as f64),
                 _ => None,
             };
             c.within_noise = overlaps(&base, c);
+            if i > 0 && label != "max" && c.ratio.is_some() {
+                if let Some((lo, hi)) = ratio_interval(&noise, i, row, 0.95) {
+                    c.ratio_lo = Some(lo);
+                    c.ratio_hi = Some(hi);
+                    c.within_noise = lo <= 1.0 && 1.0 <= hi;
+                    c.verdict = Some(if lo > 1.0 {
+                        "worse"
+                    } else if hi < 1.0 {
+                        "better"
+                    } else {
+                        "within noise"
+                    });
+                }
+            }
         }
         ladder.push(LadderRow {
             label: label.to_string(),
@@ -171,11 +236,24 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
             .collect();
         if !noisy.is_empty() && row.label != "max" {
             flags.push(format!(
-                "{}: the difference to the baseline is within noise for {} (95 % intervals overlap)",
+                "{}: the difference to the baseline is within noise for {} (the ratio's 95 % interval holds 1)",
                 row.label,
                 noisy.join(", ")
             ));
         }
+    }
+    let iid: Vec<&str> = runs
+        .iter()
+        .zip(&noise)
+        .filter(|(r, n)| n.replicates.is_none() && r.total.samples > 0)
+        .map(|(r, _)| r.record.label.as_str())
+        .collect();
+    if !iid.is_empty() && runs.len() > 1 {
+        flags.push(format!(
+            "no per-minute histograms to bootstrap (fewer than {}) for {}: their ratio intervals take the samples as independent, which understates the noise of a machine whose late wake-ups come in bursts",
+            bootstrap::MIN_BLOCKS,
+            iid.join(", ")
+        ));
     }
     let intervals: Vec<Option<Nanos>> = runs.iter().map(|r| r.record.config.interval_ns).collect();
     if intervals.iter().any(|i| *i != intervals[0]) {
@@ -209,12 +287,31 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
     Comparison {
         runs: runs
             .iter()
-            .map(|r| RunSummary {
+            .zip(&noise)
+            .map(|(r, n)| RunSummary {
                 label: r.record.label.clone(),
                 source: r.record.source.as_str().into(),
                 interval_ns: r.record.config.interval_ns,
                 loads: r.record.config.loads.clone(),
                 stats: r.total.clone(),
+                noise: match &n.replicates {
+                    Some(_) => format!(
+                        "block bootstrap over its {} per-{} histograms ({} replicates)",
+                        r.record.intervals.as_ref().map_or(0, |iv| iv
+                            .intervals
+                            .iter()
+                            .filter(|x| !x.is_empty())
+                            .count()),
+                        r.record
+                            .intervals
+                            .as_ref()
+                            .map_or("minute".into(), |iv| crate::units::format_duration(
+                                iv.interval_ns
+                            )),
+                        bootstrap::REPLICATES
+                    ),
+                    None => "order statistics (no per-minute histograms to bootstrap: samples taken as independent)".into(),
+                },
             })
             .collect(),
         ladder,
@@ -222,8 +319,52 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
         buckets_us,
         changes,
         flags,
-        method: "95% distribution-free order-statistic interval: ranks from Binomial(n, 1-p) (Poisson limit when n(1-p) < 500, normal approximation otherwise); ends are histogram bucket bounds".into(),
+        method: "each run's 95% interval: distribution-free order statistics, ranks from Binomial(n, 1-p) (Poisson limit when n(1-p) < 500, normal approximation otherwise), ends at histogram bucket bounds; each ratio's 95% interval: percentile interval of a block bootstrap over the per-minute histograms of both runs (400 replicates), or, for a run without them, the two runs' order-statistic intervals combined as [lo_B/hi_A, hi_B/lo_A]; verdict: worse or better when the ratio's interval lies wholly above or below 1".into(),
+        tails: runs.iter().map(|r| crate::tail::of_run(r).0).collect(),
+        noise,
     }
+}
+
+/// The `level` interval of run `i`'s value in ladder row `row` (ns): the bootstrap percentile
+/// interval, or the order-statistic one.
+pub fn value_interval(noise: &[RunNoise], i: usize, row: usize, level: f64) -> Option<(f64, f64)> {
+    let n = noise.get(i)?;
+    if let Some(r) = &n.replicates {
+        let mut v = r.get(row)?.clone();
+        return percentile_interval(&mut v, level);
+    }
+    let h = n.hist.as_ref().filter(|h| h.count() > 0)?;
+    let q = LADDER.get(row)?.1;
+    let (lo, hi) = rank_interval_at(h.count(), q, level);
+    Some((
+        bucket_at_rank(h, lo)?.0 as f64,
+        bucket_at_rank(h, hi)?.1 as f64,
+    ))
+}
+
+/// The `level` interval of the ratio of run `i` to run 0 in ladder row `row`: the percentile
+/// interval of the ratios of independent bootstrap replicates when both runs have them, else
+/// the two runs' intervals combined (conservative).
+pub fn ratio_interval(noise: &[RunNoise], i: usize, row: usize, level: f64) -> Option<(f64, f64)> {
+    if let (Some(a), Some(b)) = (
+        noise.first().and_then(|n| n.replicates.as_ref()),
+        noise.get(i).and_then(|n| n.replicates.as_ref()),
+    ) {
+        let mut r: Vec<f64> = a
+            .get(row)?
+            .iter()
+            .zip(b.get(row)?)
+            .filter(|(x, _)| **x > 0.0)
+            .map(|(x, y)| y / x)
+            .collect();
+        return percentile_interval(&mut r, level);
+    }
+    let (alo, ahi) = value_interval(noise, 0, row, level)?;
+    let (blo, bhi) = value_interval(noise, i, row, level)?;
+    if alo <= 0.0 {
+        return None;
+    }
+    Some((blo / ahi, bhi / alo))
 }
 
 /// Samples at or above the rank of quantile `q` among `n`: how many its value rests on.
@@ -267,6 +408,9 @@ fn cell(h: Option<&Histogram>, q: Quantile) -> Cell {
             ci_high_ns: None,
             too_short: true,
             within_noise: false,
+            ratio_lo: None,
+            ratio_hi: None,
+            verdict: None,
         };
     };
     let n = h.count();
@@ -280,6 +424,9 @@ fn cell(h: Option<&Histogram>, q: Quantile) -> Cell {
         ci_high_ns: bucket_at_rank(h, hi_rank).map(|b| b.1),
         too_short: too_short(n, q),
         within_noise: false,
+        ratio_lo: None,
+        ratio_hi: None,
+        verdict: None,
     }
 }
 
@@ -313,22 +460,30 @@ pub fn bucket_at_rank(h: &Histogram, r: u64) -> Option<(Nanos, Nanos)> {
 
 /// 95 % ranks (1-based, inclusive) around the p-quantile of n samples.
 pub fn rank_interval(n: u64, q: Quantile) -> (u64, u64) {
+    rank_interval_at(n, q, 0.95)
+}
+
+/// [`rank_interval`] at another confidence `level` (0.5 … 0.999).
+pub fn rank_interval_at(n: u64, q: Quantile, level: f64) -> (u64, u64) {
     if q.num >= q.den {
         return (n, n);
     }
+    let a = (1.0 - level.clamp(0.5, 0.999)) / 2.0;
     let p = q.num as f64 / q.den as f64;
     let lambda = n as f64 * (1.0 - p);
     // k = number of samples above the true quantile; rank = n − k.
     let (k_lo, k_hi) = if lambda < 500.0 {
         (
-            poisson_quantile(lambda, 0.025),
-            poisson_quantile(lambda, 0.975),
+            poisson_quantile(lambda, a),
+            poisson_quantile(lambda, 1.0 - a),
         )
     } else {
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let z = Normal::standard().inverse_cdf(1.0 - a);
         let sd = (n as f64 * p * (1.0 - p)).sqrt();
         (
-            (lambda - 1.96 * sd).floor().max(0.0) as u64,
-            (lambda + 1.96 * sd).ceil() as u64,
+            (lambda - z * sd).floor().max(0.0) as u64,
+            (lambda + z * sd).ceil() as u64,
         )
     };
     let lo = n.saturating_sub(k_hi + 1).max(1);

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod activity;
+pub mod bootstrap;
 pub mod compare;
 pub mod cpulist;
 pub mod escape;
@@ -26,6 +27,7 @@ pub mod intervals;
 pub mod inventory;
 pub mod model;
 pub mod modes;
+pub mod plan;
 pub mod profile;
 pub mod record;
 pub mod scenario;
@@ -33,6 +35,7 @@ pub mod scenario_record;
 pub mod secrets;
 pub mod sim;
 pub mod stats;
+pub mod tail;
 pub mod timeline;
 pub mod trace;
 pub mod trace_summary;

@@ -38,10 +38,26 @@ fn ratio(c: &Cell, base: bool) -> String {
     if base {
         return "1.00×".into();
     }
-    match c.ratio {
-        Some(r) => format!("{r:.2}×{}", if c.within_noise { " ~" } else { "" }),
-        None => "-".into(),
+    match (c.ratio, c.ratio_lo, c.ratio_hi, c.verdict) {
+        (Some(r), Some(lo), Some(hi), Some(v)) => format!("{r:.2}× [{lo:.2}–{hi:.2}] {v}"),
+        (Some(r), ..) => format!("{r:.2}×{}", if c.within_noise { " ~" } else { "" }),
+        _ => "-".into(),
     }
+}
+
+/// The runs' tail estimates (all CPUs merged) as the single-run table, a row per run.
+fn tail_rows(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>, Vec<String>) {
+    let est: Vec<(String, latlab_core::tail::TailEstimate)> = c
+        .runs
+        .iter()
+        .zip(&c.tails)
+        .filter_map(|(r, t)| Some((r.label.clone(), t.clone()?)))
+        .collect();
+    let (mut h, rows, notes) = crate::tail::table(&est);
+    if let Some(first) = h.first_mut() {
+        *first = "run".into();
+    }
+    (h, rows, notes)
 }
 
 fn ci(c: &Cell) -> String {
@@ -158,7 +174,22 @@ fn text(c: &Comparison) -> String {
         }
         let _ = writeln!(o, "{t}\n");
     };
-    cols_text(&mut o, "Percentile ladder (value, ratio to baseline, samples at or above it, 95 % CI; ~ = within noise)", &ladder_cols(c));
+    cols_text(&mut o, "Percentile ladder (value, ratio to baseline with its 95 % interval and verdict, samples at or above it, 95 % CI)", &ladder_cols(c));
+    {
+        let (h, rows, notes) = tail_rows(c);
+        let _ = writeln!(o, "{}", crate::tail::TITLE);
+        let mut tb = comfy_table::Table::new();
+        tb.load_style(comfy_table::presets::NOTHING);
+        tb.set_header(h);
+        for r in rows {
+            tb.add_row(r.into_iter().map(|s| escape(&s)).collect::<Vec<_>>());
+        }
+        let _ = writeln!(o, "{tb}");
+        for n in notes {
+            let _ = writeln!(o, "  {}", escape(&n));
+        }
+        o.push('\n');
+    }
     for (title, t) in [
         ("Counts per latency range (Morton)", &c.buckets_ms),
         ("Counts per latency range, finer", &c.buckets_us),
@@ -214,8 +245,23 @@ fn markdown(c: &Comparison) -> String {
     if !c.flags.is_empty() {
         o.push('\n');
     }
-    o.push_str("### Percentile ladder\n\nValue, ratio to the baseline (~: within noise), samples at or above it, 95 % confidence interval.\n\n");
+    o.push_str("### Percentile ladder\n\nValue, ratio to the baseline with its 95 % interval and verdict, samples at or above it, 95 % confidence interval.\n\n");
     md_columns(&mut o, "percentile", &ladder_cols(c));
+    {
+        let (h, rows, notes) = tail_rows(c);
+        let _ = writeln!(o, "### Tail estimates\n\n{}\n", md(crate::tail::TITLE));
+        let rows: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|r| r.into_iter().map(|s| md(&s)).collect())
+            .collect();
+        md_table(&mut o, &h.iter().map(|s| md(s)).collect::<Vec<_>>(), &rows);
+        for n in &notes {
+            let _ = writeln!(o, "- {}", md(n));
+        }
+        if !notes.is_empty() {
+            o.push('\n');
+        }
+    }
     for (title, t) in [
         ("Counts per latency range (Morton)", &c.buckets_ms),
         ("Counts per latency range, finer", &c.buckets_us),
@@ -295,8 +341,32 @@ fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
         "samples per bucket against latency, all CPUs of each run",
         &series,
     ));
-    o.push_str("<h2>Percentile ladder</h2>\n<p class=\"meta\">Value, ratio to the baseline (~: within noise), samples at or above it, 95 % confidence interval.</p>\n");
+    o.push_str("<h2>Percentile ladder</h2>\n<p class=\"meta\">Value, ratio to the baseline with its 95 % interval and verdict, samples at or above it, 95 % confidence interval.</p>\n");
     columns_table(&mut o, "percentile", &ladder_cols(c));
+    {
+        let (h, rows, notes) = tail_rows(c);
+        o.push_str("<h2>Tail estimates</h2>\n<table><tr>");
+        for x in &h {
+            let _ = write!(o, "<th>{}</th>", esc(x));
+        }
+        o.push_str("</tr>\n");
+        for r in rows {
+            o.push_str("<tr>");
+            for (i, x) in r.iter().enumerate() {
+                let cls = if i == 0 { " class=\"k\"" } else { "" };
+                let _ = write!(o, "<td{cls}>{}</td>", esc(x));
+            }
+            o.push_str("</tr>\n");
+        }
+        o.push_str("</table>\n");
+        if !notes.is_empty() {
+            o.push_str("<ul>");
+            for n in &notes {
+                let _ = write!(o, "<li>{}</li>", esc(n));
+            }
+            o.push_str("</ul>\n");
+        }
+    }
     for (title, t) in [
         ("Counts per latency range (Morton)", &c.buckets_ms),
         ("Counts per latency range, finer", &c.buckets_us),

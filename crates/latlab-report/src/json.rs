@@ -9,6 +9,7 @@ use latlab_core::modes::{AudioRecord, ExecSummary, ModeParams};
 use latlab_core::record::{LoadRecord, Machine, RunConfig, SampleSpike, Source, SpikeRecord};
 use latlab_core::scenario_record::ScenarioRecord;
 use latlab_core::stats::Stats;
+use latlab_core::tail::TailEstimate;
 use latlab_core::trace_summary::TraceSummary;
 use latlab_core::units::Nanos;
 use schemars::JsonSchema;
@@ -31,7 +32,7 @@ pub struct Report<'a> {
     pub config: &'a RunConfig,
     pub machine: &'a Machine,
     /// All CPUs merged.
-    pub total: &'a Stats,
+    pub total: ReportTotal<'a>,
     pub cpus: Vec<ReportCpu<'a>>,
     pub spikes: &'a [SpikeRecord],
     /// Recorder details when tracing (instances, re-arm times, spikes not traced).
@@ -52,12 +53,23 @@ pub struct Report<'a> {
     pub scenario: Option<&'a ScenarioRecord>,
 }
 
+/// All CPUs merged: the contract's statistics and the tail estimate.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReportTotal<'a> {
+    #[serde(flatten)]
+    pub stats: &'a Stats,
+    /// Extension: the tail estimate (`null`: the run has no CPU).
+    pub tail: Option<TailEstimate>,
+}
+
 /// One measured CPU (thread): the contract's statistics plus the per-second maxima.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReportCpu<'a> {
     pub cpu: u32,
     #[serde(flatten)]
     pub stats: &'a Stats,
+    /// Extension: the tail estimate of this CPU.
+    pub tail: TailEstimate,
     /// Largest latency in each second (`null`: no sample that second).
     pub per_second_max_ns: &'a [Option<Nanos>],
     /// The largest samples, largest first.
@@ -139,14 +151,17 @@ fn audio_json(a: &AudioRecord, measured: Nanos) -> AudioJson {
 pub fn report(m: &RunModel) -> Report<'_> {
     let r = &m.record;
     let measured = r.config.measured_ns.unwrap_or(0);
+    let (total_tail, cpu_tails) = latlab_core::tail::of_run(m);
     let cpus = r
         .cpus
         .iter()
-        .map(|c| {
+        .zip(cpu_tails)
+        .map(|(c, tail)| {
             let x = c.mode.as_ref();
             ReportCpu {
                 cpu: c.cpu,
                 stats: &c.stats,
+                tail,
                 per_second_max_ns: &c.per_second_max_ns,
                 top_spikes: &c.top_spikes,
                 pair: x.and_then(|x| x.pair.as_deref()),
@@ -188,7 +203,10 @@ pub fn report(m: &RunModel) -> Report<'_> {
         command_line: r.command_line.as_deref(),
         config: &r.config,
         machine: &r.machine,
-        total: &r.total,
+        total: ReportTotal {
+            stats: &r.total,
+            tail: total_tail,
+        },
         cpus,
         spikes: &r.spikes,
         trace: r.trace.as_ref(),

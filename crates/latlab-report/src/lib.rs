@@ -21,6 +21,7 @@ pub mod profile;
 pub mod scenario;
 pub mod svg;
 pub mod tables;
+pub mod tail;
 pub mod text;
 pub mod timeline;
 

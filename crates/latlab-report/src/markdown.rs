@@ -178,6 +178,23 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         })
         .collect();
     columns(&mut o, "percentile", &ladder);
+    if m.total.samples > 0 {
+        let est = crate::tail::estimates(m);
+        let (header, rows, notes) = crate::tail::table(&est);
+        let _ = writeln!(o, "### Tail estimates\n\n{}\n", cell(crate::tail::TITLE));
+        let header: Vec<String> = header.iter().map(|h| cell(h)).collect();
+        let rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| r.iter().map(|c| cell(c)).collect())
+            .collect();
+        table(&mut o, &header, &rows);
+        for n in &notes {
+            let _ = writeln!(o, "- {}", cell(n));
+        }
+        if !notes.is_empty() {
+            o.push('\n');
+        }
+    }
     o.push_str("### Statistics (Williams)\n\n");
     let w: Vec<(String, Vec<(String, String)>)> = rows
         .iter()

@@ -303,6 +303,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             williams_block(&mut out, &format!("CPU {}", c.cpu), &c.stats);
         }
     }
+    tail_section(&mut out, m);
     mode_blocks(&mut out, m);
     let mut top: Vec<(u32, u64, u64)> = r
         .cpus
@@ -408,6 +409,31 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         }
     }
     out.into_bytes()
+}
+
+/// The tail estimates ([`crate::tail`]): a table, then why an estimate is missing.
+fn tail_section(out: &mut String, m: &RunModel) {
+    if m.total.samples == 0 {
+        return;
+    }
+    let est = crate::tail::estimates(m);
+    let (header, rows, notes) = crate::tail::table(&est);
+    let _ = writeln!(out, "\n{}", crate::tail::TITLE);
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING);
+    t.set_header(header.clone());
+    for r in rows {
+        t.add_row(r);
+    }
+    for i in 1..header.len() {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let _ = writeln!(out, "{t}");
+    for n in notes {
+        let _ = writeln!(out, "  {}", escape(&n));
+    }
 }
 
 /// The mode's and the scenario's tables (nothing for a timer run).

@@ -146,10 +146,15 @@ fn markdown_golden() {
 fn html_golden() {
     let out = String::from_utf8(render(&model(), Format::Html)).unwrap();
     // Three plots (CCDF, histogram, per-second maximum), each with a line in each CPU's
-    // colour (a histogram line breaks where buckets are empty); the label's markup is text,
-    // not a tag.
-    assert_eq!(out.matches("<svg").count(), 3);
-    for plot in out.split("<svg").skip(1) {
+    // colour (a histogram line breaks where buckets are empty), then the tail fit of the one
+    // CPU whose tail fits (its CCDF, fitted line and band) and its quantile-quantile plot; the
+    // label's markup is text, not a tag.
+    assert_eq!(out.matches("<svg").count(), 5);
+    let plots: Vec<&str> = out.split("<svg").skip(1).collect();
+    assert!(plots[3].contains("class=\"tail-fit\"") && plots[3].contains("class=\"tail-band\""));
+    assert!(plots[3].contains("CPU 0: fitted tail over the CCDF"));
+    assert!(plots[4].matches("class=\"qq\"").count() >= 10);
+    for plot in &plots[..3] {
         for c in &latlab_report::svg::COLORS[..2] {
             assert!(plot.contains(&format!("<polyline fill=\"none\" stroke=\"{c}\"")));
         }

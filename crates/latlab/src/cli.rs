@@ -53,6 +53,8 @@ pub enum Command {
     Export(ExportArgs),
     /// cyclictest's command line (-t -a -p -i -D -h -q -v --json= ...) on latlab's engine
     Cyclictest(crate::cmd::cyclictest::CyclictestArgs),
+    /// How long a run must be to claim a percentile (p99.999<=50us) with 95 % confidence
+    Plan(crate::cmd::plan::PlanArgs),
     /// Print the manual page (roff) of latlab or of one of its commands: latlab man run | man -l -
     Man(ManArgs),
     /// Print a shell completion script: latlab completions bash > /etc/bash_completion.d/latlab
@@ -409,7 +411,9 @@ pub struct CompareArgs {
     pub db: DbUrl,
     /// Regression gate (repeatable), each run after the first against the first: STAT>FACTORx
     /// (B/A), STAT>+N% or STAT>VALUE (on B, e.g. max>500us, missed>0); STAT: min, mean, median,
-    /// p99, p99.9, p99.99, p99.999, max, missed. Exit code 2 when one fails
+    /// p99, p99.9, p99.99, p99.999, max, missed, tail:P (the tail estimate at P, tail:1e-9).
+    /// @L% (p99.9>1.2x@95%) fails only when the L% interval lies wholly above the limit. Exit
+    /// code 2 when one fails
     #[arg(long = "fail-if", value_name = "EXPR")]
     pub fail_if: Vec<latlab_core::gates::Gate>,
     /// Write the --fail-if checks as JUnit XML (one test case per check) to this file
@@ -609,6 +613,12 @@ pub enum BenchCommand {
         /// Also insert into this PostgreSQL database (postgres://…)
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
+    },
+    /// Time to fit the tail estimates and bootstrap the percentiles of a 24-hour, 8-CPU record
+    Tail {
+        /// Repetitions (the median is printed)
+        #[arg(long, default_value_t = 3)]
+        reps: u32,
     },
     /// `report` and `compare` time on a 24-hour-equivalent run; `import` speed of cyclictest -v
     Report {

@@ -235,9 +235,10 @@ fn html_report_and_compare_render_in_a_headless_browser() {
     let (ok, text) = check_html(&[&report, &compare]);
     eprintln!("{text}");
     assert!(ok, "check-html failed:\n{text}");
-    // The report has its three plots (CCDF, histogram, per-second maxima), the comparison
-    // its two (CCDF, histogram).
-    assert!(text.contains("report.html: 3 SVGs"), "{text}");
+    // The report has its three plots (CCDF, histogram, per-second maxima) and the two of its
+    // tail fit (the fitted tail over the CCDF, the quantile-quantile plot), the comparison its
+    // two (CCDF, histogram).
+    assert!(text.contains("report.html: 5 SVGs"), "{text}");
     assert!(text.contains("compare.html: 2 SVGs"), "{text}");
     for png in [dir.join("report.png"), dir.join("compare.png")] {
         assert_eq!(png_size(&png), (1200, 2400), "{}", png.display());
@@ -368,8 +369,8 @@ fn spike_lanes_render_in_a_headless_browser() {
     let (ok, text) = check_html(&[&report]);
     eprintln!("{text}");
     assert!(ok, "check-html failed:\n{text}");
-    // The three plots and the two spikes' lanes.
-    assert!(text.contains("lanes.html: 5 SVGs"), "{text}");
+    // The three plots, the tail fit's two and the two spikes' lanes.
+    assert!(text.contains("lanes.html: 7 SVGs"), "{text}");
 
     // The layout: each lane SVG's size and its segments with a non-zero box, as the browser
     // laid them out.

@@ -427,6 +427,7 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             super::bench_trace::analyze_bench(trace, size.0, keep)
         }
         BenchCommand::Report { reps } => super::bench_report::bench_report(reps),
+        BenchCommand::Tail { reps } => super::bench_tail::bench_tail(reps),
         BenchCommand::Db {
             runs,
             reps,

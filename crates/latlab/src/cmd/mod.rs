@@ -10,6 +10,7 @@ pub mod bench_db;
 pub mod bench_loads;
 pub mod bench_profile;
 pub mod bench_report;
+pub mod bench_tail;
 pub mod bench_trace;
 pub mod bench_wakeup;
 pub mod check;
@@ -22,6 +23,7 @@ pub mod history;
 pub mod import;
 pub mod loads;
 pub mod man;
+pub mod plan;
 pub mod profile;
 pub mod report;
 pub mod run;
@@ -44,6 +46,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
         Command::Cyclictest(a) => cyclictest::cyclictest(a),
+        Command::Plan(a) => plan::plan(a),
         Command::Man(a) => man::man(a),
         Command::Completions(a) => man::completions(a),
     }
