@@ -1177,11 +1177,11 @@ fn empirical(h: &Histogram, p: f64) -> (Option<Nanos>, Option<Nanos>, Option<Nan
         den,
     };
     let n = h.count();
-    let (lo, hi) = crate::compare::rank_interval(n, q);
+    let (lo, hi) = crate::ranks::rank_interval(n, q);
     (
         h.quantile(q),
-        crate::compare::bucket_at_rank(h, lo).map(|b| b.0),
-        crate::compare::bucket_at_rank(h, hi).map(|b| b.1),
+        crate::ranks::bucket_at_rank(h, lo).map(|b| b.0),
+        crate::ranks::bucket_at_rank(h, hi).map(|b| b.1),
     )
 }
 

@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::record::{Cause, CauseKind, Lane, MAX_LANE_SEGMENTS};
 use crate::trace::fixtures::*;
