@@ -17,7 +17,8 @@
 //!   runnable — a non-preemptible section — so `preempt_off`, named after it;
 //! - after switch-in (only when the sample's end is known from a latlab marker): τ's own way
 //!   back to user space up to its clock read, *switch to user*: kind `task` (τ's pid and prio),
-//!   named `switch-to-user (<τ's comm>)` by [`switch_to_user`], so it is never mistaken for
+//!   named `switch-to-user (<τ's comm>)` by
+//!   [`switch_to_user`](crate::trace::classify::switch_to_user), so it is never mistaken for
 //!   another task that kept the CPU.
 //!
 //! Causes therefore sum to the traced part of the latency; what the trace does not cover
