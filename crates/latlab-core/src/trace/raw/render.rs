@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::{
     bytes, flag_chars, int, Comms, CpuStats, FieldKind, Item, Known, LostMark, RawDecoder,
-    RawError, Shape, F,
+    RawError, Shape, Slot, F,
 };
 use crate::trace::event::{Event, EventKind};
 
@@ -48,7 +48,16 @@ impl RawDecoder {
                     stats.unknown_events += 1;
                     return;
                 };
-                let Some(e) = self.event(k, cpu, ts, data, comms, n + 1) else {
+                let Some(e) = self.event(
+                    k,
+                    data,
+                    comms,
+                    Slot {
+                        cpu,
+                        ts,
+                        line: n + 1,
+                    },
+                ) else {
                     stats.unknown_events += 1;
                     return;
                 };
