@@ -17,7 +17,7 @@
 
 use super::{
     build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
-    Thread,
+    Imported, Printed, Thread,
 };
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -216,12 +216,22 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         };
         let max_ns = mul(ctx, max_line, max_us, 1_000, "Max (µs)")?;
         let avg = t.avg.as_ref().map(|a| a.1[th] as f64 * 1_000.0);
-        let hist = build_hist(ctx, max_line, layout, &buckets, over, min_ns, max_ns, avg).map_err(
-            |mut e| {
-                e.msg = format!("thread {th}: {}", e.msg);
-                e
+        let hist = build_hist(
+            ctx,
+            max_line,
+            layout,
+            Printed {
+                buckets: &buckets,
+                unknown_above: over,
+                min_ns,
+                max_ns,
+                avg_ns: avg,
             },
-        )?;
+        )
+        .map_err(|mut e| {
+            e.msg = format!("thread {th}: {}", e.msg);
+            e
+        })?;
         let (interval, prio) = t_lines
             .iter()
             .find(|x| x.0 == th as u32)
@@ -249,15 +259,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     );
     let interval = out.first().and_then(|t| t.info.interval_ns);
     let _ = cmdline_opt; // the -h output carries no command line
-    Ok(record(
-        Source::Cyclictest,
-        ctx.name,
-        out,
-        None,
-        Machine::default(),
-        interval,
+    Ok(record(Imported {
+        source: Source::Cyclictest,
+        label: ctx.name,
+        threads: out,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: interval,
         notes,
-    ))
+    }))
 }
 
 #[cfg(test)]

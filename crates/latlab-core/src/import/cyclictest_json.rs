@@ -12,7 +12,10 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::{build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Thread};
+use super::{
+    build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Imported,
+    Printed, Thread,
+};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// How large an imported JSON document may be, by nesting depth (1 = the top-level value): a
@@ -387,11 +390,13 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
                 ctx,
                 ln,
                 layout,
-                &b_ns,
-                over,
-                mul(ctx, ln, min, unit, "min")?,
-                mul(ctx, ln, max, unit, "max")?,
-                Some(avg * unit as f64),
+                Printed {
+                    buckets: &b_ns,
+                    unknown_above: over,
+                    min_ns: mul(ctx, ln, min, unit, "min")?,
+                    max_ns: mul(ctx, ln, max, unit, "max")?,
+                    avg_ns: Some(avg * unit as f64),
+                },
             )
             .map_err(|mut e| {
                 e.msg = format!("thread {tnum}: {}", e.msg);
@@ -430,15 +435,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         arch: s("machine"),
         ..Machine::default()
     };
-    let mut r = record(
-        Source::Cyclictest,
-        ctx.name,
-        out,
-        cmd,
+    let mut r = record(Imported {
+        source: Source::Cyclictest,
+        label: ctx.name,
+        threads: out,
+        command_line: cmd,
         machine,
-        interval,
+        interval_ns: interval,
         notes,
-    );
+    });
     r.tool_version = obj
         .get("rt_test_version:")
         .and_then(Value::as_str)

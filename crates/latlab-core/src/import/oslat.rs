@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::cyclictest_json::strict;
 use super::{
     build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
-    Thread,
+    Imported, Printed, Thread,
 };
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -87,11 +87,13 @@ fn build(
             ctx,
             line,
             layout,
-            &buckets,
-            over,
-            mul(ctx, line, min, 1_000, "min")?,
-            mul(ctx, line, max, 1_000, "max")?,
-            c.avg.map(|a| a * 1_000.0),
+            Printed {
+                buckets: &buckets,
+                unknown_above: over,
+                min_ns: mul(ctx, line, min, 1_000, "min")?,
+                max_ns: mul(ctx, line, max, 1_000, "max")?,
+                avg_ns: c.avg.map(|a| a * 1_000.0),
+            },
         )
         .map_err(|mut e| {
             e.msg = format!("CPU {}: {}", c.cpu, e.msg);
@@ -114,15 +116,15 @@ fn build(
             "{overs} samples were in oslat's last row ({last} µs, \"including overflows\"): counted, value unknown at or above {last} µs; the max is oslat's"
         ));
     }
-    let mut r = record(
-        Source::Oslat,
-        ctx.name,
+    let mut r = record(Imported {
+        source: Source::Oslat,
+        label: ctx.name,
         threads,
-        cmd,
-        Machine::default(),
-        None,
+        command_line: cmd,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    );
+    });
     r.config.mode = "noise".into();
     Ok(r)
 }

@@ -23,7 +23,8 @@
 //! trailing `ALL` summary section (newer rtla) is ignored.
 
 use super::{
-    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Thread,
+    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Imported,
+    Printed, Thread,
 };
 use crate::hist::Histogram;
 use crate::modes::CpuMode;
@@ -230,11 +231,13 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             ctx,
             ml,
             layout,
-            &buckets,
-            over,
-            min,
-            mul(ctx, ml, max, unit, "max")?,
-            avg,
+            Printed {
+                buckets: &buckets,
+                unknown_above: over,
+                min_ns: min,
+                max_ns: mul(ctx, ml, max, unit, "max")?,
+                avg_ns: avg,
+            },
         )
         .map_err(|mut e| {
             e.msg = format!("{kind}-{cpu:03}: {}", e.msg);
@@ -287,15 +290,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     if overs > 0 {
         notes.push(format!("{overs} samples were above the histogram ('over:'): counted, value unknown above the limit, reported as \"> limit\""));
     }
-    let mut r = record(
-        Source::Rtla,
-        ctx.name,
+    let mut r = record(Imported {
+        source: Source::Rtla,
+        label: ctx.name,
         threads,
-        None,
-        Machine::default(),
-        None,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    );
+    });
     for c in &mut r.cpus {
         let of = |k: &str| {
             sides
