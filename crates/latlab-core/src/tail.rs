@@ -1233,7 +1233,7 @@ pub fn of_run(m: &crate::model::RunModel) -> (Option<TailEstimate>, Vec<TailEsti
 /// Deterministic generators for tests, benchmarks and the fuzz target: histograms drawn
 /// bucket by bucket (Poisson counts) from a body and a tail of known parameters.
 pub mod synth {
-    use crate::hist::{Histogram, Layout};
+    use crate::hist::{HistParts, Histogram, Layout};
     use crate::sim::SplitMix64;
 
     /// A standard normal variate (Box–Muller).
@@ -1331,8 +1331,17 @@ pub mod synth {
                 }
             }
             let min = min.unwrap_or(0);
-            Histogram::from_parts(layout, counts, min, max, 0, 0, 0, false)
-                .expect("a synthetic histogram is consistent")
+            Histogram::from_parts(HistParts {
+                layout,
+                counts,
+                min,
+                max,
+                sum: 0,
+                sumsq: 0,
+                unknown_above: 0,
+                exact_moments: false,
+            })
+            .expect("a synthetic histogram is consistent")
         }
     }
 }
@@ -1341,6 +1350,7 @@ pub mod synth {
 mod tests {
     use super::synth::*;
     use super::*;
+    use crate::hist::HistParts;
     use crate::sim::SplitMix64;
     use proptest::prelude::*;
 
@@ -1577,8 +1587,7 @@ mod tests {
                     counts[coarse_layout.index(l.lower(i))] += c;
                 }
             }
-            let coarse = Histogram::from_parts(coarse_layout, counts, fine.min().unwrap(),
-                fine.max().unwrap(), 0, 0, 0, false).unwrap();
+            let coarse = Histogram::from_parts(HistParts { layout: coarse_layout, counts, min: fine.min().unwrap(), max: fine.max().unwrap(), sum: 0, sumsq: 0, unknown_above: 0, exact_moments: false }).unwrap();
             let a = estimate(&fine, &TailContext::default());
             let b = estimate(&coarse, &TailContext::default());
             prop_assume!(a.fit_ok && a.quantiles[0].ns.is_some());

@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use crate::hist::{HistError, Histogram, Layout};
+use crate::hist::{HistError, HistParts, Histogram, Layout};
 use crate::record::{CpuRecord, Machine, RunConfig, RunRecord, Source, ThreadInfo, SCHEMA_VERSION};
 use crate::stats::Stats;
 use crate::units::Nanos;
@@ -461,16 +461,16 @@ pub(crate) fn build_hist(
         let floor = ((sum as f64) * (sum as f64) / n_f).ceil() as u128;
         sumsq = sumsq.max(floor);
     }
-    Histogram::from_parts(
+    Histogram::from_parts(HistParts {
         layout,
         counts,
-        min_ns,
-        max_ns,
+        min: min_ns,
+        max: max_ns,
         sum,
         sumsq,
         unknown_above,
-        false,
-    )
+        exact_moments: false,
+    })
     .map_err(|e: HistError| ctx.err(line, format!("inconsistent histogram: {e}")))
 }
 

@@ -26,7 +26,7 @@ use super::cyclictest_json::strict;
 use super::{
     check_threads, clip, cmdline_opt, int, lines, mul, record, Ctx, ImportError, Imported, Thread,
 };
-use crate::hist::Histogram;
+use crate::hist::{HistParts, Histogram};
 use crate::modes::{CpuMode, ModeParams};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 use crate::units::Nanos;
@@ -401,16 +401,16 @@ pub(crate) fn summary_hist(
         }
     };
     let floor = if n > 0 { (sum * sum / nf).ceil() } else { 0.0 };
-    Histogram::from_parts(
+    Histogram::from_parts(HistParts {
         layout,
-        vec![0; layout.len()],
+        counts: vec![0; layout.len()],
         min,
         max,
-        sum as u128,
-        sq.max(floor) as u128,
-        n,
-        false,
-    )
+        sum: sum as u128,
+        sumsq: sq.max(floor) as u128,
+        unknown_above: n,
+        exact_moments: false,
+    })
     .map_err(|e| ctx.err(line, format!("inconsistent summary: {e}")))
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use latlab_core::hist::{Histogram, Layout};
+use latlab_core::hist::{HistParts, Histogram, Layout};
 use latlab_core::import::{self, From};
 use latlab_core::record::*;
 use latlab_core::stats::Stats;
@@ -78,16 +78,16 @@ fn day_histogram(layout: Layout, rng: &mut Mix) -> anyhow::Result<Histogram> {
         sum += c as u128 * mid as u128;
         sumsq += c as u128 * mid as u128 * mid as u128;
     }
-    Ok(Histogram::from_parts(
+    Ok(Histogram::from_parts(HistParts {
         layout,
         counts,
-        min.unwrap_or(0),
+        min: min.unwrap_or(0),
         max,
         sum,
         sumsq,
-        0,
-        true,
-    )?)
+        unknown_above: 0,
+        exact_moments: true,
+    })?)
 }
 
 pub(crate) fn day_record() -> anyhow::Result<RunRecord> {
