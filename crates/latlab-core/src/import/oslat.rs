@@ -136,6 +136,35 @@ fn values(s: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The CPUs of the `Core:` row (after its label), one per column.
+fn core_cpus(ctx: &Ctx, n: usize, rest: &str) -> Result<Vec<u32>, ImportError> {
+    let v = values(rest);
+    check_threads(ctx, n, v.len())?;
+    v.iter()
+        .map(|t| {
+            int(ctx, n, t, "Core (CPU number)")
+                .and_then(|c| u32::try_from(c).map_err(|_| ctx.err(n, "CPU number too large")))
+        })
+        .collect()
+}
+
+/// The values of the `Average:` row: non-negative numbers.
+fn averages(ctx: &Ctx, n: usize, v: &[&str]) -> Result<Vec<f64>, ImportError> {
+    v.iter()
+        .map(|t| {
+            t.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    ctx.err(
+                        n,
+                        format!("Average: expected a number, found '{}'", clip(t)),
+                    )
+                })
+        })
+        .collect()
+}
+
 pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let mut cpus: Option<(usize, Vec<u32>)> = None;
     let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
@@ -178,17 +207,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
                         format!("a second 'Core:' line (the first is line {pn}): one oslat run per file"),
                     ));
                 }
-                let v = values(rest);
-                check_threads(ctx, n, v.len())?;
-                let c = v
-                    .iter()
-                    .map(|t| {
-                        int(ctx, n, t, "Core (CPU number)").and_then(|c| {
-                            u32::try_from(c).map_err(|_| ctx.err(n, "CPU number too large"))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                cpus = Some((n, c));
+                cpus = Some((n, core_cpus(ctx, n, rest)?));
             }
             "Minimum" | "Maximum" | "Average" => {
                 if cpus.is_none() {
@@ -197,21 +216,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
                 let v = values(rest);
                 width(&v)?;
                 if label == "Average" {
-                    let a = v
-                        .iter()
-                        .map(|t| {
-                            t.parse::<f64>()
-                                .ok()
-                                .filter(|x| x.is_finite() && *x >= 0.0)
-                                .ok_or_else(|| {
-                                    ctx.err(
-                                        n,
-                                        format!("Average: expected a number, found '{}'", clip(t)),
-                                    )
-                                })
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    avgs = Some(a);
+                    avgs = Some(averages(ctx, n, &v)?);
                 } else {
                     let x = v
                         .iter()
