@@ -30,7 +30,17 @@ struct Trailer {
     over: Option<(usize, Vec<u64>)>,
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+/// What a cyclictest -h text holds: its histogram rows (line, bucket in µs, counts), its
+/// trailer, its `T:` lines (thread, interval, priority), and the number of its last line.
+struct Text {
+    rows: Vec<(usize, u64, Vec<u64>)>,
+    trailer: Trailer,
+    t_lines: Vec<(u32, Option<u64>, Option<u32>)>,
+    last_line: usize,
+}
+
+/// The lines of the text, read and checked one by one.
+fn read_text(bytes: &[u8], ctx: &Ctx) -> Result<Text, ImportError> {
     let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
     let mut t = Trailer::default();
     let mut t_lines: Vec<(u32, Option<u64>, Option<u32>)> = Vec::new();
@@ -128,6 +138,21 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
         rows.push((n, bucket, counts));
     }
+    Ok(Text {
+        rows,
+        trailer: t,
+        t_lines,
+        last_line,
+    })
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let Text {
+        rows,
+        trailer: t,
+        t_lines,
+        last_line,
+    } = read_text(bytes, ctx)?;
     let (max_line, max) = t.max.ok_or_else(|| {
         ctx.err(
             last_line,
