@@ -53,7 +53,9 @@ pub(crate) fn sniff(text: &str) -> bool {
         .any(|l| l.starts_with("stress-ng:") && l.contains("] cyclic:"))
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+/// The stressor instances of a log, by pid, from their `cyclic:` lines, and the number of
+/// the log's last line.
+fn read_instances(bytes: &[u8], ctx: &Ctx) -> Result<(BTreeMap<u64, Inst>, usize), ImportError> {
     let mut insts: BTreeMap<u64, Inst> = BTreeMap::new();
     let mut last = 0;
     for l in lines(bytes, ctx) {
@@ -167,6 +169,11 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             }
         }
     }
+    Ok((insts, last))
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let (insts, last) = read_instances(bytes, ctx)?;
     if insts.is_empty() {
         return Err(ctx.err(
             last,
