@@ -152,6 +152,44 @@ pub struct Comparison {
 /// At most this many "what changed" rows (inventories can be large).
 const MAX_CHANGES: usize = 200;
 
+/// The percentile ladder (and the max): each run's value with its interval, and its ratio to
+/// the baseline's with the ratio's 95 % interval and verdict.
+fn ladder_rows(hists: &[Option<&Histogram>], noise: &[RunNoise]) -> Vec<LadderRow> {
+    let mut ladder = Vec::new();
+    let mut qs: Vec<(&str, Quantile)> = LADDER.to_vec();
+    qs.push(("max", Quantile::MAX));
+    for (row, (label, q)) in qs.into_iter().enumerate() {
+        let mut cells: Vec<Cell> = hists.iter().map(|h| cell(*h, q)).collect();
+        let base = cells[0].clone();
+        for (i, c) in cells.iter_mut().enumerate() {
+            c.ratio = match (base.value_ns, c.value_ns) {
+                (Some(b), Some(v)) if b > 0 => Some(v as f64 / b as f64),
+                _ => None,
+            };
+            c.within_noise = overlaps(&base, c);
+            if i > 0 && label != "max" && c.ratio.is_some() {
+                if let Some((lo, hi)) = ratio_interval(noise, i, row, 0.95) {
+                    c.ratio_lo = Some(lo);
+                    c.ratio_hi = Some(hi);
+                    c.within_noise = lo <= 1.0 && 1.0 <= hi;
+                    c.verdict = Some(if lo > 1.0 {
+                        "worse"
+                    } else if hi < 1.0 {
+                        "better"
+                    } else {
+                        "within noise"
+                    });
+                }
+            }
+        }
+        ladder.push(LadderRow {
+            label: label.to_string(),
+            cells,
+        });
+    }
+    ladder
+}
+
 /// Compare runs; the first is the baseline.
 pub fn compare(runs: &[RunModel]) -> Comparison {
     let hists: Vec<Option<&Histogram>> = runs.iter().map(|r| r.total_hist.as_ref()).collect();
@@ -173,38 +211,7 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
             hist: r.total_hist.clone(),
         })
         .collect();
-    let mut ladder = Vec::new();
-    let mut qs: Vec<(&str, Quantile)> = LADDER.to_vec();
-    qs.push(("max", Quantile::MAX));
-    for (row, (label, q)) in qs.into_iter().enumerate() {
-        let mut cells: Vec<Cell> = hists.iter().map(|h| cell(*h, q)).collect();
-        let base = cells[0].clone();
-        for (i, c) in cells.iter_mut().enumerate() {
-            c.ratio = match (base.value_ns, c.value_ns) {
-                (Some(b), Some(v)) if b > 0 => Some(v as f64 / b as f64),
-                _ => None,
-            };
-            c.within_noise = overlaps(&base, c);
-            if i > 0 && label != "max" && c.ratio.is_some() {
-                if let Some((lo, hi)) = ratio_interval(&noise, i, row, 0.95) {
-                    c.ratio_lo = Some(lo);
-                    c.ratio_hi = Some(hi);
-                    c.within_noise = lo <= 1.0 && 1.0 <= hi;
-                    c.verdict = Some(if lo > 1.0 {
-                        "worse"
-                    } else if hi < 1.0 {
-                        "better"
-                    } else {
-                        "within noise"
-                    });
-                }
-            }
-        }
-        ladder.push(LadderRow {
-            label: label.to_string(),
-            cells,
-        });
-    }
+    let ladder = ladder_rows(&hists, &noise);
     let buckets_ms = table(&hists, &MS_EDGES);
     let buckets_us = table(&hists, &US_EDGES);
     let changes = changes(runs);
