@@ -998,24 +998,15 @@ impl TailEstimate {
     }
 }
 
-/// The tail estimate of a histogram (module docs).
-pub fn estimate(h: &Histogram, ctx: &TailContext) -> TailEstimate {
-    let n = h.count();
-    let cands = candidate_thresholds(h);
-    if cands.is_empty() {
-        return TailEstimate::refused(
-            h,
-            format!(
-                "too few samples for a tail fit: {n} samples (a fit needs at least {MIN_EXCEEDANCES} above a threshold that at most a tenth of the samples exceed, so {} samples)",
-                MIN_EXCEEDANCES * 10
-            ),
-            ctx,
-        );
-    }
-    // Independence first, at the lowest candidate (its level search looks above it): clusters
-    // inflate a goodness-of-fit statistic as much as they narrow intervals.
-    let mut notes = Vec::new();
-    let (theta, dependent) = match independence(h, cands[0].0, ctx) {
+/// The extremal index of the exceedances above `u` and, when they are so clustered that no
+/// tail may be fitted, why; a milder clustering, or why it was not checked, goes to `notes`.
+fn dependence(
+    h: &Histogram,
+    u: Nanos,
+    ctx: &TailContext,
+    notes: &mut Vec<String>,
+) -> (Option<f64>, Option<String>) {
+    match independence(h, u, ctx) {
         Independence::Checked {
             theta,
             significant,
@@ -1042,7 +1033,27 @@ pub fn estimate(h: &Histogram, ctx: &TailContext) -> TailEstimate {
             notes.push(why);
             (None, None)
         }
-    };
+    }
+}
+
+/// The tail estimate of a histogram (module docs).
+pub fn estimate(h: &Histogram, ctx: &TailContext) -> TailEstimate {
+    let n = h.count();
+    let cands = candidate_thresholds(h);
+    if cands.is_empty() {
+        return TailEstimate::refused(
+            h,
+            format!(
+                "too few samples for a tail fit: {n} samples (a fit needs at least {MIN_EXCEEDANCES} above a threshold that at most a tenth of the samples exceed, so {} samples)",
+                MIN_EXCEEDANCES * 10
+            ),
+            ctx,
+        );
+    }
+    // Independence first, at the lowest candidate (its level search looks above it): clusters
+    // inflate a goodness-of-fit statistic as much as they narrow intervals.
+    let mut notes = Vec::new();
+    let (theta, dependent) = dependence(h, cands[0].0, ctx, &mut notes);
     let theta_used = match theta {
         Some(t) if t < 1.0 && dependent.is_none() => t.max(THETA_REFUSE),
         _ => 1.0,
