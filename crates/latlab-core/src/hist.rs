@@ -433,7 +433,7 @@ impl Histogram {
         below as f64 / self.count as f64
     }
 
-    /// Number of samples strictly below `threshold_ns` (same rules as [`fraction_below`]).
+    /// Number of samples strictly below `threshold_ns` (same rules as [`Self::fraction_below`]).
     pub fn count_below(&self, threshold_ns: Nanos) -> u64 {
         if self.count == 0 {
             return 0;
