@@ -4,7 +4,7 @@
 //! an error — when the layouts differ or a total would not fit in u64 — and never panics or
 //! wraps.
 #![no_main]
-use latlab_core::hist::{Histogram, Layout};
+use latlab_core::hist::{HistParts, Histogram, Layout};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 
@@ -51,7 +51,17 @@ fn build(p: &Part) -> Option<Histogram> {
         _ => (0, 0),
     };
     // Moments are not checked against the buckets: any exact-looking values do.
-    Histogram::from_parts(layout, counts, min, max, 0, 0, p.unknown_above.get(), false).ok()
+    Histogram::from_parts(HistParts {
+        layout,
+        counts,
+        min,
+        max,
+        sum: 0,
+        sumsq: 0,
+        unknown_above: p.unknown_above.get(),
+        exact_moments: false,
+    })
+    .ok()
 }
 
 fuzz_target!(|parts: Vec<Part>| {

@@ -4,7 +4,7 @@
 //! keeps its promises: no number without `fit_ok`, a reason without it, every interval holds
 //! its estimate, and estimates grow as the exceedance probability falls.
 #![no_main]
-use latlab_core::hist::{Histogram, Layout};
+use latlab_core::hist::{HistParts, Histogram, Layout};
 use latlab_core::tail::{estimate, TailContext};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
@@ -56,7 +56,17 @@ fn build(i: &Input) -> Option<Histogram> {
         (Some(f), Some(l)) => (layout.lower(f), layout.lower(l).max(layout.limit_ns() * u64::from(unknown > 0))),
         _ => (layout.limit_ns(), layout.limit_ns()),
     };
-    Histogram::from_parts(layout, counts, min, max, 0, 0, unknown, false).ok()
+    Histogram::from_parts(HistParts {
+        layout,
+        counts,
+        min,
+        max,
+        sum: 0,
+        sumsq: 0,
+        unknown_above: unknown,
+        exact_moments: false,
+    })
+    .ok()
 }
 
 fuzz_target!(|i: Input| {

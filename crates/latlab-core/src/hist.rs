@@ -204,6 +204,22 @@ impl Quantile {
     }
 }
 
+/// A histogram's parts for [`Histogram::from_parts`]: the layout and its bucket counts, min
+/// and max (ns), the sums of the values and of their squares, the samples at or above the
+/// limit whose value is unknown (in no bucket), and whether the sums are exact (false when
+/// reconstructed, as by an import).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistParts {
+    pub layout: Layout,
+    pub counts: Vec<u64>,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u128,
+    pub sumsq: u128,
+    pub unknown_above: u64,
+    pub exact_moments: bool,
+}
+
 /// A latency histogram. See the module documentation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Histogram {
@@ -249,17 +265,17 @@ impl Histogram {
     }
 
     /// Build from parts (a stored record, a live snapshot or an import), checking consistency.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_parts(
-        layout: Layout,
-        counts: Vec<u64>,
-        min: u64,
-        max: u64,
-        sum: u128,
-        sumsq: u128,
-        unknown_above: u64,
-        exact_moments: bool,
-    ) -> Result<Histogram, HistError> {
+    pub fn from_parts(parts: HistParts) -> Result<Histogram, HistError> {
+        let HistParts {
+            layout,
+            counts,
+            min,
+            max,
+            sum,
+            sumsq,
+            unknown_above,
+            exact_moments,
+        } = parts;
         layout.validate()?;
         if counts.len() != layout.len() {
             return Err(HistError::Inconsistent(format!(
@@ -417,7 +433,7 @@ impl Histogram {
         below as f64 / self.count as f64
     }
 
-    /// Number of samples strictly below `threshold_ns` (same rules as [`fraction_below`]).
+    /// Number of samples strictly below `threshold_ns` (same rules as [`Self::fraction_below`]).
     pub fn count_below(&self, threshold_ns: Nanos) -> u64 {
         if self.count == 0 {
             return 0;
@@ -510,16 +526,16 @@ impl Histogram {
                 .checked_add(c)
                 .ok_or_else(|| HistError::Inconsistent("bucket count overflow".into()))?;
         }
-        let h = Histogram::from_parts(
+        let h = Histogram::from_parts(HistParts {
             layout,
             counts,
-            r.min_ns,
-            r.max_ns,
-            r.sum_ns,
-            r.sumsq_ns2,
-            r.unknown_above,
-            r.exact_moments,
-        )?;
+            min: r.min_ns,
+            max: r.max_ns,
+            sum: r.sum_ns,
+            sumsq: r.sumsq_ns2,
+            unknown_above: r.unknown_above,
+            exact_moments: r.exact_moments,
+        })?;
         if h.count != r.count {
             return Err(HistError::Inconsistent(format!(
                 "count {} but the buckets hold {}",
@@ -620,7 +636,17 @@ mod tests {
         let layout = Layout::new(1000, 100_000).unwrap();
         let mut counts = vec![0; layout.len()];
         counts[10] = 90;
-        let h = Histogram::from_parts(layout, counts, 10_000, 5_000_000, 0, 0, 10, false).unwrap();
+        let h = Histogram::from_parts(HistParts {
+            layout,
+            counts,
+            min: 10_000,
+            max: 5_000_000,
+            sum: 0,
+            sumsq: 0,
+            unknown_above: 10,
+            exact_moments: false,
+        })
+        .unwrap();
         assert_eq!(h.count(), 100);
         assert_eq!(h.quantile(Quantile::P50), Some(11_000));
         assert_eq!(h.quantile(Quantile::P99), None);
@@ -656,7 +682,17 @@ mod tests {
         let big = |n: u64| {
             let mut counts = vec![0; layout.len()];
             counts[5] = n;
-            Histogram::from_parts(layout, counts, 5_000, 5_000, 0, 0, 0, false).unwrap()
+            Histogram::from_parts(HistParts {
+                layout,
+                counts,
+                min: 5_000,
+                max: 5_000,
+                sum: 0,
+                sumsq: 0,
+                unknown_above: 0,
+                exact_moments: false,
+            })
+            .unwrap()
         };
         let mut a = big(u64::MAX - 1);
         let before = a.clone();
@@ -669,7 +705,17 @@ mod tests {
         let mut counts = vec![0; layout.len()];
         counts[5] = 1;
         let u = |n| {
-            Histogram::from_parts(layout, counts.clone(), 5_000, 9_000_000, 0, 0, n, false).unwrap()
+            Histogram::from_parts(HistParts {
+                layout,
+                counts: counts.clone(),
+                min: 5_000,
+                max: 9_000_000,
+                sum: 0,
+                sumsq: 0,
+                unknown_above: n,
+                exact_moments: false,
+            })
+            .unwrap()
         };
         let mut x = u(u64::MAX / 2);
         assert!(x.merge(&u(u64::MAX / 2 + 1)).is_err());

@@ -4,7 +4,7 @@
 //!
 //! The types are plain data (serde, `BTreeMap`s so the JSON is deterministic) filled by
 //! `latlab_sys::inventory::collect`, recorded in every `run.json` (so `compare` can say what
-//! changed) and judged by the pure rules in [`crate::findings`]. The small parsers of the
+//! changed) and judged by the pure rules of the `findings` module. The small parsers of the
 //! kernel's text formats live here too, so they are tested without a machine.
 //!
 //! `None` always means "not known"; why it is not known is in [`Inventory::unreadable`] (a file

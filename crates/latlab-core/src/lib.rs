@@ -30,6 +30,7 @@ pub mod model;
 pub mod modes;
 pub mod plan;
 pub mod profile;
+pub mod ranks;
 pub mod record;
 pub mod scenario;
 pub mod scenario_record;

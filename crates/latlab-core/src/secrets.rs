@@ -2,7 +2,7 @@
 //! any scheme's `user:password@`) and the value of a `password=` key (libpq's `password=…` in a
 //! connection string or in a URL's query, `sslpassword=`, `PGPASSWORD=`, `--password=`) become
 //! `***`. This is the one masking: the command line a run records, every record read
-//! ([`crate::record::RunRecord::from_json`]), what the results database stores and shows, and
+//! (`record::RunRecord::from_json`), what the results database stores and shows, and
 //! its error messages all go through it, so a `--db postgres://user:secret@host/db` never
 //! reaches run.json, summary.txt, report.html, a report's output or the database.
 

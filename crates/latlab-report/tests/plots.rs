@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use latlab_core::hist::{Histogram, Layout};
+use latlab_core::hist::{HistParts, Histogram, Layout};
 use latlab_core::model::RunModel;
 use latlab_core::record::*;
 use latlab_core::stats::Stats;
@@ -410,7 +410,17 @@ fn ccdf_with_unknown_overflows_ends_at_the_limit_and_never_rises() {
     let mut counts = vec![0u64; layout.len()];
     counts[10] = 5; // 10 µs
     counts[50] = 1; // 50 µs
-    let h = Histogram::from_parts(layout, counts, 10_000, 3_237_000, 0, 0, 2, false).unwrap();
+    let h = Histogram::from_parts(HistParts {
+        layout,
+        counts,
+        min: 10_000,
+        max: 3_237_000,
+        sum: 0,
+        sumsq: 0,
+        unknown_above: 2,
+        exact_moments: false,
+    })
+    .unwrap();
     let p = ccdf_points(&h);
     assert_eq!(
         p,

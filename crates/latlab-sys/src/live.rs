@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 
-use latlab_core::hist::{Histogram, Layout};
+use latlab_core::hist::{HistParts, Histogram, Layout};
 use latlab_core::modes::{AudioTally, VERDICT_BUFFERS};
 
 /// Per-second maxima kept in the ring before the collector must have read them.
@@ -139,8 +139,17 @@ impl LiveHistogram {
         // before opening its sequence): with one non-empty bucket and totals still empty, the
         // clamps above give min = upper - 1 > max = lower. Both lie in the bucket either way.
         let min = min.min(max);
-        Histogram::from_parts(self.layout, counts, min, max, sum, sumsq, 0, true)
-            .expect("a live histogram snapshot is consistent")
+        Histogram::from_parts(HistParts {
+            layout: self.layout,
+            counts,
+            min,
+            max,
+            sum,
+            sumsq,
+            unknown_above: 0,
+            exact_moments: true,
+        })
+        .expect("a live histogram snapshot is consistent")
     }
 }
 

@@ -4,7 +4,7 @@
 //! causes and timelines, an exponential body with a power-law tail and a few samples in the
 //! log tail above 10 ms — and a cyclictest `-v` file.
 
-use crate::hist::{Histogram, Layout};
+use crate::hist::{HistParts, Histogram, Layout};
 use crate::record::*;
 use crate::sim::SplitMix64;
 use crate::stats::Stats;
@@ -59,7 +59,16 @@ fn day_histogram(
         sum += c as u128 * mid as u128;
         sumsq += c as u128 * mid as u128 * mid as u128;
     }
-    Histogram::from_parts(layout, counts, min.unwrap_or(0), max, sum, sumsq, 0, true)
+    Histogram::from_parts(HistParts {
+        layout,
+        counts,
+        min: min.unwrap_or(0),
+        max,
+        sum,
+        sumsq,
+        unknown_above: 0,
+        exact_moments: true,
+    })
 }
 
 /// One CPU's record of the day: its histogram, per-second maxima and top spikes.

@@ -17,7 +17,7 @@
 
 use super::{
     build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
-    Thread,
+    Imported, Printed, Thread,
 };
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -30,7 +30,17 @@ struct Trailer {
     over: Option<(usize, Vec<u64>)>,
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+/// What a cyclictest -h text holds: its histogram rows (line, bucket in µs, counts), its
+/// trailer, its `T:` lines (thread, interval, priority), and the number of its last line.
+struct Text {
+    rows: Vec<(usize, u64, Vec<u64>)>,
+    trailer: Trailer,
+    t_lines: Vec<(u32, Option<u64>, Option<u32>)>,
+    last_line: usize,
+}
+
+/// The lines of the text, read and checked one by one.
+fn read_text(bytes: &[u8], ctx: &Ctx) -> Result<Text, ImportError> {
     let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
     let mut t = Trailer::default();
     let mut t_lines: Vec<(u32, Option<u64>, Option<u32>)> = Vec::new();
@@ -128,6 +138,21 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
         rows.push((n, bucket, counts));
     }
+    Ok(Text {
+        rows,
+        trailer: t,
+        t_lines,
+        last_line,
+    })
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let Text {
+        rows,
+        trailer: t,
+        t_lines,
+        last_line,
+    } = read_text(bytes, ctx)?;
     let (max_line, max) = t.max.ok_or_else(|| {
         ctx.err(
             last_line,
@@ -216,12 +241,22 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         };
         let max_ns = mul(ctx, max_line, max_us, 1_000, "Max (µs)")?;
         let avg = t.avg.as_ref().map(|a| a.1[th] as f64 * 1_000.0);
-        let hist = build_hist(ctx, max_line, layout, &buckets, over, min_ns, max_ns, avg).map_err(
-            |mut e| {
-                e.msg = format!("thread {th}: {}", e.msg);
-                e
+        let hist = build_hist(
+            ctx,
+            max_line,
+            layout,
+            Printed {
+                buckets: &buckets,
+                unknown_above: over,
+                min_ns,
+                max_ns,
+                avg_ns: avg,
             },
-        )?;
+        )
+        .map_err(|mut e| {
+            e.msg = format!("thread {th}: {}", e.msg);
+            e
+        })?;
         let (interval, prio) = t_lines
             .iter()
             .find(|x| x.0 == th as u32)
@@ -249,15 +284,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     );
     let interval = out.first().and_then(|t| t.info.interval_ns);
     let _ = cmdline_opt; // the -h output carries no command line
-    Ok(record(
-        Source::Cyclictest,
-        ctx.name,
-        out,
-        None,
-        Machine::default(),
-        interval,
+    Ok(record(Imported {
+        source: Source::Cyclictest,
+        label: ctx.name,
+        threads: out,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: interval,
         notes,
-    ))
+    }))
 }
 
 #[cfg(test)]

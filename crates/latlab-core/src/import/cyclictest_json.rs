@@ -12,7 +12,11 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::{build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Thread};
+use super::{
+    build_hist, check_threads, cmdline_opt, mul, record, total, Ctx, ImportError, Imported,
+    Printed, Thread,
+};
+use crate::hist::{Histogram, Layout};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// How large an imported JSON document may be, by nesting depth (1 = the top-level value): a
@@ -244,6 +248,133 @@ pub(super) fn histogram_rows(
     Ok(rows)
 }
 
+/// One thread of the JSON, read: its number and CPU, what cyclictest says of it, its
+/// histogram rows sorted without the empty ones, the largest bucket key and the number of keys
+/// (empty ones included). Errors carry line 0 (the caller sets the thread's).
+struct JsonThread<'a> {
+    name: &'a str,
+    tnum: u32,
+    cpu: u32,
+    cycles: u64,
+    min: u64,
+    max: u64,
+    avg: f64,
+    buckets: Vec<(u64, u64)>,
+    max_key: Option<u64>,
+    keys: usize,
+}
+
+fn json_thread<'a>(ctx: &Ctx, name: &'a str, t: &Value) -> Result<JsonThread<'a>, ImportError> {
+    let ln = 0;
+    let tnum: u32 = name.parse().map_err(|_| {
+        ctx.err(
+            ln,
+            format!("thread key '{}': expected a number", super::clip(name)),
+        )
+    })?;
+    let field = |k: &str| -> Result<&Value, ImportError> {
+        t.get(k)
+            .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
+    };
+    let num = |k: &str| -> Result<u64, ImportError> {
+        field(k)?.as_u64().ok_or_else(|| {
+            ctx.err(
+                ln,
+                format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
+            )
+        })
+    };
+    let cycles = num("cycles")?;
+    let min = num("min")?;
+    let max = num("max")?;
+    let avg = field("avg")?
+        .as_f64()
+        .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
+    let cpu = t
+        .get("cpu")
+        .and_then(Value::as_i64)
+        .filter(|&c| c >= 0 && c <= u32::MAX as i64)
+        .map(|c| c as u32)
+        .unwrap_or(tnum);
+    let hist = field("histogram")?.as_object().ok_or_else(|| {
+        ctx.err(
+            ln,
+            format!("thread {tnum}: \"histogram\": expected an object"),
+        )
+    })?;
+    let keys = hist.len();
+    let mut buckets = histogram_rows(ctx, ln, tnum, hist)?;
+    let max_key = buckets.iter().max().map(|&(b, _)| b);
+    buckets.retain(|&(_, c)| c > 0);
+    if cycles > 0 && buckets.is_empty() {
+        return Err(ctx.err(
+        ln,
+        format!("thread {tnum} has {cycles} cycles but an empty histogram: cyclictest ran without -h/-H, so there is no distribution to import (rerun with -h 1000 or more)"),
+    ));
+    }
+    buckets.sort_unstable();
+    Ok(JsonThread {
+        name,
+        tnum,
+        cpu,
+        cycles,
+        min,
+        max,
+        avg,
+        buckets,
+        max_key,
+        keys,
+    })
+}
+
+/// A thread's histogram in ns, and how many of its cycles lie above the histogram. Errors
+/// carry line 0 (the caller sets the thread's).
+fn thread_hist(
+    ctx: &Ctx,
+    layout: Layout,
+    unit: u64,
+    p: &JsonThread<'_>,
+) -> Result<(u64, Histogram), ImportError> {
+    let JsonThread {
+        tnum,
+        cycles,
+        min,
+        max,
+        avg,
+        ref buckets,
+        ..
+    } = *p;
+    let ln = 0;
+    let in_hist = total(ctx, ln, buckets.iter().map(|b| &b.1))?;
+    let over = cycles.checked_sub(in_hist).ok_or_else(|| {
+        ctx.err(
+            ln,
+            format!("thread {tnum}: {cycles} cycles but the histogram holds {in_hist} samples"),
+        )
+    })?;
+    let b_ns = buckets
+        .iter()
+        .map(|&(b, c)| Ok((mul(ctx, ln, b, unit, "histogram bucket")?, c)))
+        .collect::<Result<Vec<(u64, u64)>, ImportError>>()?;
+    let hist = build_hist(
+        ctx,
+        ln,
+        layout,
+        Printed {
+            buckets: &b_ns,
+            unknown_above: over,
+            min_ns: mul(ctx, ln, min, unit, "min")?,
+            max_ns: mul(ctx, ln, max, unit, "max")?,
+            avg_ns: Some(avg * unit as f64),
+        },
+    )
+    .map_err(|mut e| {
+        e.msg = format!("thread {tnum}: {}", e.msg);
+        e
+    })?;
+    Ok((over, hist))
+}
+
 pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let v = strict(bytes, ctx, &RT_TESTS_SHAPE)?;
     let text = String::from_utf8_lossy(bytes);
@@ -292,62 +423,14 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             }
             e
         };
-        let mut one = || -> Result<_, ImportError> {
-            let ln = 0;
-            let tnum: u32 = name.parse().map_err(|_| {
-                ctx.err(
-                    ln,
-                    format!("thread key '{}': expected a number", super::clip(name)),
-                )
-            })?;
-            let field = |k: &str| -> Result<&Value, ImportError> {
-                t.get(k)
-                    .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: missing \"{k}\"")))
-            };
-            let num = |k: &str| -> Result<u64, ImportError> {
-                field(k)?.as_u64().ok_or_else(|| {
-                    ctx.err(
-                        ln,
-                        format!("thread {tnum}: \"{k}\": expected a non-negative integer"),
-                    )
-                })
-            };
-            let cycles = num("cycles")?;
-            let min = num("min")?;
-            let max = num("max")?;
-            let avg = field("avg")?
-                .as_f64()
-                .ok_or_else(|| ctx.err(ln, format!("thread {tnum}: \"avg\": expected a number")))?;
-            let cpu = t
-                .get("cpu")
-                .and_then(Value::as_i64)
-                .filter(|&c| c >= 0 && c <= u32::MAX as i64)
-                .map(|c| c as u32)
-                .unwrap_or(tnum);
-            let hist = field("histogram")?.as_object().ok_or_else(|| {
-                ctx.err(
-                    ln,
-                    format!("thread {tnum}: \"histogram\": expected an object"),
-                )
-            })?;
-            most_keys = most_keys.max(hist.len());
-            let mut buckets = histogram_rows(ctx, ln, tnum, hist)?;
-            if let Some(&(b, _)) = buckets.iter().max() {
-                max_key = max_key.max(b);
-            }
-            buckets.retain(|&(_, c)| c > 0);
-            if cycles > 0 && buckets.is_empty() {
-                return Err(ctx.err(
-                ln,
-                format!("thread {tnum} has {cycles} cycles but an empty histogram: cyclictest ran without -h/-H, so there is no distribution to import (rerun with -h 1000 or more)"),
-            ));
-            }
-            buckets.sort_unstable();
-            Ok((name.as_str(), tnum, cpu, cycles, min, max, avg, buckets))
-        };
-        parsed.push(one().map_err(fix)?);
+        let p = json_thread(ctx, name, t).map_err(fix)?;
+        most_keys = most_keys.max(p.keys);
+        if let Some(b) = p.max_key {
+            max_key = max_key.max(b);
+        }
+        parsed.push(p);
     }
-    parsed.sort_by_key(|p| p.1);
+    parsed.sort_by_key(|p| p.tnum);
     let past_key = u128::from(max_key) + 1;
     let limit = limit_from_cmd.map_or(past_key, u128::from).max(past_key);
     let (layout, cut) = super::layout(ctx, 0, unit, limit * u128::from(unit), most_keys)?;
@@ -362,47 +445,17 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     }
     let mut out = Vec::new();
     let mut overs = 0u128;
-    for (name, tnum, cpu, cycles, min, max, avg, buckets) in parsed {
+    for p in parsed {
         let fix = |mut e: ImportError| {
             if e.line == 0 {
-                e.line = line_of(name);
+                e.line = line_of(p.name);
             }
             e
         };
-        let one = || -> Result<_, ImportError> {
-            let ln = 0;
-            let in_hist = total(ctx, ln, buckets.iter().map(|b| &b.1))?;
-            let over =
-                cycles.checked_sub(in_hist).ok_or_else(|| {
-                    ctx.err(
-                ln,
-                format!("thread {tnum}: {cycles} cycles but the histogram holds {in_hist} samples"),
-            )
-                })?;
-            let b_ns = buckets
-                .iter()
-                .map(|&(b, c)| Ok((mul(ctx, ln, b, unit, "histogram bucket")?, c)))
-                .collect::<Result<Vec<(u64, u64)>, ImportError>>()?;
-            let hist = build_hist(
-                ctx,
-                ln,
-                layout,
-                &b_ns,
-                over,
-                mul(ctx, ln, min, unit, "min")?,
-                mul(ctx, ln, max, unit, "max")?,
-                Some(avg * unit as f64),
-            )
-            .map_err(|mut e| {
-                e.msg = format!("thread {tnum}: {}", e.msg);
-                e
-            })?;
-            Ok((over, hist))
-        };
-        let (over, hist) = one().map_err(fix)?;
+        let (over, hist) = thread_hist(ctx, layout, unit, &p).map_err(fix)?;
         overs += u128::from(over);
         out.push(Thread {
-            cpu,
+            cpu: p.cpu,
             hist,
             info: ThreadInfo {
                 tid: None,
@@ -417,28 +470,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             "{overs} samples were above the {limit} {unit_name} histogram (cycles minus the histogram's samples): counted, value unknown above the limit, reported as \"> limit\""
         ));
     }
-    let sys = obj.get("sysinfo");
-    let s = |k: &str| {
-        sys.and_then(|x| x.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let machine = Machine {
-        hostname: s("nodename"),
-        kernel_release: s("release"),
-        kernel_version: s("version"),
-        arch: s("machine"),
-        ..Machine::default()
-    };
-    let mut r = record(
-        Source::Cyclictest,
-        ctx.name,
-        out,
-        cmd,
-        machine,
-        interval,
+    let mut r = record(Imported {
+        source: Source::Cyclictest,
+        label: ctx.name,
+        threads: out,
+        command_line: cmd,
+        machine: machine_of(obj),
+        interval_ns: interval,
         notes,
-    );
+    });
     r.tool_version = obj
         .get("rt_test_version:")
         .and_then(Value::as_str)
@@ -452,6 +492,23 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         .and_then(Value::as_str)
         .map(str::to_string);
     Ok(r)
+}
+
+/// The machine as cyclictest's `sysinfo` names it.
+fn machine_of(obj: &JsonObject) -> Machine {
+    let sys = obj.get("sysinfo");
+    let s = |k: &str| {
+        sys.and_then(|x| x.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    Machine {
+        hostname: s("nodename"),
+        kernel_release: s("release"),
+        kernel_version: s("version"),
+        arch: s("machine"),
+        ..Machine::default()
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,13 @@
 //! the limit. The raw samples (`samples.raw`, written with `-f`) are a separate binary file and
 //! are not read here.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::cyclictest_json::{strict, Shape};
-use super::{build_hist, check_threads, clip, mul, record, total, Ctx, ImportError, Thread};
+use super::{
+    build_hist, check_threads, clip, mul, record, total, Ctx, ImportError, Imported, Printed,
+    Thread,
+};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// jitterdebugger's histogram size (HIST_MAX_ENTRIES): buckets 0..1000 units.
@@ -51,18 +54,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             "expected a \"cpu\" object: is this jitterdebugger's results.json?",
         )
     })?;
-    let sys = obj.get("sysinfo").and_then(Value::as_object);
-    let unit =
-        match sys.and_then(|s| s.get("resolution_in_ns")) {
-            None => 1_000,
-            Some(u) => match u.as_u64() {
-                Some(u) if u > 0 && u <= 1_000_000_000 => u,
-                _ => return Err(ctx.err(
-                    0,
-                    "\"resolution_in_ns\": expected a positive whole number of ns (1000 for µs)",
-                )),
-            },
-        };
+    let unit = resolution(ctx, obj.get("sysinfo").and_then(Value::as_object))?;
     check_threads(ctx, 0, cpus.len())?;
     struct Cpu {
         cpu: u32,
@@ -162,11 +154,13 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             ctx,
             0,
             layout,
-            &b,
-            over,
-            mul(ctx, 0, c.min, unit, "min")?,
-            mul(ctx, 0, c.max, unit, "max")?,
-            c.avg.map(|a| a * unit as f64),
+            Printed {
+                buckets: &b,
+                unknown_above: over,
+                min_ns: mul(ctx, 0, c.min, unit, "min")?,
+                max_ns: mul(ctx, 0, c.max, unit, "max")?,
+                avg_ns: c.avg.map(|a| a * unit as f64),
+            },
         )
         .map_err(|mut e| {
             e.msg = format!("CPU {}: {}", c.cpu, e.msg);
@@ -181,15 +175,29 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     if overs > 0 {
         notes.push(format!("{overs} samples were above jitterdebugger's histogram (count minus the buckets): counted, value unknown above {limit} {unit_name}; each CPU's max is jitterdebugger's"));
     }
-    Ok(record(
-        Source::Jitterdebugger,
-        ctx.name,
+    Ok(record(Imported {
+        source: Source::Jitterdebugger,
+        label: ctx.name,
         threads,
-        None,
-        Machine::default(),
-        None,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    ))
+    }))
+}
+
+/// The unit of the values: `sysinfo.resolution_in_ns` (1000, µs, when absent).
+fn resolution(ctx: &Ctx, sys: Option<&Map<String, Value>>) -> Result<u64, ImportError> {
+    match sys.and_then(|s| s.get("resolution_in_ns")) {
+        None => Ok(1_000),
+        Some(u) => match u.as_u64() {
+            Some(u) if u > 0 && u <= 1_000_000_000 => Ok(u),
+            _ => Err(ctx.err(
+                0,
+                "\"resolution_in_ns\": expected a positive whole number of ns (1000 for µs)",
+            )),
+        },
+    }
 }
 
 #[cfg(test)]

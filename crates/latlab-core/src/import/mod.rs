@@ -23,7 +23,7 @@
 
 use std::fmt;
 
-use crate::hist::{HistError, Histogram, Layout};
+use crate::hist::{HistError, HistParts, Histogram, Layout};
 use crate::record::{CpuRecord, Machine, RunConfig, RunRecord, Source, ThreadInfo, SCHEMA_VERSION};
 use crate::stats::Stats;
 use crate::units::Nanos;
@@ -386,6 +386,16 @@ pub(crate) struct Thread {
     pub info: ThreadInfo,
 }
 
+/// What a tool printed of one histogram, in ns: its buckets (lower bound, count), the samples
+/// beyond them (counted, values unknown), its min and max, and its mean when it prints one.
+pub(crate) struct Printed<'a> {
+    pub buckets: &'a [(Nanos, u64)],
+    pub unknown_above: u64,
+    pub min_ns: Nanos,
+    pub max_ns: Nanos,
+    pub avg_ns: Option<f64>,
+}
+
 /// Build a histogram from per-bucket counts in native units, the tool's min/max and (when
 /// known) its average. Sum comes from the average × count (so `exact_moments` is false); the
 /// sum of squares is estimated from bucket midpoints (and the limit for overflows, a lower
@@ -394,17 +404,19 @@ pub(crate) struct Thread {
 /// A native bucket `[lo, lo + layout.bucket_ns)` above the linear part (see [`layout`]) is
 /// counted in the tail bucket holding `lo`: the tools print whole-µs values, and `lo` is the
 /// value they give (as their min and max are), as in the `-v` importer.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_hist(
     ctx: &Ctx,
     line: usize,
     layout: Layout,
-    buckets: &[(Nanos, u64)],
-    unknown_above: u64,
-    min_ns: Nanos,
-    max_ns: Nanos,
-    avg_ns: Option<f64>,
+    printed: Printed<'_>,
 ) -> Result<Histogram, ImportError> {
+    let Printed {
+        buckets,
+        unknown_above,
+        min_ns,
+        max_ns,
+        avg_ns,
+    } = printed;
     let mut counts = vec![0u64; layout.len()];
     let mut n = unknown_above as u128;
     let mut mid_sum = 0f64;
@@ -449,29 +461,42 @@ pub(crate) fn build_hist(
         let floor = ((sum as f64) * (sum as f64) / n_f).ceil() as u128;
         sumsq = sumsq.max(floor);
     }
-    Histogram::from_parts(
+    Histogram::from_parts(HistParts {
         layout,
         counts,
-        min_ns,
-        max_ns,
+        min: min_ns,
+        max: max_ns,
         sum,
         sumsq,
         unknown_above,
-        false,
-    )
+        exact_moments: false,
+    })
     .map_err(|e: HistError| ctx.err(line, format!("inconsistent histogram: {e}")))
 }
 
+/// What every importer found: the tool, the run's label, its threads, and what the file says
+/// of the command, the machine and the interval, with the importer's notes.
+pub(crate) struct Imported<'a> {
+    pub source: Source,
+    pub label: &'a str,
+    pub threads: Vec<Thread>,
+    pub command_line: Option<String>,
+    pub machine: Machine,
+    pub interval_ns: Option<Nanos>,
+    pub notes: Vec<String>,
+}
+
 /// Assemble the record common to every importer.
-pub(crate) fn record(
-    source: Source,
-    label: &str,
-    threads: Vec<Thread>,
-    command_line: Option<String>,
-    machine: Machine,
-    interval_ns: Option<Nanos>,
-    notes: Vec<String>,
-) -> RunRecord {
+pub(crate) fn record(imported: Imported<'_>) -> RunRecord {
+    let Imported {
+        source,
+        label,
+        threads,
+        command_line,
+        machine,
+        interval_ns,
+        notes,
+    } = imported;
     let layout = threads.first().map(|t| t.hist.layout());
     RunRecord {
         schema_version: SCHEMA_VERSION,

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::cyclictest_json::strict;
 use super::{
     build_hist, check_threads, clip, cmdline_opt, int, lines, mul, record, total, Ctx, ImportError,
-    Thread,
+    Imported, Printed, Thread,
 };
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -87,11 +87,13 @@ fn build(
             ctx,
             line,
             layout,
-            &buckets,
-            over,
-            mul(ctx, line, min, 1_000, "min")?,
-            mul(ctx, line, max, 1_000, "max")?,
-            c.avg.map(|a| a * 1_000.0),
+            Printed {
+                buckets: &buckets,
+                unknown_above: over,
+                min_ns: mul(ctx, line, min, 1_000, "min")?,
+                max_ns: mul(ctx, line, max, 1_000, "max")?,
+                avg_ns: c.avg.map(|a| a * 1_000.0),
+            },
         )
         .map_err(|mut e| {
             e.msg = format!("CPU {}: {}", c.cpu, e.msg);
@@ -114,15 +116,15 @@ fn build(
             "{overs} samples were in oslat's last row ({last} µs, \"including overflows\"): counted, value unknown at or above {last} µs; the max is oslat's"
         ));
     }
-    let mut r = record(
-        Source::Oslat,
-        ctx.name,
+    let mut r = record(Imported {
+        source: Source::Oslat,
+        label: ctx.name,
         threads,
-        cmd,
-        Machine::default(),
-        None,
+        command_line: cmd,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    );
+    });
     r.config.mode = "noise".into();
     Ok(r)
 }
@@ -131,6 +133,35 @@ fn build(
 fn values(s: &str) -> Vec<&str> {
     s.split_whitespace()
         .filter(|t| !(t.starts_with('(') && t.ends_with(')')))
+        .collect()
+}
+
+/// The CPUs of the `Core:` row (after its label), one per column.
+fn core_cpus(ctx: &Ctx, n: usize, rest: &str) -> Result<Vec<u32>, ImportError> {
+    let v = values(rest);
+    check_threads(ctx, n, v.len())?;
+    v.iter()
+        .map(|t| {
+            int(ctx, n, t, "Core (CPU number)")
+                .and_then(|c| u32::try_from(c).map_err(|_| ctx.err(n, "CPU number too large")))
+        })
+        .collect()
+}
+
+/// The values of the `Average:` row: non-negative numbers.
+fn averages(ctx: &Ctx, n: usize, v: &[&str]) -> Result<Vec<f64>, ImportError> {
+    v.iter()
+        .map(|t| {
+            t.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| {
+                    ctx.err(
+                        n,
+                        format!("Average: expected a number, found '{}'", clip(t)),
+                    )
+                })
+        })
         .collect()
 }
 
@@ -176,17 +207,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
                         format!("a second 'Core:' line (the first is line {pn}): one oslat run per file"),
                     ));
                 }
-                let v = values(rest);
-                check_threads(ctx, n, v.len())?;
-                let c = v
-                    .iter()
-                    .map(|t| {
-                        int(ctx, n, t, "Core (CPU number)").and_then(|c| {
-                            u32::try_from(c).map_err(|_| ctx.err(n, "CPU number too large"))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                cpus = Some((n, c));
+                cpus = Some((n, core_cpus(ctx, n, rest)?));
             }
             "Minimum" | "Maximum" | "Average" => {
                 if cpus.is_none() {
@@ -195,21 +216,7 @@ pub(crate) fn parse_text(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportErr
                 let v = values(rest);
                 width(&v)?;
                 if label == "Average" {
-                    let a = v
-                        .iter()
-                        .map(|t| {
-                            t.parse::<f64>()
-                                .ok()
-                                .filter(|x| x.is_finite() && *x >= 0.0)
-                                .ok_or_else(|| {
-                                    ctx.err(
-                                        n,
-                                        format!("Average: expected a number, found '{}'", clip(t)),
-                                    )
-                                })
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
-                    avgs = Some(a);
+                    avgs = Some(averages(ctx, n, &v)?);
                 } else {
                     let x = v
                         .iter()

@@ -11,7 +11,7 @@
 //! last bucket's upper bound less 1 ns (a bound, as every latlab percentile), and the mean
 //! comes from bucket midpoints. Blank lines and `#` comments are skipped.
 
-use super::{build_hist, clip, lines, record, Ctx, ImportError, Thread};
+use super::{build_hist, clip, lines, record, Ctx, ImportError, Imported, Printed, Thread};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
 /// A decimal number of milliseconds, exactly, in ns (up to 6 decimals).
@@ -117,11 +117,13 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         ctx,
         last_line,
         layout,
-        &buckets,
-        0,
-        first_lo,
-        top_hi - 1,
-        None,
+        Printed {
+            buckets: &buckets,
+            unknown_above: 0,
+            min_ns: first_lo,
+            max_ns: top_hi - 1,
+            avg_ns: None,
+        },
     )?;
     let mut notes = vec![
         format!("imported from a realfeel-style histogram: bucket width inferred as {} ms", width as f64 / 1e6),
@@ -129,19 +131,19 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         "the file does not say which CPU was measured: 'cpu' is 0".into(),
     ];
     notes.extend(cut);
-    Ok(record(
-        Source::Realfeel,
-        ctx.name,
-        vec![Thread {
+    Ok(record(Imported {
+        source: Source::Realfeel,
+        label: ctx.name,
+        threads: vec![Thread {
             cpu: 0,
             hist,
             info: ThreadInfo::default(),
         }],
-        None,
-        Machine::default(),
-        None,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    ))
+    }))
 }
 
 #[cfg(test)]

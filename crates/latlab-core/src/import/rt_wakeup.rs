@@ -23,8 +23,10 @@
 use serde_json::Value;
 
 use super::cyclictest_json::strict;
-use super::{check_threads, clip, cmdline_opt, int, lines, mul, record, Ctx, ImportError, Thread};
-use crate::hist::Histogram;
+use super::{
+    check_threads, clip, cmdline_opt, int, lines, mul, record, Ctx, ImportError, Imported, Thread,
+};
+use crate::hist::{HistParts, Histogram};
 use crate::modes::{CpuMode, ModeParams};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 use crate::units::Nanos;
@@ -360,17 +362,24 @@ pub(crate) fn parse_json(
     Ok(r)
 }
 
+/// What a tool printed of samples it did not bin: how many, their min and max (ns), and
+/// their mean.
+pub(crate) struct Summary {
+    pub n: u64,
+    pub min: Nanos,
+    pub max: Nanos,
+    pub mean: f64,
+}
+
 /// A histogram of `n` samples whose values are unknown at or above `limit_ns`, with the
 /// file's min, max and mean, and the smallest sum of squares those allow.
 pub(crate) fn summary_hist(
     ctx: &Ctx,
     line: usize,
     layout: crate::hist::Layout,
-    n: u64,
-    min: Nanos,
-    max: Nanos,
-    mean: f64,
+    summary: Summary,
 ) -> Result<Histogram, ImportError> {
+    let Summary { n, min, max, mean } = summary;
     if min > max {
         return Err(ctx.err(line, format!("min {min} ns is above max {max} ns")));
     }
@@ -392,16 +401,16 @@ pub(crate) fn summary_hist(
         }
     };
     let floor = if n > 0 { (sum * sum / nf).ceil() } else { 0.0 };
-    Histogram::from_parts(
+    Histogram::from_parts(HistParts {
         layout,
-        vec![0; layout.len()],
+        counts: vec![0; layout.len()],
         min,
         max,
-        sum as u128,
-        sq.max(floor) as u128,
-        n,
-        false,
-    )
+        sum: sum as u128,
+        sumsq: sq.max(floor) as u128,
+        unknown_above: n,
+        exact_moments: false,
+    })
     .map_err(|e| ctx.err(line, format!("inconsistent summary: {e}")))
 }
 
@@ -435,7 +444,18 @@ fn build(
     let mut cross = false;
     let mut timeouts = 0u128;
     for (k, p, n, min, max, avg) in rows {
-        let hist = summary_hist(ctx, line, layout, n, min, max, avg).map_err(|mut e| {
+        let hist = summary_hist(
+            ctx,
+            line,
+            layout,
+            Summary {
+                n,
+                min,
+                max,
+                mean: avg,
+            },
+        )
+        .map_err(|mut e| {
             e.msg = format!("pair {k}: {}", e.msg);
             e
         })?;
@@ -486,15 +506,15 @@ fn build(
         .as_deref()
         .and_then(|c| cmdline_opt(c, "-p", "--prio"))
         .and_then(|s| s.parse::<u32>().ok());
-    let mut r = record(
-        tool.source(),
-        ctx.name,
+    let mut r = record(Imported {
+        source: tool.source(),
+        label: ctx.name,
         threads,
-        cmd,
-        Machine::default(),
-        interval,
+        command_line: cmd,
+        machine: Machine::default(),
+        interval_ns: interval,
         notes,
-    );
+    });
     r.config.mode = "wakeup".into();
     r.config.policy = Some("fifo".into());
     if prio.is_some() {

@@ -22,10 +22,13 @@
 //! not printed); `over:` samples are above `entries × width`, whose value is unknown. A
 //! trailing `ALL` summary section (newer rtla) is ignored.
 
+use std::collections::BTreeMap;
+
 use super::{
-    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Thread,
+    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Imported,
+    Printed, Thread,
 };
-use crate::hist::Histogram;
+use crate::hist::{Histogram, Layout};
 use crate::modes::CpuMode;
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -37,12 +40,22 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+/// An rtla timerlat hist output read: its time unit (ns per unit), its `Index` header (line,
+/// columns), its bucket rows (line, index, counts), its summary rows by key (line, values;
+/// None for rtla's '-'), and the number of its last line.
+struct Table {
+    unit: u64,
+    header: Option<(usize, Vec<String>)>,
+    rows: Vec<(usize, u64, Vec<u64>)>,
+    tail: BTreeMap<&'static str, (usize, Vec<Option<u64>>)>,
+    last: usize,
+}
+
+fn read_table(bytes: &[u8], ctx: &Ctx) -> Result<Table, ImportError> {
     let mut unit = 1_000u64;
     let mut header: Option<(usize, Vec<String>)> = None;
     let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
-    let mut tail: std::collections::BTreeMap<&'static str, (usize, Vec<Option<u64>>)> =
-        Default::default();
+    let mut tail: BTreeMap<&'static str, (usize, Vec<Option<u64>>)> = BTreeMap::new();
     let mut last = 0;
     for l in lines(bytes, ctx) {
         let (n, line) = l?;
@@ -124,7 +137,73 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             rows.push((n, idx, v));
         }
     }
-    let (hline, cols) = header.ok_or_else(|| {
+    Ok(Table {
+        unit,
+        header,
+        rows,
+        tail,
+        last,
+    })
+}
+
+/// One column's histogram and its samples above the histogram; None when the column has no
+/// sample.
+fn column(
+    ctx: &Ctx,
+    t: &Table,
+    layout: Layout,
+    col: usize,
+    cpu: u32,
+    kind: &str,
+) -> Result<Option<(Histogram, u64)>, ImportError> {
+    let (unit, last) = (t.unit, t.last);
+    let get = |k: &str| t.tail.get(k).and_then(|(ln, v)| v[col].map(|x| (*ln, x)));
+    let mut buckets: Vec<(u64, u64)> = Vec::new();
+    for r in t.rows.iter().filter(|r| r.2[col] > 0) {
+        buckets.push((mul(ctx, r.0, r.1, unit, "Index")?, r.2[col]));
+    }
+    let in_hist = total(ctx, last, buckets.iter().map(|b| &b.1))?;
+    let over = get("over").map(|x| x.1).unwrap_or(0);
+    let (cl, count) = get("count").unwrap_or((last, 0));
+    let held = u128::from(in_hist) + u128::from(over);
+    if u128::from(count) != held {
+        return Err(ctx.err(
+            cl,
+            format!("{kind}-{cpu:03}: count {count}, but the buckets and 'over' hold {held}"),
+        ));
+    }
+    if count == 0 {
+        return Ok(None);
+    }
+    let (ml, max) = get("max").ok_or_else(|| ctx.err(last, format!("{kind}-{cpu:03}: no max")))?;
+    let min = match get("min") {
+        Some((l, m)) => mul(ctx, l, m, unit, "min")?,
+        None => 0,
+    };
+    let avg = get("avg").map(|x| x.1 as f64 * unit as f64);
+    let hist = build_hist(
+        ctx,
+        ml,
+        layout,
+        Printed {
+            buckets: &buckets,
+            unknown_above: over,
+            min_ns: min,
+            max_ns: mul(ctx, ml, max, unit, "max")?,
+            avg_ns: avg,
+        },
+    )
+    .map_err(|mut e| {
+        e.msg = format!("{kind}-{cpu:03}: {}", e.msg);
+        e
+    })?;
+    Ok(Some((hist, over)))
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let mut t = read_table(bytes, ctx)?;
+    let (unit, last) = (t.unit, t.last);
+    let (hline, cols) = t.header.take().ok_or_else(|| {
         ctx.err(
             last,
             "expected an 'Index IRQ-000 Thr-000 …' header line (rtla timerlat hist output)",
@@ -170,17 +249,18 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
     };
     for k in ["count", "min", "max"] {
-        if !tail.contains_key(k) {
+        if !t.tail.contains_key(k) {
             return Err(ctx.err(
                 last,
                 format!("expected the '{k}:' row of rtla's summary (is the file truncated?)"),
             ));
         }
     }
-    let width = rows.iter().fold(0, |g, r| gcd(g, r.1)).max(1);
-    let limit = u128::from(rows.last().map_or(0, |r| r.1)) + u128::from(width);
+    let width = t.rows.iter().fold(0, |g, r| gcd(g, r.1)).max(1);
+    let limit = u128::from(t.rows.last().map_or(0, |r| r.1)) + u128::from(width);
     let width_ns = mul(ctx, hline, width, unit, "bucket width")?;
-    let (layout, cut) = super::layout(ctx, hline, width_ns, limit * u128::from(unit), rows.len())?;
+    let (layout, cut) =
+        super::layout(ctx, hline, width_ns, limit * u128::from(unit), t.rows.len())?;
     let unit_name = if unit == 1 { "ns" } else { "µs" };
     let mut notes: Vec<String> = cut.into_iter().collect();
     let what = match (kind, irq_cols.is_empty()) {
@@ -196,56 +276,10 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         format!("imported from rtla timerlat hist: {what}"),
         format!("bucket width inferred as {width} {unit_name} from the printed indices; limit taken as {limit} {unit_name} (one past the last printed bucket); mean from rtla's avg, standard deviation estimated from bucket midpoints"),
     ]);
-    // One column's histogram; None when the column has no sample.
-    let column = |col: usize,
-                  cpu: u32,
-                  kind: &str|
-     -> Result<Option<(Histogram, u64)>, ImportError> {
-        let get = |k: &str| tail.get(k).and_then(|(ln, v)| v[col].map(|x| (*ln, x)));
-        let mut buckets: Vec<(u64, u64)> = Vec::new();
-        for r in rows.iter().filter(|r| r.2[col] > 0) {
-            buckets.push((mul(ctx, r.0, r.1, unit, "Index")?, r.2[col]));
-        }
-        let in_hist = total(ctx, last, buckets.iter().map(|b| &b.1))?;
-        let over = get("over").map(|x| x.1).unwrap_or(0);
-        let (cl, count) = get("count").unwrap_or((last, 0));
-        let held = u128::from(in_hist) + u128::from(over);
-        if u128::from(count) != held {
-            return Err(ctx.err(
-                cl,
-                format!("{kind}-{cpu:03}: count {count}, but the buckets and 'over' hold {held}"),
-            ));
-        }
-        if count == 0 {
-            return Ok(None);
-        }
-        let (ml, max) =
-            get("max").ok_or_else(|| ctx.err(last, format!("{kind}-{cpu:03}: no max")))?;
-        let min = match get("min") {
-            Some((l, m)) => mul(ctx, l, m, unit, "min")?,
-            None => 0,
-        };
-        let avg = get("avg").map(|x| x.1 as f64 * unit as f64);
-        let hist = build_hist(
-            ctx,
-            ml,
-            layout,
-            &buckets,
-            over,
-            min,
-            mul(ctx, ml, max, unit, "max")?,
-            avg,
-        )
-        .map_err(|mut e| {
-            e.msg = format!("{kind}-{cpu:03}: {}", e.msg);
-            e
-        })?;
-        Ok(Some((hist, over)))
-    };
     let mut threads = Vec::new();
     let mut overs = 0u128;
     for (col, cpu) in sel {
-        let Some((hist, over)) = column(col, cpu, kind)? else {
+        let Some((hist, over)) = column(ctx, &t, layout, col, cpu, kind)? else {
             continue;
         };
         overs += u128::from(over);
@@ -264,7 +298,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     ] {
         let mut v = Vec::new();
         for (col, cpu) in cols {
-            if let Some((hist, over)) = column(col, cpu, k)? {
+            if let Some((hist, over)) = column(ctx, &t, layout, col, cpu, k)? {
                 if over > 0 {
                     notes.push(format!("{k}-{cpu:03}: {over} samples above the histogram ('over:'): counted, value unknown above the limit"));
                 }
@@ -287,15 +321,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     if overs > 0 {
         notes.push(format!("{overs} samples were above the histogram ('over:'): counted, value unknown above the limit, reported as \"> limit\""));
     }
-    let mut r = record(
-        Source::Rtla,
-        ctx.name,
+    let mut r = record(Imported {
+        source: Source::Rtla,
+        label: ctx.name,
         threads,
-        None,
-        Machine::default(),
-        None,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    );
+    });
     for c in &mut r.cpus {
         let of = |k: &str| {
             sides

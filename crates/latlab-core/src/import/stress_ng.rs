@@ -20,7 +20,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Thread,
+    build_hist, check_threads, clip, int, lines, mul, record, total, Ctx, ImportError, Imported,
+    Printed, Thread,
 };
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -52,7 +53,9 @@ pub(crate) fn sniff(text: &str) -> bool {
         .any(|l| l.starts_with("stress-ng:") && l.contains("] cyclic:"))
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+/// The stressor instances of a log, by pid, from their `cyclic:` lines, and the number of
+/// the log's last line.
+fn read_instances(bytes: &[u8], ctx: &Ctx) -> Result<(BTreeMap<u64, Inst>, usize), ImportError> {
     let mut insts: BTreeMap<u64, Inst> = BTreeMap::new();
     let mut last = 0;
     for l in lines(bytes, ctx) {
@@ -166,6 +169,11 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             }
         }
     }
+    Ok((insts, last))
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let (insts, last) = read_instances(bytes, ctx)?;
     if insts.is_empty() {
         return Err(ctx.err(
             last,
@@ -232,11 +240,22 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             let min = i.min.ok_or_else(|| what("'min:'"))?;
             let max = i.max.ok_or_else(|| what("'max:'"))?;
             let b: Vec<(u64, u64)> = i.buckets.iter().copied().filter(|b| b.1 > 0).collect();
-            let hist =
-                build_hist(ctx, i.line, layout, &b, over, min, max, i.mean).map_err(|mut e| {
-                    e.msg = format!("[{pid}]: {}", e.msg);
-                    e
-                })?;
+            let hist = build_hist(
+                ctx,
+                i.line,
+                layout,
+                Printed {
+                    buckets: &b,
+                    unknown_above: over,
+                    min_ns: min,
+                    max_ns: max,
+                    avg_ns: i.mean,
+                },
+            )
+            .map_err(|mut e| {
+                e.msg = format!("[{pid}]: {}", e.msg);
+                e
+            })?;
             if over > 0 {
                 notes.push(format!("[{pid}]: {over} of {n} samples are beyond the printed distribution{}: counted, value unknown above {} µs; the max is stress-ng's", i.cut.map(|(a, of)| format!(" (the first {a} buckets of {of})")).unwrap_or_default(), limit / 1_000));
             }
@@ -261,25 +280,30 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             let min = i.min.ok_or_else(|| what("'min:'"))?;
             let max = i.max.ok_or_else(|| what("'max:'"))?;
             let mean = i.mean.ok_or_else(|| what("'mean:'"))?;
-            let hist = super::rt_wakeup::summary_hist(ctx, i.line, layout, n, min, max, mean)
-                .map_err(|mut e| {
-                    e.msg = format!("[{pid}]: {}", e.msg);
-                    e
-                })?;
+            let hist = super::rt_wakeup::summary_hist(
+                ctx,
+                i.line,
+                layout,
+                super::rt_wakeup::Summary { n, min, max, mean },
+            )
+            .map_err(|mut e| {
+                e.msg = format!("[{pid}]: {}", e.msg);
+                e
+            })?;
             inst_notes(&mut notes, pid, &i);
             threads.push(thread(ctx, k, hist, &i)?);
         }
     }
     let interval = threads.first().and_then(|t| t.info.interval_ns);
-    let mut r = record(
-        Source::StressNg,
-        ctx.name,
+    let mut r = record(Imported {
+        source: Source::StressNg,
+        label: ctx.name,
         threads,
-        None,
-        Machine::default(),
-        interval,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: interval,
         notes,
-    );
+    });
     r.config.policy = r.cpus.first().and_then(|c| c.thread.policy.clone());
     Ok(r)
 }

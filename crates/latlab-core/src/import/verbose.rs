@@ -10,7 +10,7 @@
 //! log tail, still counted by value), and min/max/mean/stddev are exact for µs-truncated
 //! samples. This is the hot importer (files of millions of lines): it parses bytes directly.
 
-use super::{clip, record, Ctx, ImportError, Thread, MAX_THREADS};
+use super::{clip, record, Ctx, ImportError, Imported, Thread, MAX_THREADS};
 use crate::hist::{Histogram, Layout};
 use crate::record::{Machine, RunRecord, Source, ThreadInfo};
 
@@ -114,15 +114,15 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         "imported from cyclictest -v: every sample, in whole µs (exact 1 µs histogram)".to_string(),
         "cyclictest -v does not say which CPU each thread ran on ('cpu' is the thread number), and its 'Thread N Interval' header is unreliable: interval unknown".to_string(),
     ];
-    Ok(record(
-        Source::Cyclictest,
-        ctx.name,
+    Ok(record(Imported {
+        source: Source::Cyclictest,
+        label: ctx.name,
         threads,
-        None,
-        Machine::default(),
-        None,
+        command_line: None,
+        machine: Machine::default(),
+        interval_ns: None,
         notes,
-    ))
+    }))
 }
 
 #[cfg(test)]

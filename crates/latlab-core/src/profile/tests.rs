@@ -1,5 +1,6 @@
 use proptest::prelude::*;
 
+use super::wait_hist::{bucket_of, bucket_top};
 use super::*;
 
 fn sw(ts: u64, cpu: u32, prev: i64, prev_runnable: bool, next: i64) -> PEvent {

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use super::pid_map::PidMap;
 use crate::record::{Cause, CauseKind, SpikeRecord};
 use crate::units::Nanos;
 
@@ -155,10 +156,10 @@ pub(super) struct Boost<'a> {
 /// action names, which IRQs run threaded, the priority-inheritance boosts, and every task's
 /// latest comm and prio.
 pub(super) struct Lore<'l, 'a> {
-    pub(super) known: &'l super::analyzer::PidMap<(Cow<'a, str>, i64)>,
-    pub(super) irq_names: &'l super::analyzer::PidMap<Cow<'a, str>>,
-    pub(super) irq_threads: &'l super::analyzer::PidMap<i64>,
-    pub(super) boosts: &'l super::analyzer::PidMap<Boost<'a>>,
+    pub(super) known: &'l PidMap<(Cow<'a, str>, i64)>,
+    pub(super) irq_names: &'l PidMap<Cow<'a, str>>,
+    pub(super) irq_threads: &'l PidMap<i64>,
+    pub(super) boosts: &'l PidMap<Boost<'a>>,
 }
 
 /// The measuring thread of a finished window, as [`Lore::name`] needs it.

@@ -20,6 +20,7 @@ pub mod event;
 mod line;
 pub mod parallel;
 pub mod parser;
+mod pid_map;
 pub mod raw;
 pub mod tracedat;
 

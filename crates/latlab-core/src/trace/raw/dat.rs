@@ -9,22 +9,6 @@ use super::{Comms, RawDecoder, RawError, Symbols};
 use crate::trace::event::{Event, EventKind};
 use crate::trace::tracedat::TraceDat;
 
-impl Comms {
-    /// The names as a `saved_cmdlines` text (`PID COMM` lines, by pid), what a trace.dat
-    /// carries for trace-cmd. Names holding a newline are left out (the format is one per line).
-    pub fn to_saved_cmdlines(&self) -> String {
-        let mut v: Vec<(&i64, &String)> = self.map.iter().collect();
-        v.sort();
-        let mut s = String::new();
-        for (pid, comm) in v {
-            if !comm.contains('\n') {
-                let _ = writeln!(s, "{pid} {comm}");
-            }
-        }
-        s
-    }
-}
-
 /// A `/proc/kallsyms`-style text of the functions `events` name (hrtimer callbacks, NMI
 /// handlers), resolved with `symbols`: what trace-cmd shows for them and what `analyze` needs
 /// (`hrtimer_wakeup` opens a sleeper's window), a few lines instead of the kernel's 5 MB.

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::{
     bytes, flag_chars, int, Comms, CpuStats, FieldKind, Item, Known, LostMark, RawDecoder,
-    RawError, Shape, F,
+    RawError, Shape, Slot, F,
 };
 use crate::trace::event::{Event, EventKind};
 
@@ -48,7 +48,16 @@ impl RawDecoder {
                     stats.unknown_events += 1;
                     return;
                 };
-                let Some(e) = self.event(k, cpu, ts, data, comms, n + 1) else {
+                let Some(e) = self.event(
+                    k,
+                    data,
+                    comms,
+                    Slot {
+                        cpu,
+                        ts,
+                        line: n + 1,
+                    },
+                ) else {
                     stats.unknown_events += 1;
                     return;
                 };
@@ -176,47 +185,51 @@ fn line(out: &mut String, k: &Known, e: &Event<'_>, d: &[u8]) {
         (EventKind::Marker { text }, _) => {
             let _ = write!(out, "tracing_mark_write: {text}");
         }
-        _ => {
-            let _ = write!(out, "{}:", k.fmt.name);
-            for f in k
-                .fmt
-                .fields
-                .iter()
-                .filter(|f| !f.name.starts_with("common_"))
-            {
-                let _ = write!(out, " {}=", f.name);
-                let loc = F::from(f);
-                match f.kind {
-                    FieldKind::Int => {
-                        if let Some(v) = int(d, &loc) {
-                            if f.signed {
-                                let _ = write!(out, "{v}");
-                            } else {
-                                let _ = write!(out, "{}", v as u64);
-                            }
-                        }
+        _ => generic_body(out, k, d),
+    }
+    out.push('\n');
+}
+
+/// An event the decoder does not type, as `name: field=value …` (every field but the common
+/// ones: integers as the format's sign says, strings on one line, other fields in hex).
+fn generic_body(out: &mut String, k: &Known, d: &[u8]) {
+    let _ = write!(out, "{}:", k.fmt.name);
+    for f in k
+        .fmt
+        .fields
+        .iter()
+        .filter(|f| !f.name.starts_with("common_"))
+    {
+        let _ = write!(out, " {}=", f.name);
+        let loc = F::from(f);
+        match f.kind {
+            FieldKind::Int => {
+                if let Some(v) = int(d, &loc) {
+                    if f.signed {
+                        let _ = write!(out, "{v}");
+                    } else {
+                        let _ = write!(out, "{}", v as u64);
                     }
-                    FieldKind::Chars | FieldKind::DataLoc | FieldKind::Tail => {
-                        if let Some(b) = bytes(d, &loc) {
-                            // One line per event: a newline in a value would start another.
-                            let t = String::from_utf8_lossy(b);
-                            out.extend(
-                                t.chars()
-                                    .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-                            );
-                        }
-                    }
-                    FieldKind::Other => {
-                        if let Some(b) = d.get(f.offset..f.offset + f.size) {
-                            out.push_str("0x");
-                            for c in b {
-                                let _ = write!(out, "{c:02x}");
-                            }
-                        }
+                }
+            }
+            FieldKind::Chars | FieldKind::DataLoc | FieldKind::Tail => {
+                if let Some(b) = bytes(d, &loc) {
+                    // One line per event: a newline in a value would start another.
+                    let t = String::from_utf8_lossy(b);
+                    out.extend(
+                        t.chars()
+                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                    );
+                }
+            }
+            FieldKind::Other => {
+                if let Some(b) = d.get(f.offset..f.offset + f.size) {
+                    out.push_str("0x");
+                    for c in b {
+                        let _ = write!(out, "{c:02x}");
                     }
                 }
             }
         }
     }
-    out.push('\n');
 }

@@ -3,6 +3,7 @@
 //! does not hold (time extends, absolute stamps, discarded events, lost events, bad pages).
 
 use super::*;
+use crate::trace::event::EventKind;
 use crate::trace::parser::{Parser, Record};
 use crate::trace::{analyze_events, analyze_text, AnalyzeOptions, SampleMode};
 

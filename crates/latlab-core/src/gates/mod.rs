@@ -27,6 +27,10 @@ use serde::Serialize;
 use crate::compare::{ratio_interval, value_interval, Comparison, MIN_TAIL};
 use crate::units::{parse_latency, Human};
 
+mod junit;
+
+pub use junit::{junit, xml_escape};
+
 /// The statistics a gate can name, in the order the help lists them.
 pub const STATS: [&str; 10] = [
     "min", "mean", "median", "p99", "p99.9", "p99.99", "p99.999", "max", "missed", "tail:P",
@@ -443,26 +447,7 @@ pub fn evaluate(c: &Comparison, gates: &[Gate]) -> Vec<Check> {
                 ),
             };
             // The interval of what the rule compares, at the gate's level.
-            let interval: Option<(f64, f64)> = level.and_then(|l| {
-                let ratio_iv = match (g.stat.ladder_row(), tails) {
-                    (Some(r), _) => ratio_interval(&c.noise, i, r, l),
-                    (None, Some((Some(ia), Some(ib)))) if ia.0 > 0.0 => {
-                        Some((ib.0 / ia.1, ib.1 / ia.0))
-                    }
-                    _ => None,
-                };
-                match g.rule {
-                    Rule::Above(_) => match (g.stat.ladder_row(), tails) {
-                        (Some(r), _) => value_interval(&c.noise, i, r, l),
-                        (None, Some((_, ib))) => ib,
-                        _ => None,
-                    },
-                    Rule::Factor(_) => ratio_iv,
-                    Rule::Percent(_) => {
-                        ratio_iv.map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0))
-                    }
-                }
-            });
+            let interval = level.and_then(|l| rule_interval(c, g, i, l, tails));
             let unknown = match g.rule {
                 // An absolute rule does not read A.
                 Rule::Above(_) => b.is_none(),
@@ -539,6 +524,34 @@ pub fn evaluate(c: &Comparison, gates: &[Gate]) -> Vec<Check> {
     out
 }
 
+/// The tail estimates' intervals of the baseline and of a run (None: no estimate).
+type TailIntervals = (Option<(f64, f64)>, Option<(f64, f64)>);
+/// The interval of what gate `g`'s rule compares for run `i`, at level `l`: from the noise
+/// of the comparison's ladder, or for a tail gate from the estimates' intervals (`tails`: the
+/// baseline's and run `i`'s).
+fn rule_interval(
+    c: &Comparison,
+    g: &Gate,
+    i: usize,
+    l: f64,
+    tails: Option<TailIntervals>,
+) -> Option<(f64, f64)> {
+    let ratio_iv = match (g.stat.ladder_row(), tails) {
+        (Some(r), _) => ratio_interval(&c.noise, i, r, l),
+        (None, Some((Some(ia), Some(ib)))) if ia.0 > 0.0 => Some((ib.0 / ia.1, ib.1 / ia.0)),
+        _ => None,
+    };
+    match g.rule {
+        Rule::Above(_) => match (g.stat.ladder_row(), tails) {
+            (Some(r), _) => value_interval(&c.noise, i, r, l),
+            (None, Some((_, ib))) => ib,
+            _ => None,
+        },
+        Rule::Factor(_) => ratio_iv,
+        Rule::Percent(_) => ratio_iv.map(|(lo, hi)| ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)),
+    }
+}
+
 fn needed(s: Stat) -> u64 {
     use crate::hist::Quantile;
     let q = match s {
@@ -550,86 +563,6 @@ fn needed(s: Stat) -> u64 {
         _ => return 0,
     };
     MIN_TAIL * q.den / (q.den - q.num).max(1)
-}
-
-/// Text safe inside XML 1.0 content and attribute values: markup characters as entities,
-/// characters XML 1.0 cannot hold (controls other than tab/newline/CR, U+FFFE/U+FFFF) as
-/// visible `\u{…}` escapes.
-pub fn xml_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            '\t' | '\n' | '\r' => {
-                let _ = fmt::Write::write_fmt(&mut o, format_args!("&#{};", c as u32));
-            }
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' || c == '\u{7f}' => {
-                let _ = fmt::Write::write_fmt(&mut o, format_args!("\\u{{{:x}}}", c as u32));
-            }
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-/// The checks as one JUnit XML test suite: one test case per check, a `<failure>` for each
-/// failed one (Jenkins, GitLab).
-pub fn junit(checks: &[Check]) -> String {
-    use std::fmt::Write;
-    let failures = checks.iter().filter(|c| !c.passed).count();
-    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        o,
-        "<testsuite name=\"latlab compare\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\">",
-        checks.len()
-    );
-    for c in checks {
-        let detail = format!(
-            "{}: {} (baseline {}) → {} ({}), rule {}: observed {}{}",
-            c.stat,
-            c.show(c.a),
-            c.baseline,
-            c.show(c.b),
-            c.run,
-            c.rule,
-            c.show_observed(),
-            c.note
-                .as_deref()
-                .map(|n| format!("; {n}"))
-                .unwrap_or_default()
-        );
-        let _ = write!(
-            o,
-            "  <testcase classname=\"latlab.compare.{}\" name=\"{}\">",
-            xml_escape(&c.run),
-            xml_escape(&c.expr)
-        );
-        if c.passed {
-            if c.too_few_samples {
-                let _ = write!(o, "<system-out>{}</system-out>", xml_escape(&detail));
-            }
-        } else {
-            let _ = write!(
-                o,
-                "<failure type=\"regression\" message=\"{}\">{}</failure>",
-                xml_escape(&format!(
-                    "{} {} {}: observed {}",
-                    c.run,
-                    c.stat,
-                    c.rule,
-                    c.show_observed()
-                )),
-                xml_escape(&detail)
-            );
-        }
-        o.push_str("</testcase>\n");
-    }
-    o.push_str("</testsuite>\n");
-    o
 }
 
 #[cfg(test)]

@@ -1,0 +1,244 @@
+//! A traced spike: its causes, the lanes of what ran on its CPU, and its timeline.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::units::Nanos;
+
+/// What delayed a traced spike (the contract's `causes`). Its names are [`CauseKind::as_str`],
+/// the one table of them (run.json reads and writes them through it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(into = "&'static str", try_from = "String")]
+pub enum CauseKind {
+    Irq,
+    Softirq,
+    Task,
+    Nmi,
+    PreemptOff,
+    IrqOff,
+    Hypervisor,
+    Unknown,
+}
+
+impl CauseKind {
+    pub const ALL: [CauseKind; 8] = [
+        CauseKind::Irq,
+        CauseKind::Softirq,
+        CauseKind::Task,
+        CauseKind::Nmi,
+        CauseKind::PreemptOff,
+        CauseKind::IrqOff,
+        CauseKind::Hypervisor,
+        CauseKind::Unknown,
+    ];
+
+    /// The contract's name of the kind.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CauseKind::Irq => "irq",
+            CauseKind::Softirq => "softirq",
+            CauseKind::Task => "task",
+            CauseKind::Nmi => "nmi",
+            CauseKind::PreemptOff => "preempt_off",
+            CauseKind::IrqOff => "irq_off",
+            CauseKind::Hypervisor => "hypervisor",
+            CauseKind::Unknown => "unknown",
+        }
+    }
+}
+
+impl From<CauseKind> for &'static str {
+    fn from(k: CauseKind) -> &'static str {
+        k.as_str()
+    }
+}
+
+impl TryFrom<String> for CauseKind {
+    type Error = String;
+    fn try_from(s: String) -> Result<CauseKind, String> {
+        CauseKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = CauseKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!(
+                    "unknown cause kind `{s}`, expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl JsonSchema for CauseKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CauseKind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = CauseKind::ALL.iter().map(|k| k.as_str()).collect();
+        schemars::json_schema!({
+            "description": "What delayed a traced spike (the contract's `causes`).",
+            "type": "string",
+            "enum": names,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Cause {
+    pub kind: CauseKind,
+    pub name: String,
+    #[serde(default)]
+    pub pid: i64,
+    #[serde(default)]
+    pub prio: i64,
+    pub ns: Nanos,
+}
+
+/// A spike the recorder traced (or tried to).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SpikeRecord {
+    pub cpu: u32,
+    /// Intended wake-up time, CLOCK_MONOTONIC ns.
+    pub at_ns: Nanos,
+    pub latency_ns: Nanos,
+    /// Sorted by `ns`, largest first; they add up to the part of `latency_ns` the trace explains.
+    #[serde(default)]
+    pub causes: Vec<Cause>,
+    /// Relative path of the saved trace in the run directory.
+    #[serde(default)]
+    pub trace_file: Option<String>,
+    /// A short text timeline of the spike, as text lines: rendered from `timeline_events` when
+    /// the record is written (for readers of run.json that want text); files written before
+    /// `timeline_events` existed have only these.
+    #[serde(default)]
+    pub timeline: Vec<String>,
+    /// The timeline as data: the moments of the spike relative to its intended wake-up, in
+    /// order (empty in files written before it existed). Reports render it
+    /// (`latlab_report::timeline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline_events: Vec<TimelineEvent>,
+    /// What ran on the spike's CPU from its intended wake-up to its clock read, as lanes
+    /// (IRQ, softirq, tasks, the measuring thread): the stretches the analyzer charged to the
+    /// causes. Absent in files written before it existed (reports say "no lane data").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<SpikeLanes>,
+}
+
+/// The most lane segments a spike keeps ([`SpikeLanes::dropped`] counts the shortest left out).
+pub const MAX_LANE_SEGMENTS: usize = 256;
+
+/// A spike's lanes (run.json `spikes[].lanes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct SpikeLanes {
+    /// In time order, disjoint; at most [`MAX_LANE_SEGMENTS`].
+    #[serde(default)]
+    pub segments: Vec<LaneSegment>,
+    /// Segments left out to stay within the cap (the shortest ones).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One stretch of time on a CPU and what it was charged to (run.json
+/// `spikes[].lanes.segments[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaneSegment {
+    pub cpu: u32,
+    pub lane: Lane,
+    /// The cause it was charged to (`causes[].kind`).
+    pub cause: CauseKind,
+    /// The cause's name (`causes[].name`): the IRQ, softirq or task, `switch-to-user (…)` for
+    /// the measuring thread, `timer delivery` for a stall.
+    pub name: String,
+    /// The task's pid (0 for interrupt contexts and stalls).
+    #[serde(default)]
+    pub pid: i64,
+    /// Nanoseconds from the intended wake-up E.
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// The lane a [`LaneSegment`] is drawn in.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// A hardirq or CPU vector handler.
+    Irq,
+    Softirq,
+    Nmi,
+    /// A task other than the measuring thread (`cause` says whether it had the right).
+    Task,
+    /// The measuring thread itself, from its switch-in.
+    Measuring,
+    /// Nothing in the trace explains the time (timer delivery silent, idle while runnable).
+    Stall,
+    /// A lane a later latlab knows (kept, drawn without a name).
+    #[serde(other)]
+    Other,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 6] = [
+        Lane::Irq,
+        Lane::Softirq,
+        Lane::Nmi,
+        Lane::Task,
+        Lane::Measuring,
+        Lane::Stall,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Lane::Irq => "irq",
+            Lane::Softirq => "softirq",
+            Lane::Nmi => "nmi",
+            Lane::Task => "task",
+            Lane::Measuring => "measuring",
+            Lane::Stall => "stall",
+            Lane::Other => "other",
+        }
+    }
+}
+
+/// One moment of a spike's timeline (run.json `spikes[].timeline_events[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimelineEvent {
+    /// Nanoseconds from the intended wake-up E (negative: before it).
+    pub offset_ns: i64,
+    pub what: Moment,
+    /// `timer_due`: the thread the timer is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TimelineTask>,
+    /// `timer_due`: E lies before the previous sample's switch-in on that CPU, so this spike is
+    /// a consequence of that one's stall (a cascade).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cascade: bool,
+}
+
+/// What happened at a [`TimelineEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// The thread's timer is due (E, offset 0).
+    TimerDue,
+    /// The timer interrupt that woke the thread entered.
+    TimerIrq,
+    /// The thread was woken (`sched_waking`).
+    Woken,
+    /// The thread was switched in.
+    SwitchedIn,
+    /// The thread read its clock (the sample's end, from latlab's marker).
+    ClockRead,
+    /// A moment a later latlab knows (kept, shown without a name).
+    #[serde(other)]
+    Other,
+}
+
+/// The thread of a spike's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimelineTask {
+    pub comm: String,
+    pub pid: i64,
+    pub prio: i64,
+}

@@ -1,0 +1,380 @@
+//! The per-CPU state and its handlers: what each event means for the CPU it ran on.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use super::window::{MarkerEnd, Window};
+use super::SampleMode;
+use crate::record::CauseKind;
+use crate::trace::classify::{classify, Ctx, Cur, Waiter};
+use crate::trace::event::{Event, EventKind, TaskRef};
+use crate::trace::pid_map::PidMap;
+use crate::units::Nanos;
+
+#[derive(Debug, Default)]
+pub(super) struct CpuState<'a> {
+    pub(super) last_ts: Option<Nanos>,
+    pub(super) current: Option<Cur<'a>>,
+    pub(super) stack: Vec<Ctx<'a>>,
+    /// The previous event was in task context with IRQs off (not a sched_* event, which
+    /// always runs under the runqueue lock).
+    pub(super) task_irqs_off: bool,
+    /// `now=` of the hrtimer being expired, if inside one.
+    pub(super) expiring: Option<Nanos>,
+    pub(super) windows: Vec<Window<'a>>,
+    /// Last switch-in per pid, for cascades.
+    pub(super) last_switch: PidMap<Nanos>,
+}
+
+/// The per-CPU handlers: what each event means for the CPU's state.
+impl<'a> CpuState<'a> {
+    /// The TASK-PID column is exact: the task on this CPU at this event. When it disagrees
+    /// with the last sched_switch (a switch missing from the trace, or the trace's start), it
+    /// wins — for the gap before this event too, since the switch happened somewhere in it.
+    #[inline]
+    pub(super) fn follow_pid_column(
+        &mut self,
+        ev: &Event<'a>,
+        known: &PidMap<(Cow<'a, str>, i64)>,
+    ) {
+        if ev.pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
+            let (comm, prio, prio_known) = match known.get(&ev.pid) {
+                Some((c, p)) => (c.clone(), *p, true),
+                None if ev.pid == 0 => (Cow::Borrowed("swapper"), 120, true),
+                None => (ev.task_comm.clone(), 120, false),
+            };
+            self.current = Some(Cur {
+                pid: ev.pid,
+                comm,
+                prio,
+                prio_known,
+            });
+        }
+    }
+
+    /// Charge the time from the CPU's previous event to `t` (this event's time) to one cause
+    /// per open window ([`classify`]), and note whether this event shows IRQs off in task
+    /// context (evidence for the next stretch).
+    #[inline]
+    pub(super) fn charge(&mut self, ev: &Event<'a>, t: Nanos, mode: SampleMode, virtualized: bool) {
+        let evidence = self.task_irqs_off
+            || (ev.flags.irqs_off
+                && !ev.flags.hardirq
+                && !ev.flags.softirq
+                && !ev.flags.nmi
+                && !is_sched(&ev.kind));
+        if let Some(a) = self.last_ts {
+            let (stack, current) = (&self.stack, &self.current);
+            for w in self.windows.iter_mut() {
+                if mode == SampleMode::Wakeups && w.switched.is_some() {
+                    continue;
+                }
+                let from = a.max(w.e);
+                if t <= from {
+                    continue;
+                }
+                if w.covered_from.is_none() {
+                    w.covered_from = Some(from);
+                }
+                let waiter = Waiter {
+                    pid: w.pid,
+                    comm: &w.comm,
+                    prio: w.prio,
+                    woken: w.woken.is_some(),
+                };
+                let key = classify(&waiter, stack, current, evidence, virtualized);
+                if let Some(i) = w.add(key, t - from) {
+                    w.segment(i, from, t);
+                }
+            }
+        }
+        for w in self.windows.iter_mut() {
+            if w.covered_from.is_none() && t >= w.e {
+                w.covered_from = Some(t);
+            }
+        }
+        self.last_ts = Some(t);
+        self.task_irqs_off = ev.flags.irqs_off
+            && !ev.flags.hardirq
+            && !ev.flags.softirq
+            && !ev.flags.nmi
+            && !is_sched(&ev.kind);
+    }
+
+    /// `sched_switch`: `prev` leaves the CPU, `next` runs from now. No interrupt context is
+    /// open across a switch. A waiting thread switched in has its switch-in (S); a thread
+    /// switched out after its switch-in has finished its sample (wake-up mode). In marker
+    /// mode a thread preempted (`R`, `R+`) before its marker keeps its window: the marker
+    /// ends it (a FIFO 97 thread taking the CPU between the clock read and the marker left
+    /// a 21 ms spike with no cause at all).
+    pub(super) fn sched_switch(
+        &mut self,
+        t: Nanos,
+        (prev, prev_state): (&TaskRef<'a>, &str),
+        next: &TaskRef<'a>,
+        markers: bool,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        self.stack.clear();
+        self.expiring = None;
+        self.current = Some(Cur {
+            pid: next.pid,
+            comm: next.comm.clone(),
+            prio: next.prio,
+            prio_known: true,
+        });
+        let mut switched_in = false;
+        let mut i = 0;
+        while i < self.windows.len() {
+            let w = &mut self.windows[i];
+            if w.pid == next.pid && w.switched.is_none() && t >= w.e {
+                w.switched = Some(t);
+                w.prio = Some(next.prio);
+                w.comm = next.comm.clone();
+                w.at_switch = w.acc.clone();
+                switched_in = true;
+            }
+            if w.pid == prev.pid {
+                w.prio.get_or_insert(prev.prio);
+                if w.switched.is_some() && markers && prev_state.starts_with('R') {
+                    w.preempted.push((t, w.acc.clone()));
+                } else if w.switched.is_some() {
+                    finished.push((self.windows.remove(i), None));
+                    continue;
+                }
+            }
+            i += 1;
+        }
+        if switched_in {
+            self.last_switch.insert(next.pid, t);
+        }
+    }
+
+    /// `sched_waking`: `task` is made runnable (W), from the timer interrupt that expired its
+    /// timer (L, the outermost open context) for a sleeping RT thread. An RT thread woken
+    /// without a window (its arming is not in the trace) gets one from E = the expiring
+    /// timer's `now` at best.
+    pub(super) fn sched_waking(&mut self, t: Nanos, task: &TaskRef<'a>) {
+        let l = self.stack.first().map(|c| c.start).unwrap_or(t);
+        match self.windows.iter_mut().find(|w| w.pid == task.pid) {
+            Some(w) => {
+                if w.woken.is_none() && t >= w.e {
+                    w.woken = Some(t);
+                    w.timer_irq = Some(l);
+                }
+                w.prio = Some(task.prio);
+            }
+            None if task.prio < 100 => {
+                // Armed before the trace began: E is the expiry's `now` at best.
+                let e = self.expiring.unwrap_or(t).min(t);
+                self.windows.push(Window {
+                    pid: task.pid,
+                    comm: task.comm.clone(),
+                    prio: Some(task.prio),
+                    e,
+                    covered_from: Some(e),
+                    timer_irq: Some(l),
+                    woken: Some(t),
+                    switched: None,
+                    acc: Vec::new(),
+                    at_switch: Vec::new(),
+                    last_key: None,
+                    prev_switch: self.last_switch.get(&task.pid).copied(),
+                    segs: Vec::new(),
+                    segs_dropped: 0,
+                    preempted: Vec::new(),
+                });
+            }
+            None => {}
+        }
+    }
+
+    /// `irq_handler_entry`: a device interrupt's handler starts; its time is the `irq`
+    /// cause `name` until its exit.
+    pub(super) fn irq_handler_entry(&mut self, t: Nanos, irq: i64, name: Cow<'a, str>) {
+        self.enter(CauseKind::Irq, name, irq, t);
+    }
+
+    /// `irq_handler_exit`: the device interrupt's handler returned.
+    pub(super) fn irq_handler_exit(&mut self, irq: i64) {
+        pop(&mut self.stack, CauseKind::Irq, irq);
+    }
+
+    /// `irq_vectors:*_entry` (x86 `local_timer_entry`, `call_function_single_entry`, …): a
+    /// CPU vector's handler starts (the timer interrupt itself is one); an `irq` cause.
+    pub(super) fn vector_entry(&mut self, t: Nanos, vector: i64, name: Cow<'a, str>) {
+        self.enter(CauseKind::Irq, name, vector, t);
+    }
+
+    /// `irq_vectors:*_exit`: the vector's handler returned.
+    pub(super) fn vector_exit(&mut self, vector: i64) {
+        pop(&mut self.stack, CauseKind::Irq, vector);
+    }
+
+    /// `softirq_entry`: a softirq (`TIMER`, `NET_RX`, `RCU`, …) runs; a `softirq` cause, net
+    /// of the hardirqs nested in it, with the task it runs in (the TASK-PID column: on
+    /// PREEMPT_RT a softirq runs in `ksoftirqd` or in the task that raised it, elsewhere in
+    /// the task an interrupt's exit found) as its pid and prio; in the idle task, 0 and 0.
+    pub(super) fn softirq_entry(&mut self, t: Nanos, vec: i64, name: Cow<'a, str>) {
+        let task = match &self.current {
+            Some(c) if c.pid > 0 => (c.pid, c.prio),
+            _ => (0, 0),
+        };
+        self.enter(CauseKind::Softirq, name, vec, t);
+        if let Some(c) = self.stack.last_mut() {
+            c.task = task;
+        }
+    }
+
+    /// `softirq_exit`: the softirq is done.
+    pub(super) fn softirq_exit(&mut self, vec: i64) {
+        pop(&mut self.stack, CauseKind::Softirq, vec);
+    }
+
+    /// `hrtimer_expire_entry`: an hrtimer's callback runs; `now` is the interrupt's notion
+    /// of the time, E at best for a thread whose arming is not in the trace.
+    pub(super) fn hrtimer_expire_entry(&mut self, now: Nanos) {
+        self.expiring = Some(now);
+    }
+
+    /// `hrtimer_expire_exit`: the callback returned.
+    pub(super) fn hrtimer_expire_exit(&mut self) {
+        self.expiring = None;
+    }
+
+    /// `hrtimer_start` of `hrtimer_wakeup` by the task on the CPU: an RT thread (or one of
+    /// unknown priority) goes to sleep until `expires` (E): its window opens, replacing its
+    /// previous one (a sample if it was switched in).
+    pub(super) fn hrtimer_start(
+        &mut self,
+        ev: &Event<'a>,
+        expires: Nanos,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        let prio = self
+            .current
+            .as_ref()
+            .filter(|c| c.pid == ev.pid && c.prio_known)
+            .map(|c| c.prio);
+        if prio.is_none_or(|p| p < 100) {
+            if let Some(i) = self.windows.iter().position(|w| w.pid == ev.pid) {
+                let w = self.windows.remove(i);
+                if w.switched.is_some() {
+                    finished.push((w, None));
+                }
+            }
+            self.windows.push(Window {
+                pid: ev.pid,
+                comm: ev.task_comm.clone(),
+                prio,
+                e: expires,
+                covered_from: None,
+                timer_irq: None,
+                woken: None,
+                switched: None,
+                acc: Vec::new(),
+                at_switch: Vec::new(),
+                last_key: None,
+                prev_switch: self.last_switch.get(&ev.pid).copied(),
+                segs: Vec::new(),
+                segs_dropped: 0,
+                preempted: Vec::new(),
+            });
+        }
+    }
+
+    /// `nmi_handler`: an NMI ran for `delta_ns`. It is recorded at its end, so its time is
+    /// moved from the cause last charged (what it interrupted) to an `nmi` cause.
+    pub(super) fn nmi_handler(&mut self, t: Nanos, handler: Cow<'a, str>, delta_ns: Nanos) {
+        for w in self.windows.iter_mut() {
+            if let Some(i) = w.last_key {
+                let take = delta_ns.min(w.acc[i].1);
+                if take > 0 {
+                    w.acc[i].1 -= take;
+                    let Some(nmi) = w.add((CauseKind::Nmi, handler.clone(), 0, 0), take) else {
+                        continue;
+                    };
+                    // The lanes: the NMI's time is cut from the end of the last stretch (up
+                    // to `t`, this event).
+                    if let Some(&(_, a, b)) = w.segs.last() {
+                        let cut = take.min(b - a);
+                        if b == t && cut > 0 {
+                            let last = w.segs.len() - 1;
+                            w.segs[last].2 = b - cut;
+                            if w.segs[last].2 == a {
+                                w.segs.pop();
+                            }
+                            w.segs.push((nmi, b - cut, b));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// An interrupt context opens: the innermost one is charged until it closes.
+    fn enter(&mut self, kind: CauseKind, name: Cow<'a, str>, id: i64, start: Nanos) {
+        self.stack.push(Ctx {
+            kind,
+            name,
+            id,
+            start,
+            task: (0, 0),
+        });
+    }
+}
+
+/// Per-CPU states: a CPU number indexes a vector (looked up for every event; a BTreeMap was 3 %
+/// of the analysis), numbers beyond [`CpuMap::NEAR`] (a garbage trace) go to a map.
+#[derive(Default)]
+pub(super) struct CpuMap<'a> {
+    near: Vec<Option<CpuState<'a>>>,
+    far: BTreeMap<u32, CpuState<'a>>,
+}
+
+impl<'a> CpuMap<'a> {
+    const NEAR: u32 = 4096;
+
+    /// The CPU's state, created empty on first use.
+    #[inline]
+    pub(super) fn entry(&mut self, cpu: u32) -> &mut CpuState<'a> {
+        if cpu >= Self::NEAR {
+            return self.far.entry(cpu).or_default();
+        }
+        let i = cpu as usize;
+        if i >= self.near.len() {
+            self.near.resize_with(i + 1, || None);
+        }
+        self.near[i].get_or_insert_with(CpuState::default)
+    }
+
+    pub(super) fn get_mut(&mut self, cpu: u32) -> Option<&mut CpuState<'a>> {
+        if cpu >= Self::NEAR {
+            return self.far.get_mut(&cpu);
+        }
+        self.near.get_mut(cpu as usize)?.as_mut()
+    }
+
+    /// The CPUs seen, in increasing order.
+    pub(super) fn cpus(&self) -> Vec<u32> {
+        let near = self.near.iter().enumerate().filter(|(_, s)| s.is_some());
+        near.map(|(i, _)| i as u32)
+            .chain(self.far.keys().copied())
+            .collect()
+    }
+}
+
+fn is_sched(k: &EventKind) -> bool {
+    matches!(
+        k,
+        EventKind::SchedSwitch { .. }
+            | EventKind::SchedWaking { .. }
+            | EventKind::SchedWakeup { .. }
+    )
+}
+
+pub(super) fn pop(stack: &mut Vec<Ctx<'_>>, kind: CauseKind, id: i64) {
+    if let Some(i) = stack.iter().rposition(|c| c.kind == kind && c.id == id) {
+        stack.truncate(i);
+    }
+}

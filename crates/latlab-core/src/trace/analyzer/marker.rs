@@ -1,0 +1,87 @@
+//! latlab's markers: a `LATLAB_STOP` written by the measurement thread right after its clock
+//! read ends a sample with its exact E and R.
+
+use super::window::{MarkerEnd, Window};
+use super::Analyzer;
+use crate::trace::event::Event;
+use crate::units::Nanos;
+
+/// Parse a latlab marker: `(intended, actual, latency)`.
+pub fn parse_marker(text: &str) -> Option<(Nanos, Nanos, Option<Nanos>)> {
+    let field = |k: &str| -> Option<Nanos> {
+        text.split_whitespace()
+            .find_map(|t| t.strip_prefix(k)?.strip_prefix('=')?.parse().ok())
+    };
+    if text.contains("LATLAB_STOP") {
+        Some((field("intended")?, field("actual")?, field("latency")))
+    } else if text.starts_with("latlab seq=") {
+        Some((field("target")?, field("now")?, field("lat_ns")))
+    } else {
+        None
+    }
+}
+
+/// A trace_marker text that is latlab's (whether or not its fields can be read).
+pub(in crate::trace) fn is_latlab_marker(text: &str) -> bool {
+    text.contains("LATLAB_STOP") || text.starts_with("latlab seq=")
+}
+
+impl<'a> Analyzer<'a> {
+    /// `tracing_mark_write` (a `trace_marker` write) in marker mode: latlab's measurement
+    /// thread wrote `LATLAB_STOP cpu=C intended=E actual=R latency=L` right after its clock
+    /// read R, so the window of this thread (or a new one, when its arming is not in the
+    /// trace) ends here as a sample with the exact E and R.
+    pub(super) fn trace_marker(
+        &mut self,
+        ev: &Event<'a>,
+        t: Nanos,
+        text: &str,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        // On a cut last line the last field may have lost digits (`latency=13351`
+        // for 13351484): it is not read (the latency is then actual − intended).
+        let cut = self.cut_line == Some(ev.line) && is_latlab_marker(text);
+        let m = if cut {
+            text.trim_end()
+                .rsplit_once(' ')
+                .and_then(|(h, _)| parse_marker(h))
+        } else {
+            parse_marker(text)
+        };
+        if cut {
+            let what = if m.is_some() {
+                "the last latlab marker is cut short: its last field is not read"
+            } else {
+                "the last latlab marker is cut short: its sample is lost"
+            };
+            let line = ev.line + self.line_offset;
+            self.cut = Some(format!(
+                "line {line}: {what} (no newline at the end: a truncated file?)"
+            ));
+        }
+        if let Some((e, r, l)) = m {
+            let st = self.cpus.entry(ev.cpu);
+            let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
+                Some(i) => st.windows.remove(i),
+                None => Window {
+                    pid: ev.pid,
+                    comm: ev.task_comm.clone(),
+                    prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
+                    e,
+                    covered_from: None,
+                    timer_irq: None,
+                    woken: None,
+                    switched: None,
+                    acc: Vec::new(),
+                    at_switch: Vec::new(),
+                    last_key: None,
+                    prev_switch: None,
+                    segs: Vec::new(),
+                    segs_dropped: 0,
+                    preempted: Vec::new(),
+                },
+            };
+            finished.push((w, Some((e, r, l, t))));
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The latency-format flags column of an event.
+
+/// The latency-format flags column (`d..2.`) of `common_flags` and `common_preempt_count`, as
+/// the kernel prints it (`trace_print_lat_fmt`, kernel 6.13 and later: bit 0 irqs off, 1
+/// need-resched-lazy, 2 need-resched, 3 hardirq, 4 softirq, 5 preempt-resched, 6 NMI, 7 BH
+/// off; the low nibble of the preempt count is the depth, the high one migrate-disable).
+pub fn flag_chars(flags: u8, preempt: u8) -> [u8; 5] {
+    let (irqs_off, lazy, nr, hard, soft, pr, nmi, bh) = (
+        flags & 0x01 != 0,
+        flags & 0x02 != 0,
+        flags & 0x04 != 0,
+        flags & 0x08 != 0,
+        flags & 0x10 != 0,
+        flags & 0x20 != 0,
+        flags & 0x40 != 0,
+        flags & 0x80 != 0,
+    );
+    let c0 = match (irqs_off, bh) {
+        (true, true) => b'D',
+        (true, false) => b'd',
+        (false, true) => b'b',
+        (false, false) => b'.',
+    };
+    let c1 = match (nr, lazy, pr) {
+        (true, true, true) => b'B',
+        (true, false, true) => b'N',
+        (false, true, true) => b'L',
+        (true, true, false) => b'b',
+        (true, false, false) => b'n',
+        (false, false, true) => b'p',
+        (false, true, false) => b'l',
+        (false, false, false) => b'.',
+    };
+    let c2 = match (nmi, hard, soft) {
+        (true, true, _) => b'Z',
+        (true, false, _) => b'z',
+        (false, true, true) => b'H',
+        (false, true, false) => b'h',
+        (false, false, true) => b's',
+        (false, false, false) => b'.',
+    };
+    let hex = |v: u8| {
+        if v == 0 {
+            b'.'
+        } else {
+            b"0123456789abcdef"[v as usize]
+        }
+    };
+    [c0, c1, c2, hex(preempt & 0xf), hex(preempt >> 4)]
+}
