@@ -284,3 +284,19 @@ impl DmaLatency {
         Ok(DmaLatency(f))
     }
 }
+
+/// The NUMA node of a CPU (`/sys/devices/system/cpu/cpuN/nodeK`), 0 when not known
+/// (cyclictest's JSON names it per thread).
+pub fn numa_node(cpu: u32) -> u32 {
+    std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The kernel says it is PREEMPT_RT (`/sys/kernel/realtime` exists), as cyclictest reads it.
+pub fn kernel_is_realtime() -> bool {
+    std::path::Path::new("/sys/kernel/realtime").exists()
+}

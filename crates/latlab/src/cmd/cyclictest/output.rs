@@ -301,16 +301,6 @@ fn histogram(o: &Opts, h: &CtHooks, m: &RunModel, us: u64) -> String {
     s
 }
 
-/// The NUMA node of a CPU (`/sys/devices/system/cpu/cpuN/nodeK`), 0 when not known.
-fn numa_node(cpu: u32) -> u32 {
-    std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .find_map(|e| e.file_name().to_str()?.strip_prefix("node")?.parse().ok())
-        .unwrap_or(0)
-}
-
 /// A JSON string (escaped as JSON; the file is read by programs).
 fn js(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
@@ -352,7 +342,7 @@ fn json(
 ) -> String {
     let fmt_time = |z: &jiff::Zoned| z.strftime("%a, %d %b %Y %H:%M:%S %z").to_string();
     let [sysname, nodename, release, version, machine] = uname();
-    let realtime = u8::from(Path::new("/sys/kernel/realtime").exists());
+    let realtime = u8::from(latlab_sys::rt::kernel_is_realtime());
     let v = |ns: u64| if o.nsecs { ns } else { ns / 1000 };
     let mut s = String::new();
     let _ = writeln!(s, "{{");
@@ -409,7 +399,7 @@ fn json(
         let avg = if o.nsecs { avg } else { avg / 1000.0 };
         let _ = writeln!(s, "      \"avg\": {avg:.2},");
         let _ = writeln!(s, "      \"cpu\": {cpu},");
-        let _ = writeln!(s, "      \"node\": {}", numa_node(cpu));
+        let _ = writeln!(s, "      \"node\": {}", latlab_sys::rt::numa_node(cpu));
         let comma = if i + 1 < o.cpus.len() { "," } else { "" };
         let _ = writeln!(s, "    }}{comma}");
     }
