@@ -21,7 +21,6 @@
 //! TCG emulates the CPUs: every assertion is structural (names, pids, counts, shares of a
 //! known burst), never a latency. One boot for all of it (about 2–4 minutes here).
 
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -84,45 +83,14 @@ true
 
 /// The one boot all tests of this file read (None: the lab cannot run here, skipped).
 fn guest() -> Option<&'static Guest> {
-    // A boot that fails (a panic: hung, crashed) is kept as its message, so the other tests
-    // fail with it instead of booting again.
-    static G: OnceLock<Result<Option<Guest>, String>> = OnceLock::new();
-    let r = G.get_or_init(|| {
-        std::panic::catch_unwind(|| {
-            let test = "lab_rt_attribution";
-            let mut l = Lab::new("rt-6.12", 2, 600);
-            for t in ["chrt", "taskset", "cyclictest", "rtla"] {
-                match lab::tool(t) {
-                    Ok(p) => l.bins.push(p),
-                    Err(why) => {
-                        support::cannot_run(test, &why);
-                        return None;
-                    }
-                }
-            }
-            match lab::inject() {
-                Ok(p) => l.bins.push(p),
-                Err(why) => {
-                    support::cannot_run(test, &why);
-                    return None;
-                }
-            }
-            let g = l.run(test, SCRIPT)?;
-            assert_eq!(g.exit, 0, "{}", g.job_log);
-            eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
-            Some(g)
-        })
-        .map_err(|e| {
-            e.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "the boot panicked".into())
-        })
-    });
-    match r {
-        Ok(g) => g.as_ref(),
-        Err(e) => panic!("the lab's boot failed: {e}"),
-    }
+    static G: lab::Once = lab::Once::new();
+    let test = "lab_rt_attribution";
+    let make = || {
+        let mut l = Lab::new("rt-6.12", 2, 600);
+        let ok = l.tools(test, &["chrt", "taskset", "cyclictest", "rtla"]) && l.injector(test);
+        ok.then_some(l)
+    };
+    Lab::once(&G, test, make, SCRIPT)
 }
 
 /// The run directory of step `n`, its exit status checked, and its run.json.

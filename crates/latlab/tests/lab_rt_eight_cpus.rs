@@ -23,7 +23,6 @@
 //! 216 wake-ups and 220 switch-ins of a measuring thread).
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -70,39 +69,14 @@ state >state-after-cleanup
 "#;
 
 fn guest() -> Option<&'static Guest> {
-    // A boot that fails (a panic: hung, crashed) is kept as its message, so the other tests
-    // fail with it instead of booting again.
-    static G: OnceLock<Result<Option<Guest>, String>> = OnceLock::new();
-    let r = G.get_or_init(|| {
-        std::panic::catch_unwind(|| {
-            let test = "lab_rt_eight_cpus";
-            let mut l = Lab::new("rt-6.12", 8, 600);
-            l.append = Some("isolcpus=2-5 nohz_full=2-5 rcu_nocbs=2-5".into());
-            for t in ["hackbench", "stress-ng"] {
-                match lab::tool(t) {
-                    Ok(p) => l.bins.push(p),
-                    Err(why) => {
-                        support::cannot_run(test, &why);
-                        return None;
-                    }
-                }
-            }
-            let g = l.run(test, SCRIPT)?;
-            assert_eq!(g.exit, 0, "{}", g.job_log);
-            eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
-            Some(g)
-        })
-        .map_err(|e| {
-            e.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "the boot panicked".into())
-        })
-    });
-    match r {
-        Ok(g) => g.as_ref(),
-        Err(e) => panic!("the lab's boot failed: {e}"),
-    }
+    static G: lab::Once = lab::Once::new();
+    let test = "lab_rt_eight_cpus";
+    let make = || {
+        let mut l = Lab::new("rt-6.12", 8, 600);
+        l.append = Some("isolcpus=2-5 nohz_full=2-5 rcu_nocbs=2-5".into());
+        l.tools(test, &["hackbench", "stress-ng"]).then_some(l)
+    };
+    Lab::once(&G, test, make, SCRIPT)
 }
 
 fn step_ok(g: &Guest, step: &str) {

@@ -280,6 +280,71 @@ impl Lab {
     }
 }
 
+/// The boot the tests of one file share: the first test to ask boots, the others read what it
+/// wrote. A boot that failed (a panic: hung, crashed) is kept as its message, so every test
+/// fails with it instead of booting again.
+pub type Once = std::sync::OnceLock<Result<Option<Guest>, String>>;
+
+impl Lab {
+    /// Adds the host's tools `names` to the initramfs; false when one is missing (the test
+    /// skipped, saying which).
+    pub fn tools(&mut self, test: &str, names: &[&str]) -> bool {
+        for t in names {
+            match tool(t) {
+                Ok(p) => self.bins.push(p),
+                Err(why) => {
+                    super::cannot_run(test, &why);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Adds the lab's injector (support/lab_inject.c); false when it cannot be built.
+    pub fn injector(&mut self, test: &str) -> bool {
+        match inject() {
+            Ok(p) => {
+                self.bins.push(p);
+                true
+            }
+            Err(why) => {
+                super::cannot_run(test, &why);
+                false
+            }
+        }
+    }
+
+    /// Runs `job` once for all the tests of a file (`cell` is the file's static [`Once`]):
+    /// `make` builds the lab (None: skipped), the job must end with status 0, the guest's
+    /// `times` file (each step's guest uptimes) is printed. None: the lab cannot run here.
+    pub fn once(
+        cell: &'static Once,
+        test: &str,
+        make: impl FnOnce() -> Option<Lab>,
+        job: &str,
+    ) -> Option<&'static Guest> {
+        let r = cell.get_or_init(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let g = make()?.run(test, job)?;
+                assert_eq!(g.exit, 0, "{}", g.job_log);
+                eprintln!("{test}: steps (guest uptime, s):\n{}", g.read("times"));
+                Some(g)
+            }))
+            .map_err(|e| {
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "the boot panicked".into())
+            })
+        });
+        match r {
+            Ok(g) => g.as_ref(),
+            Err(e) => panic!("the lab's boot failed: {e}"),
+        }
+    }
+}
+
 /// Boots `kernel` on `smp` CPUs with latlab, runs `script` there within `timeout_s` seconds
 /// (boot included). None: the lab cannot run here and the test skipped.
 pub fn run(test: &str, kernel: &str, smp: u32, script: &str, timeout_s: u32) -> Option<Guest> {
