@@ -42,3 +42,4 @@ pub mod timeline;
 pub mod trace;
 pub mod trace_summary;
 pub mod units;
+pub mod until;

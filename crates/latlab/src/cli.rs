@@ -170,8 +170,9 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 26] = [
+const NO_MEASURE_CONFLICTS: [&str; 27] = [
     "interval",
+    "until",
     "cpus",
     "priority",
     "policy",
@@ -283,6 +284,10 @@ pub struct RunArgs {
     /// Exit with code 2 if any sample exceeds this latency
     #[arg(long, value_name = "T")]
     pub max_latency: Option<Latency>,
+    /// Measure until this statistic is known to ±PRECISION (its 95 % interval, on every CPU):
+    /// p99.99:10%, tail:1e-9:20%; --duration stays the upper bound
+    #[arg(long, value_name = "STAT:PRECISION")]
+    pub until: Option<latlab_core::until::Until>,
     /// Name of the run (default: the kernel release)
     #[arg(long)]
     pub label: Option<String>,

@@ -21,7 +21,6 @@
 //! TCG emulates the CPUs: every assertion is structural (names, pids, counts, shares of a
 //! known burst), never a latency. One boot for all of it (about 2–4 minutes here).
 
-
 use serde_json::Value;
 
 mod support;

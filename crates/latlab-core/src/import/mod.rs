@@ -540,6 +540,7 @@ pub(crate) fn record(imported: Imported<'_>) -> RunRecord {
         scenario: None,
         profile: None,
         intervals: None,
+        until: None,
         warnings: vec![],
         notes,
     }

@@ -96,6 +96,10 @@ pub struct RunRecord {
     /// latency over time; absent in imports, fast simulations and older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<crate::intervals::IntervalHistograms>,
+    /// `--until STAT:PRECISION`: what was asked and whether the run got there; absent
+    /// without `--until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<crate::until::UntilRecord>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -151,6 +155,7 @@ impl RunRecord {
             scenario: None,
             profile: None,
             intervals: None,
+            until: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -344,6 +349,7 @@ mod tests {
             scenario: None,
             profile: None,
             intervals: None,
+            until: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -156,6 +156,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         max_latency_ns,
         trace,
         warmup_ns,
+        until: a.until.clone(),
         label,
         housekeeping: Vec::new(),
     })
