@@ -17,6 +17,7 @@
 pub mod activity;
 pub mod bench;
 pub mod bootstrap;
+pub mod changepoint;
 pub mod compare;
 pub mod cpulist;
 pub mod escape;
