@@ -14,7 +14,8 @@ use latlab_core::model::RunModel;
 use latlab_core::units::Human;
 
 use crate::escape::escape;
-use crate::html::{columns_table, page, williams_rows};
+use crate::figures::williams_rows;
+use crate::html::{columns_table, page};
 use crate::markdown::{cell as md, columns as md_columns, table as md_table};
 use crate::svg::{self, esc};
 

@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use latlab_core::model::RunModel;
-use latlab_core::stats::{Stats, BELOW};
 use latlab_core::units::{format_measured, Human};
 
+/// Williams' statistics as rows, shared by every format ([`crate::figures`]).
+pub use crate::figures::williams_rows;
+use crate::figures::{ladder_rows, short_flags, stat_rows, summary_cells};
 use crate::svg::{self, esc};
-use crate::text::pbound;
 
 const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:62em;color:#111;padding:0 1em}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}\
@@ -31,63 +32,6 @@ pub fn page(title: &str, body: &str) -> Vec<u8> {
         esc(title)
     )
     .into_bytes()
-}
-
-pub(crate) fn opt(v: Option<u64>) -> String {
-    v.map(|v| Human(v).to_string())
-        .unwrap_or_else(|| "-".into())
-}
-
-/// Williams' statistics as rows `(name, value)`, for tables with one column per CPU or run.
-pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
-    let est = if s.exact_moments { "" } else { " (est.)" };
-    let mut v = vec![
-        ("samples".into(), s.samples.to_string()),
-        ("missed periods".into(), s.missed_periods.to_string()),
-        (
-            "buckets used".into(),
-            format!("{} × {}", s.buckets_used, Human(s.bucket_ns)),
-        ),
-        ("minimum".into(), opt(s.min_ns)),
-        ("maximum".into(), opt(s.max_ns)),
-        ("mean".into(), format!("{}{est}", opt(s.mean_ns))),
-        ("median".into(), pbound("p50", s.median_ns, s)),
-        (
-            "mode".into(),
-            s.mode_ns
-                .map(|m| format!("{} ({} samples)", Human(m), s.mode_count))
-                .unwrap_or_else(|| "-".into()),
-        ),
-        (
-            "std. deviation".into(),
-            format!("{}{est}", opt(s.stddev_ns)),
-        ),
-    ];
-    for (k, t) in BELOW {
-        let f = s.below.get(k).copied().unwrap_or(0.0);
-        v.push((format!("% < {}", Human(t)), format!("{:.4}", f * 100.0)));
-    }
-    if let Some(max) = s.max_ns {
-        v.push((
-            "100 % <".into(),
-            Human(max.saturating_add(s.bucket_ns)).to_string(),
-        ));
-    }
-    v.push((
-        "99.999 % (five nines) <".into(),
-        pbound("p99.999", s.p99999_ns, s),
-    ));
-    if s.unknown_above > 0 {
-        v.push((
-            "above the limit".into(),
-            format!(
-                "{} (value unknown, > {})",
-                s.unknown_above,
-                Human(s.limit_ns)
-            ),
-        ));
-    }
-    v
 }
 
 /// A table with one column per `(heading, rows)` set; rows are matched by position.
@@ -191,7 +135,7 @@ pub fn body_with(
     let mut o = String::new();
     let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
     o.push_str(&heading(m));
-    let flags = crate::text::short_flags(m);
+    let flags = short_flags(m);
     if !r.warnings.is_empty() || !r.notes.is_empty() || !flags.is_empty() {
         o.push_str("<ul>");
         for f in &flags {
@@ -207,27 +151,13 @@ pub fn body_with(
     }
 
     o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.999</th><th>max</th></tr>\n");
-    let mut rows: Vec<(String, &Stats)> = m
-        .cpus
-        .iter()
-        .map(|c| (c.cpu.to_string(), &c.stats))
-        .collect();
-    if m.cpus.len() > 1 {
-        rows.push(("all".into(), &m.total));
-    }
+    let rows = stat_rows(m, |c| c.to_string(), "all");
     for (name, s) in &rows {
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
-            s.samples,
-            s.missed_periods,
-            opt(s.min_ns),
-            opt(s.mean_ns),
-            esc(&pbound("p99", s.p99_ns, s)),
-            esc(&pbound("p99.999", s.p99999_ns, s)),
-            opt(s.max_ns)
-        );
+        o.push_str("<tr>");
+        for c in std::iter::once(name.clone()).chain(summary_cells(s)) {
+            let _ = write!(o, "<td>{}</td>", esc(&c));
+        }
+        o.push_str("</tr>\n");
     }
     o.push_str("</table>\n");
 
@@ -329,15 +259,7 @@ pub fn body_with(
     o.push_str("<h2>Percentile ladder</h2>\n");
     let ladder_cols: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
-        .map(|(name, s)| {
-            let mut v: Vec<(String, String)> = s
-                .ladder()
-                .iter()
-                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
-                .collect();
-            v.push(("max".into(), opt(s.max_ns)));
-            (format!("CPU {name}"), v)
-        })
+        .map(|(name, s)| (format!("CPU {name}"), ladder_rows(s)))
         .collect();
     columns_table(&mut o, "percentile", &ladder_cols);
     o.push_str("<p class=\"meta\">Each percentile is the upper bound of its histogram bucket (\"≤\"); \"&gt;\" marks one that falls among samples above the histogram limit.</p>\n");

@@ -5,11 +5,9 @@
 use std::fmt::Write;
 
 use latlab_core::model::RunModel;
-use latlab_core::stats::Stats;
 use latlab_core::units::Human;
 
-use crate::html::{opt, williams_rows};
-use crate::text::pbound;
+use crate::figures::{ladder_rows, short_flags, stat_rows, summary_cells, williams_rows};
 
 /// Untrusted text in a markdown table cell: [`crate::escape`]d, pipes and markup
 /// characters escaped so a task name cannot break the table or inject HTML.
@@ -127,20 +125,14 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if let Some(c) = &r.command_line {
         let _ = writeln!(o, "command: {}\n", cell(c));
     }
-    for f in crate::text::short_flags(m) {
-        let _ = writeln!(o, "- **{}**", cell(&f));
+    let flags = short_flags(m);
+    for f in &flags {
+        let _ = writeln!(o, "- **{}**", cell(f));
     }
-    if !crate::text::short_flags(m).is_empty() {
+    if !flags.is_empty() {
         o.push('\n');
     }
-    let mut rows: Vec<(String, &Stats)> = m
-        .cpus
-        .iter()
-        .map(|c| (format!("CPU {}", c.cpu), &c.stats))
-        .collect();
-    if m.cpus.len() > 1 {
-        rows.push(("all".into(), &m.total));
-    }
+    let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
     let header: Vec<String> = [
         "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
     ]
@@ -150,16 +142,9 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|(n, s)| {
-            vec![
-                n.clone(),
-                s.samples.to_string(),
-                s.missed_periods.to_string(),
-                opt(s.min_ns),
-                opt(s.mean_ns),
-                cell(&pbound("p99", s.p99_ns, s)),
-                cell(&pbound("p99.999", s.p99999_ns, s)),
-                opt(s.max_ns),
-            ]
+            std::iter::once(n.clone())
+                .chain(summary_cells(s).iter().map(|c| cell(c)))
+                .collect()
         })
         .collect();
     table(&mut o, &header, &body);
@@ -167,15 +152,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     o.push_str("### Percentile ladder\n\n");
     let ladder: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
-        .map(|(n, s)| {
-            let mut v: Vec<(String, String)> = s
-                .ladder()
-                .iter()
-                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
-                .collect();
-            v.push(("max".into(), opt(s.max_ns)));
-            (n.clone(), v)
-        })
+        .map(|(n, s)| (n.clone(), ladder_rows(s)))
         .collect();
     columns(&mut o, "percentile", &ladder);
     if m.total.samples > 0 {
