@@ -106,6 +106,74 @@ fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
 pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut o = String::new();
+    heading(&mut o, m);
+    let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
+    let header: Vec<String> = [
+        "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(n, s)| {
+            std::iter::once(n.clone())
+                .chain(summary_cells(s).iter().map(|c| cell(c)))
+                .collect()
+        })
+        .collect();
+    table(&mut o, &header, &body);
+    mode_tables(&mut o, m);
+    o.push_str("### Percentile ladder\n\n");
+    let ladder: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(n, s)| (n.clone(), ladder_rows(s)))
+        .collect();
+    columns(&mut o, "percentile", &ladder);
+    if m.total.samples > 0 {
+        tail_section(&mut o, crate::tail::table(&crate::tail::estimates(m)));
+    }
+    o.push_str("### Statistics (Williams)\n\n");
+    let w: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|(n, s)| (n.clone(), williams_rows(s)))
+        .collect();
+    columns(&mut o, "", &w);
+    if !r.spikes.is_empty() {
+        spikes_table(&mut o, &r.spikes);
+    }
+    delays_table(&mut o, &r.spikes);
+    if !r.loads.is_empty() {
+        loads_table(&mut o, &r.loads);
+    }
+    if let Some(f) = crate::check::run_findings(r) {
+        let _ = writeln!(
+            o,
+            "### Machine check\n\n`latlab check` on the run's inventory: {} findings.\n",
+            f.len()
+        );
+        for l in crate::check::finding_lines(&f) {
+            let _ = writeln!(o, "- {}", cell(&l));
+        }
+        o.push('\n');
+    }
+    if !r.warnings.is_empty() || !r.notes.is_empty() {
+        o.push_str("### Notes\n\n");
+        for w in &r.warnings {
+            let _ = writeln!(o, "- **warning:** {}", cell(w));
+        }
+        for n in &r.notes {
+            let _ = writeln!(o, "- {}", cell(n));
+        }
+        o.push('\n');
+    }
+    o.into_bytes()
+}
+
+/// The title, what was measured and how, the command line and the flags of percentiles
+/// resting on too few samples.
+fn heading(o: &mut String, m: &RunModel) {
+    let r = &m.record;
     let _ = writeln!(o, "## latlab report: {}\n", cell(&r.label));
     let mut meta = vec![format!("source {}", r.source.as_str())];
     if let Some(k) = &r.machine.kernel_release {
@@ -132,144 +200,82 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if !flags.is_empty() {
         o.push('\n');
     }
-    let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
-    let header: Vec<String> = [
-        "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let body: Vec<Vec<String>> = rows
+}
+
+/// The tail estimates from [`crate::tail::table`] (header, rows, why an estimate is missing),
+/// for a run and for `compare`: the table, then the notes as a list.
+pub(crate) fn tail_section(
+    o: &mut String,
+    (header, rows, notes): (Vec<String>, Vec<Vec<String>>, Vec<String>),
+) {
+    let _ = writeln!(o, "### Tail estimates\n\n{}\n", cell(crate::tail::TITLE));
+    let header: Vec<String> = header.iter().map(|h| cell(h)).collect();
+    let rows: Vec<Vec<String>> = rows
         .iter()
-        .map(|(n, s)| {
-            std::iter::once(n.clone())
-                .chain(summary_cells(s).iter().map(|c| cell(c)))
-                .collect()
+        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .collect();
+    table(o, &header, &rows);
+    for n in &notes {
+        let _ = writeln!(o, "- {}", cell(n));
+    }
+    if !notes.is_empty() {
+        o.push('\n');
+    }
+}
+
+/// The traced spikes (50 at most) with their three largest causes.
+fn spikes_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
+    o.push_str("### Spikes\n\n");
+    let rows: Vec<Vec<String>> = spikes
+        .iter()
+        .take(50)
+        .map(|s| {
+            vec![
+                s.cpu.to_string(),
+                format!(
+                    "{}.{:06}",
+                    s.at_ns / 1_000_000_000,
+                    s.at_ns % 1_000_000_000 / 1000
+                ),
+                Human(s.latency_ns).to_string(),
+                cell(
+                    &s.causes
+                        .iter()
+                        .take(3)
+                        .map(|c| {
+                            format!(
+                                "{} {} ({})",
+                                latlab_core::trace::attribution::kind_str(c.kind),
+                                c.name,
+                                Human(c.ns)
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            ]
         })
         .collect();
-    table(&mut o, &header, &body);
-    mode_tables(&mut o, m);
-    o.push_str("### Percentile ladder\n\n");
-    let ladder: Vec<(String, Vec<(String, String)>)> = rows
+    let h = ["CPU", "at (s)", "latency", "causes"];
+    table(o, &h.map(String::from), &rows);
+}
+
+/// The loads that ran: profile, command, exit status, operations per second.
+fn loads_table(o: &mut String, loads: &[latlab_core::record::LoadRecord]) {
+    o.push_str("### Loads\n\n");
+    let rows: Vec<Vec<String>> = loads
         .iter()
-        .map(|(n, s)| (n.clone(), ladder_rows(s)))
+        .map(|l| {
+            vec![
+                cell(&l.profile),
+                cell(&l.command),
+                l.exit.map_or("-".into(), |e| e.to_string()),
+                l.ops.map_or("-".into(), |x| format!("{x:.1}")),
+            ]
+        })
         .collect();
-    columns(&mut o, "percentile", &ladder);
-    if m.total.samples > 0 {
-        let est = crate::tail::estimates(m);
-        let (header, rows, notes) = crate::tail::table(&est);
-        let _ = writeln!(o, "### Tail estimates\n\n{}\n", cell(crate::tail::TITLE));
-        let header: Vec<String> = header.iter().map(|h| cell(h)).collect();
-        let rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| r.iter().map(|c| cell(c)).collect())
-            .collect();
-        table(&mut o, &header, &rows);
-        for n in &notes {
-            let _ = writeln!(o, "- {}", cell(n));
-        }
-        if !notes.is_empty() {
-            o.push('\n');
-        }
-    }
-    o.push_str("### Statistics (Williams)\n\n");
-    let w: Vec<(String, Vec<(String, String)>)> = rows
-        .iter()
-        .map(|(n, s)| (n.clone(), williams_rows(s)))
-        .collect();
-    columns(&mut o, "", &w);
-    if !r.spikes.is_empty() {
-        o.push_str("### Spikes\n\n");
-        let rows: Vec<Vec<String>> = r
-            .spikes
-            .iter()
-            .take(50)
-            .map(|s| {
-                vec![
-                    s.cpu.to_string(),
-                    format!(
-                        "{}.{:06}",
-                        s.at_ns / 1_000_000_000,
-                        s.at_ns % 1_000_000_000 / 1000
-                    ),
-                    Human(s.latency_ns).to_string(),
-                    cell(
-                        &s.causes
-                            .iter()
-                            .take(3)
-                            .map(|c| {
-                                format!(
-                                    "{} {} ({})",
-                                    latlab_core::trace::attribution::kind_str(c.kind),
-                                    c.name,
-                                    Human(c.ns)
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    ),
-                ]
-            })
-            .collect();
-        table(
-            &mut o,
-            &[
-                "CPU".into(),
-                "at (s)".into(),
-                "latency".into(),
-                "causes".into(),
-            ],
-            &rows,
-        );
-    }
-    delays_table(&mut o, &r.spikes);
-    if !r.loads.is_empty() {
-        o.push_str("### Loads\n\n");
-        let rows: Vec<Vec<String>> = r
-            .loads
-            .iter()
-            .map(|l| {
-                vec![
-                    cell(&l.profile),
-                    cell(&l.command),
-                    l.exit.map_or("-".into(), |e| e.to_string()),
-                    l.ops.map_or("-".into(), |x| format!("{x:.1}")),
-                ]
-            })
-            .collect();
-        table(
-            &mut o,
-            &[
-                "profile".into(),
-                "command".into(),
-                "exit".into(),
-                "ops".into(),
-            ],
-            &rows,
-        );
-    }
-    if let Some(f) = crate::check::run_findings(r) {
-        let _ = writeln!(
-            o,
-            "### Machine check\n\n`latlab check` on the run's inventory: {} findings.\n",
-            f.len()
-        );
-        for l in crate::check::finding_lines(&f) {
-            let _ = writeln!(o, "- {}", cell(&l));
-        }
-        o.push('\n');
-    }
-    if !r.warnings.is_empty() || !r.notes.is_empty() {
-        o.push_str("### Notes\n\n");
-        for w in &r.warnings {
-            let _ = writeln!(o, "- **warning:** {}", cell(w));
-        }
-        for n in &r.notes {
-            let _ = writeln!(o, "- {}", cell(n));
-        }
-        o.push('\n');
-    }
-    o.into_bytes()
+    let h = ["profile", "command", "exit", "ops"];
+    table(o, &h.map(String::from), &rows);
 }
 
 /// The mode's and the scenario's tables (nothing for a timer run).
