@@ -89,7 +89,7 @@ fn list() -> String {
 
 fn run(
     profile: &str,
-    duration: crate::args::Duration,
+    duration: crate::cli::values::Duration,
     json: bool,
     load: &crate::cli::LoadArgs,
 ) -> anyhow::Result<ExitCode> {

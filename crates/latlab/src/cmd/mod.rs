@@ -15,7 +15,6 @@ pub mod export;
 pub mod history;
 pub mod import;
 pub mod loads;
-pub mod man;
 pub mod plan;
 pub mod profile;
 pub mod report;
@@ -40,7 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => export::export(a),
         Command::Cyclictest(a) => cyclictest::cyclictest(a),
         Command::Plan(a) => plan::plan(a),
-        Command::Man(a) => man::man(a),
-        Command::Completions(a) => man::completions(a),
+        Command::Man(a) => crate::cli::man::man(a),
+        Command::Completions(a) => crate::cli::man::completions(a),
     }
 }

@@ -18,8 +18,8 @@ use crate::cli::RunFormat;
 /// The flags of `bench loads`.
 pub struct Opts {
     pub profiles: Option<String>,
-    pub duration: crate::args::Duration,
-    pub cpus: crate::args::CpuSel,
+    pub duration: crate::cli::values::Duration,
+    pub cpus: crate::cli::values::CpuSel,
     pub format: RunFormat,
     pub results: Option<PathBuf>,
     pub load_dir: Option<PathBuf>,

@@ -18,43 +18,8 @@ use latlab_engine::run::Hooks;
 use latlab_sys::measure::SpikeEvent;
 
 mod output;
-mod parse;
 
-pub use parse::Opts;
-
-/// What `latlab cyclictest` gives `latlab run` beyond its documented flags (hidden).
-#[derive(Debug, clap::Args)]
-pub struct RunFlags {
-    /// Thread i at --priority − i (cyclictest's --priospread)
-    #[arg(long, hide = true)]
-    pub priospread: bool,
-}
-
-/// `latlab cyclictest`'s arguments: cyclictest's, taken raw (cyclictest's `-h` is its
-/// histogram, not help; `--help` prints this command's help).
-#[derive(Debug, clap::Args)]
-#[command(disable_help_flag = true, after_long_help = HELP)]
-pub struct CyclictestArgs {
-    /// cyclictest 2.x flags (see below); `--help` prints this help
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        num_args = 0..,
-        value_name = "CYCLICTEST_FLAGS"
-    )]
-    pub args: Vec<String>,
-}
-
-const HELP: &str = "\
-Supported cyclictest flags (values as cyclictest takes them: -t4, -a1, -h100, --json=x.json):
-  -a/--affinity [CPUSET]  -t/--threads [N]  -p/--priority PRIO  --policy fifo|rr|other|normal
-  -i/--interval US  -d/--distance US  -D/--duration TIME (bare = s; m, h, d)  -l/--loops N
-  -m/--mlockall  -n/--nanosleep  -N/--nsecs  -q/--quiet  -v/--verbose
-  -h/--histogram US  -H/--histofall US  --histfile PATH  -b/--breaktrace US  --spike US
-  -S/--smp  --json=FILE  --latency PM_QOS  --mainaffinity CPUSET  --secaligned [USEC]
-  --priospread
-latlab's own: --results DIR  --label L  --backend real|sim  --sim-seed N  --db URL  --no-db
-Any other flag is an error naming it. The mapping to `latlab run` is in docs/cli.md.";
+use crate::cli::cyclictest::{parse, CyclictestArgs, Opts};
 
 pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
     if a.args.iter().any(|s| s == "--help") {
@@ -66,14 +31,14 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", sub.render_long_help())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let online = crate::args::online_cpus()?;
+    let online = latlab_sys::rt::online_cpus()?;
     let allowed = latlab_sys::rt::allowed_cpus().unwrap_or_else(|_| online.clone());
     let usable: Vec<u32> = online
         .iter()
         .copied()
         .filter(|c| allowed.contains(c))
         .collect();
-    let o = parse::parse(&a.args, &usable)?;
+    let o = parse(&a.args, &usable)?;
     if let Some(msg) = &o.notice {
         eprintln!("{msg}");
     }

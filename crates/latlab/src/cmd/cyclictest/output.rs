@@ -76,7 +76,7 @@ impl CtHooks {
         self.t0_ns = t0_ns;
         let mut s = String::new();
         if self.verbose {
-            let online = crate::args::online_cpus().map_or(0, |c| c.len());
+            let online = latlab_sys::rt::online_cpus().map_or(0, |c| c.len());
             let _ = writeln!(s, "Max CPUs = {online}\nOnline CPUs = {online}");
         }
         if let Some(us) = dma {
