@@ -11,6 +11,7 @@ pub mod cyclictest;
 /// The one escaping of untrusted text (latlab-core's, shared with `latlab analyze`).
 pub use latlab_core::escape;
 pub mod extra;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod lanes;

@@ -12,7 +12,6 @@ pub mod compare;
 pub mod cyclictest;
 pub mod db;
 pub mod export;
-pub mod history;
 pub mod import;
 pub mod loads;
 pub mod plan;
@@ -33,7 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
-        Command::History(a) => history::history(a),
+        Command::History(a) => db::history(a),
         Command::Db(a) => db::db(a),
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
