@@ -5,6 +5,7 @@
 
 use latlab_core::model::RunModel;
 
+pub mod analyze;
 pub mod check;
 pub mod compare;
 pub mod cyclictest;
