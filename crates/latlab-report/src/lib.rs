@@ -12,10 +12,12 @@ pub mod cyclictest;
 /// The one escaping of untrusted text (latlab-core's, shared with `latlab analyze`).
 pub use latlab_core::escape;
 pub mod extra;
+pub mod gates;
 pub mod history;
 pub mod html;
 pub mod json;
 pub mod lanes;
+pub mod loads;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;
