@@ -24,6 +24,7 @@ pub mod escape;
 pub mod findings;
 pub mod gates;
 pub mod hist;
+pub mod history;
 pub mod import;
 pub mod intervals;
 pub mod inventory;
