@@ -21,13 +21,13 @@
 //! The collector checks it (never the measuring threads), every second for a percentile and
 //! every ten seconds for a tail estimate.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::hist::{Histogram, Quantile};
 use crate::ranks::{bucket_at_rank, rank_interval};
 use crate::tail::{self, TailContext};
 use crate::units::Nanos;
+
+/// run.json's `until` (in the record, which knows nothing of how it is checked).
+pub use crate::record::UntilRecord;
 
 /// The statistic `--until` waits for.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,26 +190,6 @@ fn percentile(h: &Histogram, q: Quantile) -> Check {
             ..Check::without("the interval reaches samples of unknown value".into())
         },
     }
-}
-
-/// run.json's `until`: what `--until` asked for and whether the run got there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct UntilRecord {
-    /// The statistic as written: `p99.99`, `tail:1e-9`.
-    pub statistic: String,
-    /// The relative half-width asked for (0.1 for `10%`).
-    pub precision: f64,
-    /// Every measured CPU's 95 % interval was within the precision when the run ended (the
-    /// histograms the record holds).
-    pub converged: bool,
-    /// Measured time (ns) when the collector first saw every CPU within the precision and
-    /// ended the run (the run's measured time when that was only seen at its end); null when
-    /// not converged.
-    pub after_ns: Option<Nanos>,
-    /// The widest relative half-width among the CPUs at the last check; null while some CPU
-    /// had no two-sided interval.
-    #[serde(default)]
-    pub half_width: Option<f64>,
 }
 
 #[cfg(test)]
