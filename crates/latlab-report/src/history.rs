@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use latlab_core::escape::escape;
-use latlab_core::history::RunRow;
+use latlab_core::history::{change_points, HistoryChange, RunRow};
 use latlab_core::units::Human;
 
 use crate::svg::{esc, COLORS};
@@ -74,12 +74,49 @@ pub fn text(rows: &[RunRow]) -> Vec<u8> {
         let _ = writeln!(s, "{}", cells.join("  ").trim_end());
     }
     let _ = writeln!(s, "{} runs", rows.len());
+    let cps = change_points(rows);
+    if !cps.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nChange points (each machine's p99.9 over its runs; Welch's t at every split, permutation p-value):"
+        );
+        for c in &cps {
+            let _ = writeln!(s, "  {}", change_line(c));
+        }
+    }
     s.into_bytes()
+}
+
+/// One change point in words: "host-a: p99.9 45 µs → 80 µs from run 1234abcd (…)".
+fn change_line(c: &HistoryChange) -> String {
+    let kernel = |k: &Option<String>| k.clone().unwrap_or_else(|| "-".into());
+    let when = c.started_at.clone().unwrap_or_else(|| {
+        jiff::Timestamp::from_second(c.time_unix)
+            .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+            .unwrap_or_default()
+    });
+    escape(&format!(
+        "{}: {} {} → {} from run {} ({when}, kernel {}; before: {}), {} runs before, {} after, p = {:.3}",
+        c.machine,
+        c.statistic,
+        Human(c.before_ns),
+        Human(c.after_ns),
+        c.run_id.chars().take(8).collect::<String>(),
+        kernel(&c.kernel_after),
+        kernel(&c.kernel_before),
+        c.runs_before,
+        c.runs_after,
+        c.p_value
+    ))
 }
 
 /// The runs as JSON: `{"database": …, "runs": [RunRow…]}`, pretty, with a final newline.
 pub fn json(db: &str, rows: &[RunRow]) -> Vec<u8> {
-    let v = serde_json::json!({ "database": db, "runs": rows });
+    let v = serde_json::json!({
+        "database": db,
+        "runs": rows,
+        "change_points": change_points(rows),
+    });
     let mut b = serde_json::to_vec_pretty(&v).expect("rows serialize");
     b.push(b'\n');
     b
@@ -239,6 +276,14 @@ pub fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
     b.push_str(&plot("p99.9 per run, by machine", rows, machine, |r| {
         r.p999_ns
     }));
+    let cps = change_points(rows);
+    if !cps.is_empty() {
+        b.push_str("<h2>Change points</h2><p class=\"meta\">Each machine's p99.9 over its runs: the run from which it moved beyond the run-to-run noise (Welch's t at every split, permutation p-value).</p><ul>");
+        for c in &cps {
+            let _ = write!(b, "<li>{}</li>", esc(&change_line(c)));
+        }
+        b.push_str("</ul>");
+    }
     b.push_str("<h2>Runs</h2><table><tr><th class=\"k\">started</th><th class=\"k\">run id</th><th class=\"k\">machine</th><th class=\"k\">kernel</th><th class=\"k\">label</th><th>p99</th><th>p99.9</th><th>max</th><th>missed</th></tr>");
     for r in rows {
         let _ = write!(

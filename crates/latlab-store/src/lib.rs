@@ -311,8 +311,38 @@ fn now_unix() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// A run's start as seconds since the epoch: RFC 3339 (latlab's own `started_at`) or RFC 2822
+/// (what cyclictest's `--json` writes, kept as it was by the import). None otherwise: the run
+/// is then placed by when it was stored.
 pub(crate) fn parse_time(s: &str) -> Option<i64> {
-    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
+    s.parse::<jiff::Timestamp>()
+        .ok()
+        .or_else(|| {
+            jiff::fmt::rfc2822::parse(s.trim())
+                .ok()
+                .map(|z| z.timestamp())
+        })
+        .map(|t| t.as_second())
+}
+
+#[cfg(test)]
+mod time_tests {
+    #[test]
+    fn starts_are_read_in_latlabs_and_cyclictests_forms() {
+        assert_eq!(
+            super::parse_time("2026-11-01T03:52:17Z"),
+            Some(1_793_505_137)
+        );
+        assert_eq!(
+            super::parse_time("Sun, 01 Nov 2026 03:52:17 +0000"),
+            Some(1_793_505_137)
+        );
+        assert_eq!(
+            super::parse_time("Sun, 01 Nov 2026 04:52:17 +0100"),
+            Some(1_793_505_137)
+        );
+        assert_eq!(super::parse_time("yesterday"), None);
+    }
 }
 
 /// Rows per multi-row INSERT (PostgreSQL round trips are the cost; 200 rows × 8 columns stays

@@ -44,7 +44,6 @@ pub struct LoadRecord {
     pub details: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The whole stored record of a run.
 /// run.json's `until`: what `--until` asked for and whether the run got there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UntilRecord {
@@ -65,6 +64,7 @@ pub struct UntilRecord {
     pub half_width: Option<f64>,
 }
 
+/// The whole stored record of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     pub schema_version: u32,
