@@ -217,8 +217,52 @@ struct Round {
     required: bool,
 }
 
-/// One round; returns a one-line summary.
-fn round(r: &mut Round, seed: u64) -> String {
+/// A started run and what the round chose for it. The child comes first: it is killed (if the
+/// round fails) before the temporary directory is removed.
+struct Run {
+    child: Reap,
+    pid: u32,
+    tmp: tempfile::TempDir,
+    results: PathBuf,
+    load_dir: PathBuf,
+    rt: PathBuf,
+    ledger_path: PathBuf,
+    token: String,
+    profile: &'static str,
+    cmd: String,
+    crash_ms: u64,
+    panic_ms: u64,
+    delay_ms: u64,
+}
+
+impl Run {
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("stderr")).unwrap_or_default()
+    }
+}
+
+/// What the run had changed, as its ledger said while it measured (the groups grow by the load
+/// records' afterwards).
+struct Changes {
+    groups: BTreeSet<i32>,
+    knobs: Vec<(PathBuf, String)>,
+    cgroups: Vec<PathBuf>,
+    instance: PathBuf,
+    mounted: Option<PathBuf>,
+}
+
+/// How the run ended: the fault's signal (if it has one) and whether it was delivered, the exit
+/// status, and what `latlab cleanup` printed (after a SIGKILL).
+struct Exit {
+    signal: Option<i32>,
+    delivered: bool,
+    status: std::process::ExitStatus,
+    cleanup_out: String,
+}
+
+/// Start the run: a profile load and a `cmd:` load, the recorder on, the fault's moments drawn
+/// from the round's RNG.
+fn start(r: &mut Round, seed: u64) -> Run {
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let (results, load_dir, rt) = (
         tmp.path().join("results"),
@@ -287,33 +331,53 @@ fn round(r: &mut Round, seed: u64) -> String {
     if r.kind == Fault::Panic {
         c.env("LATLAB_INJECT_PANIC_MS", panic_ms.to_string());
     }
-    let mut child = Reap(c.spawn().unwrap());
+    let child = Reap(c.spawn().unwrap());
     let pid = child.0.id();
     let ledger_path = rt.join(format!("{pid}.json"));
-    let stderr = || std::fs::read_to_string(tmp.path().join("stderr")).unwrap_or_default();
+    Run {
+        child,
+        pid,
+        tmp,
+        results,
+        load_dir,
+        rt,
+        ledger_path,
+        token,
+        profile,
+        cmd,
+        crash_ms,
+        panic_ms,
+        delay_ms,
+    }
+}
 
-    // The state to reach: measuring (the first checkpoint is written), recorder on.
+/// Wait for the state to reach: measuring (the first checkpoint is written), recorder on.
+/// Returns the run directory.
+fn wait_measuring(r: &Round, run: &mut Run) -> PathBuf {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let run_dir = loop {
-        let d = dir_entries(&results)
+    loop {
+        let d = dir_entries(&run.results)
             .into_iter()
             .find(|d| d.join("run.json").is_file());
         if let Some(d) = d {
             break d;
         }
-        if let Some(st) = child.0.try_wait().unwrap() {
+        if let Some(st) = run.child.0.try_wait().unwrap() {
             panic!(
                 "round {} ({:?}): latlab ended ({st}) before measuring: {}",
                 r.n,
                 r.kind,
-                stderr()
+                run.stderr()
             );
         }
         assert!(Instant::now() < deadline, "round {}: never measured", r.n);
         std::thread::sleep(Duration::from_millis(10));
-    };
-    // What the run has changed so far, read before the fault.
-    let before = read_ledger(&ledger_path).expect("the ledger exists while the run measures");
+    }
+}
+
+/// What the run has changed so far, read from its ledger before the fault.
+fn ledger_changes(r: &Round, run: &Run) -> Changes {
+    let before = read_ledger(&run.ledger_path).expect("the ledger exists while the run measures");
     let mut groups: BTreeSet<i32> = BTreeSet::new();
     let (mut knobs, mut cgroups, mut scratch, mut instance) = (vec![], vec![], vec![], None);
     let mut mounted: Option<PathBuf> = None;
@@ -346,14 +410,24 @@ fn round(r: &mut Round, seed: u64) -> String {
         groups.len() >= expected_groups,
         "the loads run in their own groups: {groups:?}"
     );
-    if profile == "io-write" {
+    if run.profile == "io-write" {
         assert!(
             scratch.iter().any(|s| s.is_absolute() && s.is_dir()),
             "scratch {scratch:?}"
         );
     }
+    Changes {
+        groups,
+        knobs,
+        cgroups,
+        instance,
+        mounted,
+    }
+}
 
-    // The fault, at a random moment of the measurement.
+/// The fault, at a random moment of the measurement, and how the run ends: its exit status as
+/// the fault's kind wants it (after a SIGKILL, `latlab cleanup` as the user would run it).
+fn fault_and_exit(r: &Round, run: &mut Run) -> Exit {
     let signal = match r.kind {
         Fault::Sigint | Fault::LoadIgnoresTerm => Some(libc::SIGINT),
         Fault::Sigterm => Some(libc::SIGTERM),
@@ -363,16 +437,16 @@ fn round(r: &mut Round, seed: u64) -> String {
     };
     let mut delivered = false;
     if let Some(sig) = signal {
-        std::thread::sleep(Duration::from_millis(delay_ms));
+        std::thread::sleep(Duration::from_millis(run.delay_ms));
         // Not reaped yet: the pid is still ours (at worst a zombie), never someone else's.
-        if child.0.try_wait().unwrap().is_none() {
+        if run.child.0.try_wait().unwrap().is_none() {
             // SAFETY: plain syscall on our own unreaped child.
-            assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+            assert_eq!(unsafe { libc::kill(run.pid as i32, sig) }, 0);
             delivered = true;
         }
     }
-    let status = wait_exit(&mut child.0, 40);
-    let err = stderr();
+    let status = wait_exit(&mut run.child.0, 40);
+    let err = run.stderr();
     let mut cleanup_out = String::new();
     match r.kind {
         Fault::Sigkill if delivered => {
@@ -381,7 +455,7 @@ fn round(r: &mut Round, seed: u64) -> String {
             // What the user does after a kill -9; from another working directory.
             let out = Command::new(bin())
                 .current_dir("/")
-                .env("LATLAB_RUNTIME_DIR", &rt)
+                .env("LATLAB_RUNTIME_DIR", &run.rt)
                 .arg("cleanup")
                 .output()
                 .unwrap();
@@ -392,7 +466,7 @@ fn round(r: &mut Round, seed: u64) -> String {
                 String::from_utf8_lossy(&out.stderr)
             );
             assert!(
-                cleanup_out.contains(&format!("dead latlab pid {pid}")),
+                cleanup_out.contains(&format!("dead latlab pid {}", run.pid)),
                 "cleanup found the dead run's ledger: {cleanup_out}"
             );
         }
@@ -419,8 +493,23 @@ fn round(r: &mut Round, seed: u64) -> String {
             r.kind
         ),
     }
+    Exit {
+        signal,
+        delivered,
+        status,
+        cleanup_out,
+    }
+}
 
-    // The run directory is readable: complete, or a checkpoint marked incomplete.
+/// The run directory is readable: complete, or a checkpoint marked incomplete; `latlab report`
+/// reads it; the load records say nothing survived. The groups the loads started (restarts
+/// included) join `groups`. Returns run.json and whether it is complete.
+fn check_run_dir(
+    r: &Round,
+    run: &Run,
+    run_dir: &Path,
+    groups: &mut BTreeSet<i32>,
+) -> (Value, bool) {
     let rec: Value =
         serde_json::from_slice(&std::fs::read(run_dir.join("run.json")).unwrap()).unwrap();
     let complete = rec["complete"].as_bool().unwrap();
@@ -433,7 +522,7 @@ fn round(r: &mut Round, seed: u64) -> String {
     }
     let rep = Command::new(bin())
         .args(["report", "--format", "json"])
-        .arg(&run_dir)
+        .arg(run_dir)
         .output()
         .unwrap();
     assert!(
@@ -456,7 +545,7 @@ fn round(r: &mut Round, seed: u64) -> String {
         if l["command"] != "" {
             assert_eq!(l["stop"]["survivors"], serde_json::json!([]), "{l}");
         }
-        if l["profile"] == cmd.as_str() {
+        if l["profile"] == run.cmd.as_str() {
             stubborn_killed = l["stop"]["killed"].as_bool();
             crash_failures = l["failures"].as_u64();
         }
@@ -477,12 +566,16 @@ fn round(r: &mut Round, seed: u64) -> String {
             assert!(crash_failures.unwrap() >= 1, "crashes counted: {rec}");
         }
     }
+    (rec, complete)
+}
 
-    // Nothing left: processes (the watchdogs kill a SIGKILLed run's groups within ~100 ms;
-    // wait for that, with a deadline), tracefs, knobs, ledger, scratch, cgroups.
+/// Nothing left: processes (the watchdogs kill a SIGKILLed run's groups within ~100 ms;
+/// wait for that, with a deadline), tracefs, knobs, ledger, scratch, cgroups.
+fn nothing_left(r: &Round, run: &Run, changes: &Changes, cleanup_out: &str) {
+    let pid = run.pid;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = leftovers(&token, &groups);
+        let left = leftovers(&run.token, &changes.groups);
         if left.is_empty() {
             break;
         }
@@ -500,32 +593,33 @@ fn round(r: &mut Round, seed: u64) -> String {
         "tracefs instances left: {:?}",
         instances_of(pid)
     );
+    let instance = &changes.instance;
     assert!(!instance.exists(), "{} left", instance.display());
     // A tracefs latlab mounted is unmounted again. (Compared with the run's own ledger
     // entry, not with the mount table before: other latlab runs on this machine may mount and
     // unmount tracefs meanwhile.)
-    if let Some(m) = &mounted {
+    if let Some(m) = &changes.mounted {
         assert!(
             !tracefs_mounts().contains(&m.display().to_string()),
             "tracefs mounted by the run at {} is still mounted",
             m.display()
         );
     }
-    for (path, original) in &knobs {
+    for (path, original) in &changes.knobs {
         let now = knob_value(&std::fs::read_to_string(path).unwrap());
         assert_eq!(&now, original, "knob {} not restored", path.display());
     }
     assert!(
-        dir_entries(&rt).is_empty(),
+        dir_entries(&run.rt).is_empty(),
         "ledger left: {:?}",
-        dir_entries(&rt)
+        dir_entries(&run.rt)
     );
     assert!(
-        dir_entries(&load_dir).is_empty(),
+        dir_entries(&run.load_dir).is_empty(),
         "scratch left: {:?}",
-        dir_entries(&load_dir)
+        dir_entries(&run.load_dir)
     );
-    for cg in &cgroups {
+    for cg in &changes.cgroups {
         assert!(
             !cg.exists(),
             "round {} ({:?}): cgroup {} left; cleanup said: {cleanup_out}",
@@ -534,28 +628,38 @@ fn round(r: &mut Round, seed: u64) -> String {
             cg.display()
         );
     }
+}
+
+/// One round; returns a one-line summary.
+fn round(r: &mut Round, seed: u64) -> String {
+    let mut run = start(r, seed);
+    let run_dir = wait_measuring(r, &mut run);
+    let mut changes = ledger_changes(r, &run);
+    let exit = fault_and_exit(r, &mut run);
+    let (rec, complete) = check_run_dir(r, &run, &run_dir, &mut changes.groups);
+    nothing_left(r, &run, &changes, &exit.cleanup_out);
     format!(
         "round {:2} {:<16} {:<10} fault at {:>4} ms{} → {}, run.json complete={complete}, samples {}, spikes {}, {} groups checked{}",
         r.n,
         format!("{:?}", r.kind),
-        profile,
+        run.profile,
         match r.kind {
-            Fault::Panic => panic_ms,
-            Fault::LoadCrash => crash_ms,
-            _ => delay_ms,
+            Fault::Panic => run.panic_ms,
+            Fault::LoadCrash => run.crash_ms,
+            _ => run.delay_ms,
         },
-        match (signal, delivered) {
+        match (exit.signal, exit.delivered) {
             (Some(_), false) => " (run had ended)",
             _ => "",
         },
-        status,
+        exit.status,
         rec["total"]["samples"],
         rec["spikes"].as_array().map_or(0, |s| s.len()),
-        groups.len(),
-        if cleanup_out.is_empty() {
+        changes.groups.len(),
+        if exit.cleanup_out.is_empty() {
             String::new()
         } else {
-            format!("; cleanup: {}", cleanup_out.trim().replace('\n', " | "))
+            format!("; cleanup: {}", exit.cleanup_out.trim().replace('\n', " | "))
         }
     )
 }

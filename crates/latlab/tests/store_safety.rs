@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::pg::pg_server;
+use support::pg::{pg_server, PgServer};
 use support::{latlab, privileged, read_json, run_dirs};
 
 /// `latlab ARGS` (with `env`), its output.
@@ -75,6 +75,133 @@ fn holds(hay: &[u8], needle: &str) -> bool {
 
 // ------------------------------------------------------------------ 1: secrets
 
+/// The password of the secret test.
+const SECRET: &str = "secretpw";
+
+/// What the secret test's commands printed, by command.
+#[derive(Default)]
+struct Outputs(Vec<(String, Vec<u8>)>);
+
+impl Outputs {
+    fn keep(&mut self, what: &str, o: &Output) {
+        self.0.push((format!("{what} stdout"), o.stdout.clone()));
+        self.0.push((format!("{what} stderr"), o.stderr.clone()));
+    }
+}
+
+/// A run.json as an older latlab wrote it: no run id, the password in its command line. Made
+/// under `t` from run `a`'s record and pushed to each of `dbs`; returns its directory.
+fn push_old_record(
+    t: &Path,
+    a: &Path,
+    dbs: [&str; 2],
+    env: &[(&str, &str)],
+    outputs: &mut Outputs,
+) -> PathBuf {
+    let old = t.join("old");
+    std::fs::create_dir(&old).unwrap();
+    let mut v = read_json(&a.join("run.json"));
+    v.as_object_mut().unwrap().remove("run_id");
+    v["command_line"] = format!(
+        "latlab run --db postgres://lab:{SECRET}@db.example/latlab --db=host=h password={SECRET}"
+    )
+    .into();
+    v["label"] = "old".into();
+    std::fs::write(old.join("run.json"), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let old_s = old.to_str().unwrap();
+    for db in dbs {
+        let o = run_latlab(&["db", "push", old_s, "--db", db], env);
+        ok(&o, "db push");
+        outputs.keep("db push", &o);
+    }
+    old
+}
+
+/// Every way a run is shown, each of which must succeed, its output kept: `report` in every
+/// format of `runs` (run a's and b's directories, the old record's, run a's id), `compare`
+/// (by directory and by id), `history` in every format, `db pull` of run a and of the old
+/// record into `pulled` (two directories).
+fn show_every_way(
+    runs: [&str; 4],
+    pulled: [&Path; 2],
+    env: &[(&str, &str)],
+    outputs: &mut Outputs,
+) {
+    let [a_s, _, old_s, id] = runs;
+    let old_id = {
+        let o = run_latlab(&["history", "--format", "json", "--label", "old"], env);
+        ok(&o, "history");
+        let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        h["runs"][0]["run_id"].as_str().unwrap().to_string()
+    };
+    let mut commands: Vec<Vec<String>> = vec![];
+    for dir in runs {
+        for f in ["text", "json", "html", "markdown", "cyclictest"] {
+            commands.push(vec![
+                "report".into(),
+                dir.into(),
+                "--format".into(),
+                f.into(),
+            ]);
+        }
+    }
+    commands.push(vec!["compare".into(), a_s.into(), old_s.into()]);
+    commands.push(vec!["compare".into(), id.into(), old_id.clone()]);
+    for f in ["text", "json", "html"] {
+        commands.push(vec!["history".into(), "--format".into(), f.into()]);
+    }
+    let pulled_s = pulled[0].to_str().unwrap().to_string();
+    let pulled_old_s = pulled[1].to_str().unwrap().to_string();
+    commands.push(vec![
+        "db".into(),
+        "pull".into(),
+        id.into(),
+        "-o".into(),
+        pulled_s,
+    ]);
+    commands.push(vec![
+        "db".into(),
+        "pull".into(),
+        old_id,
+        "-o".into(),
+        pulled_old_s,
+    ]);
+    for c in &commands {
+        let args: Vec<&str> = c.iter().map(String::as_str).collect();
+        let o = run_latlab(&args, env);
+        ok(&o, &c.join(" "));
+        outputs.keep(&c.join(" "), &o);
+    }
+}
+
+/// Where the secret is: the outputs that hold it, the files under `dirs` that do, the SQLite
+/// database's files under `t`, PostgreSQL's dump.
+fn secret_leaks(outputs: &Outputs, dirs: [&Path; 3], t: &Path, pg: &PgServer) -> Vec<String> {
+    let mut leaks = vec![];
+    for (what, bytes) in &outputs.0 {
+        if holds(bytes, SECRET) {
+            leaks.push(what.clone());
+        }
+    }
+    for dir in dirs {
+        for (p, bytes) in files_under(dir) {
+            if holds(&bytes, SECRET) {
+                leaks.push(p.display().to_string());
+            }
+        }
+    }
+    for (p, bytes) in files_under(t) {
+        let n = p.file_name().unwrap().to_string_lossy().to_string();
+        if n.starts_with("runs.sqlite") && holds(&bytes, SECRET) {
+            leaks.push(p.display().to_string());
+        }
+    }
+    if pg.dump().contains(SECRET) {
+        leaks.push("the PostgreSQL database (pg_dump)".into());
+    }
+    leaks
+}
+
 /// A PostgreSQL password given to `--db` (as a URL's password, as `password=` in its query,
 /// in `--db=URL` form, with `PGPASSWORD` and `LATLAB_DB` set too) is in no file of the run
 /// directory, no output of `run`, `report`, `compare`, `history` or `db pull`, and not in the
@@ -89,7 +216,6 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
     let Some(pg) = pg_server(name) else {
         return;
     };
-    const SECRET: &str = "secretpw";
     let t = tempfile::tempdir().unwrap();
     let results = t.path().join("r");
     // Trust authentication: the server takes any password.
@@ -107,11 +233,7 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
         pg.port
     );
     let env = [("PGPASSWORD", SECRET), ("LATLAB_DB", env_db.as_str())];
-    let mut outputs: Vec<(String, Vec<u8>)> = vec![];
-    let mut keep = |what: &str, o: &Output| {
-        outputs.push((format!("{what} stdout"), o.stdout.clone()));
-        outputs.push((format!("{what} stderr"), o.stderr.clone()));
-    };
+    let mut outputs = Outputs::default();
 
     let (o, a) = sim(&results, &["--db", &with_password, "--label", "a"], &env);
     ok(&o, "run --db URL");
@@ -120,7 +242,7 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    keep("run a", &o);
+    outputs.keep("run a", &o);
     let db_eq = format!("--db={in_query}");
     let (o, b) = sim(&results, &[&db_eq, "--label", "b"], &env);
     ok(&o, "run --db=URL");
@@ -129,11 +251,11 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    keep("run b", &o);
+    outputs.keep("run b", &o);
     // The environment's database (not on the command line).
     let (o, _) = sim(&results, &["--label", "c"], &env);
     ok(&o, "run with LATLAB_DB");
-    keep("run c", &o);
+    outputs.keep("run c", &o);
     let rec = read_json(&a.join("run.json"));
     assert!(
         rec["command_line"]
@@ -144,95 +266,24 @@ fn no_secret_is_recorded_written_stored_or_shown_privileged() {
         rec["command_line"]
     );
 
-    // A run.json as an older latlab wrote it: no run id, the password in its command line.
-    let old = t.path().join("old");
-    std::fs::create_dir(&old).unwrap();
-    let mut v = read_json(&a.join("run.json"));
-    v.as_object_mut().unwrap().remove("run_id");
-    v["command_line"] = format!(
-        "latlab run --db postgres://lab:{SECRET}@db.example/latlab --db=host=h password={SECRET}"
-    )
-    .into();
-    v["label"] = "old".into();
-    std::fs::write(old.join("run.json"), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
-    let old_s = old.to_str().unwrap();
-    for db in [with_password.as_str(), sqlite.to_str().unwrap()] {
-        let o = run_latlab(&["db", "push", old_s, "--db", db], &env);
-        ok(&o, "db push");
-        keep("db push", &o);
-    }
-
-    let (a_s, b_s) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let dbs = [with_password.as_str(), sqlite.to_str().unwrap()];
+    let old = push_old_record(t.path(), &a, dbs, &env, &mut outputs);
+    let (a_s, b_s, old_s) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        old.to_str().unwrap(),
+    );
     let id = rec["run_id"].as_str().unwrap();
     let pulled = t.path().join("pulled");
     let pulled_old = t.path().join("pulled-old");
-    let old_id = {
-        let o = run_latlab(&["history", "--format", "json", "--label", "old"], &env);
-        ok(&o, "history");
-        let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        h["runs"][0]["run_id"].as_str().unwrap().to_string()
-    };
-    let mut commands: Vec<Vec<String>> = vec![];
-    for dir in [a_s, b_s, old_s, id] {
-        for f in ["text", "json", "html", "markdown", "cyclictest"] {
-            commands.push(vec![
-                "report".into(),
-                dir.into(),
-                "--format".into(),
-                f.into(),
-            ]);
-        }
-    }
-    commands.push(vec!["compare".into(), a_s.into(), old_s.into()]);
-    commands.push(vec!["compare".into(), id.into(), old_id.clone()]);
-    for f in ["text", "json", "html"] {
-        commands.push(vec!["history".into(), "--format".into(), f.into()]);
-    }
-    let pulled_s = pulled.to_str().unwrap().to_string();
-    let pulled_old_s = pulled_old.to_str().unwrap().to_string();
-    commands.push(vec![
-        "db".into(),
-        "pull".into(),
-        id.into(),
-        "-o".into(),
-        pulled_s,
-    ]);
-    commands.push(vec![
-        "db".into(),
-        "pull".into(),
-        old_id,
-        "-o".into(),
-        pulled_old_s,
-    ]);
-    for c in &commands {
-        let args: Vec<&str> = c.iter().map(String::as_str).collect();
-        let o = run_latlab(&args, &env);
-        ok(&o, &c.join(" "));
-        keep(&c.join(" "), &o);
-    }
+    show_every_way(
+        [a_s, b_s, old_s, id],
+        [&pulled, &pulled_old],
+        &env,
+        &mut outputs,
+    );
 
-    let mut leaks = vec![];
-    for (what, bytes) in &outputs {
-        if holds(bytes, SECRET) {
-            leaks.push(what.clone());
-        }
-    }
-    for dir in [&results, &pulled, &pulled_old] {
-        for (p, bytes) in files_under(dir) {
-            if holds(&bytes, SECRET) {
-                leaks.push(p.display().to_string());
-            }
-        }
-    }
-    for (p, bytes) in files_under(t.path()) {
-        let n = p.file_name().unwrap().to_string_lossy().to_string();
-        if n.starts_with("runs.sqlite") && holds(&bytes, SECRET) {
-            leaks.push(p.display().to_string());
-        }
-    }
-    if pg.dump().contains(SECRET) {
-        leaks.push("the PostgreSQL database (pg_dump)".into());
-    }
+    let leaks = secret_leaks(&outputs, [&results, &pulled, &pulled_old], t.path(), &pg);
     assert!(leaks.is_empty(), "the secret is in: {leaks:#?}");
     // The masked URL still says which database it was.
     let stored = read_json(&pulled_old.join("run.json"));

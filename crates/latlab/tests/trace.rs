@@ -733,29 +733,25 @@ fn pin_cfs(cpu: usize, name: &str) {
     }
 }
 
-/// Loopback UDP flood pinned to the measured CPU: the NET_RX softirq runs there (raised by the
-/// loopback transmit, run on the sender's `local_bh_enable` or in ksoftirqd), between a FIFO-80
-/// sleeper's intended wake-ups and its switch-ins. What is reliable on this VM, and asserted:
-/// some wake-up windows contain NET_RX work, the attribution names it `softirq NET_RX`, and for
-/// every wake-up the time it charges to NET_RX equals, within 1 µs, the NET_RX time computed
-/// directly from the saved softirq_entry/exit events (net of hard IRQs nested inside), clipped
-/// to the window from the intended time to the switch-in. How large a spike the flood causes
-/// varies run to run, so no latency figure is asserted.
-#[test]
-fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
-    use latlab_core::record::CauseKind;
-    use latlab_core::trace::{analyze_text, AnalyzeOptions, EventKind, Parser, Record, SampleMode};
+/// What the loopback flood test recorded: the trace text of the measured CPU (also saved at
+/// `keep`, for a failure to point at), the sleeper's thread id, the datagrams sent.
+struct Flood {
+    text: String,
+    keep: PathBuf,
+    stid: i64,
+    sent: u64,
+}
+
+/// Record `cpu` with a tracefs instance while a UDP sender pinned there floods a receiver on
+/// CPU 0 and a FIFO-80 sleeper on `cpu` wakes up every 1 ms, 1500 times; then remove the
+/// instance (and unmount tracefs if it was mounted for this).
+fn flood_and_trace(cpu: usize) -> Flood {
     use latlab_sys::ledger::{undo, Entry, Ledger};
     use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
     use std::net::UdpSocket;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
 
-    let Some(_g) = latlab_sys::privileged::guard("ground_truth_loopback_net_rx_softirq") else {
-        return;
-    };
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = ncpu - 1;
     let tmp = tempfile::tempdir().unwrap();
     let mut ledger = Ledger::open_in(&tmp.path().join("run")).unwrap();
     let tfs = tracefs::ensure_mounted(Path::new(tracefs::DEFAULT_ROOT), &mut ledger).unwrap();
@@ -823,12 +819,22 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
         });
         ledger.forget(id).unwrap();
     }
-    assert!(sent.load(Ordering::Relaxed) > 1000, "the flood did not run");
+    Flood {
+        text,
+        keep,
+        stid,
+        sent: sent.load(Ordering::Relaxed),
+    }
+}
 
-    // Ground truth from the raw events: NET_RX intervals on `cpu`, minus hard IRQs inside.
+/// Ground truth from the raw events: NET_RX intervals on `cpu`, minus hard IRQs inside (the
+/// pieces of NET_RX time, IRQs cut out).
+fn net_rx_pieces(text: &str, cpu: usize) -> Vec<(u64, u64)> {
+    use latlab_core::trace::{EventKind, Parser, Record};
+
     let mut net: Vec<(u64, u64)> = Vec::new(); // pieces of NET_RX time, IRQs cut out
     let (mut in_net, mut piece, mut depth) = (false, None::<u64>, 0u32);
-    for r in Parser::new(&text) {
+    for r in Parser::new(text) {
         assert!(!matches!(r, Record::Skipped { .. }), "{r:?}");
         let Record::Event(ev) = r else {
             (in_net, piece, depth) = (false, None, 0); // lost events: history is incomplete
@@ -863,6 +869,37 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
             _ => {}
         }
     }
+    net
+}
+
+/// Loopback UDP flood pinned to the measured CPU: the NET_RX softirq runs there (raised by the
+/// loopback transmit, run on the sender's `local_bh_enable` or in ksoftirqd), between a FIFO-80
+/// sleeper's intended wake-ups and its switch-ins. What is reliable on this VM, and asserted:
+/// some wake-up windows contain NET_RX work, the attribution names it `softirq NET_RX`, and for
+/// every wake-up the time it charges to NET_RX equals, within 1 µs, the NET_RX time computed
+/// directly from the saved softirq_entry/exit events (net of hard IRQs nested inside), clipped
+/// to the window from the intended time to the switch-in. How large a spike the flood causes
+/// varies run to run, so no latency figure is asserted.
+#[test]
+fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
+    use latlab_core::record::CauseKind;
+    use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
+    use latlab_sys::tracefs;
+
+    let Some(_g) = latlab_sys::privileged::guard("ground_truth_loopback_net_rx_softirq") else {
+        return;
+    };
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = ncpu - 1;
+    let Flood {
+        text,
+        keep,
+        stid,
+        sent,
+    } = flood_and_trace(cpu);
+    assert!(sent > 1000, "the flood did not run");
+
+    let net = net_rx_pieces(&text, cpu);
     let a = analyze_text(
         &text,
         &AnalyzeOptions {
@@ -908,7 +945,7 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
     }
     eprintln!(
         "loopback flood: {} datagrams, {} sleeper wake-ups traced, {with_net} with NET_RX; worst: {:?}",
-        sent.load(Ordering::Relaxed),
+        sent,
         samples.len(),
         samples
             .iter()
