@@ -22,12 +22,16 @@ pub struct Flags {
 }
 
 impl Flags {
-    /// Parse the 4- or 5-character flags field. None when it is not one.
+    /// Parse the 4- or 5-character flags field (7 on PREEMPT_RT before 6.12: its lazy
+    /// preemption's columns). None when it is not one.
     pub fn parse(s: &str) -> Option<Flags> {
         Flags::parse_bytes(s.as_bytes())
     }
 
     fn parse_bytes(b: &[u8]) -> Option<Flags> {
+        if b.len() == 7 {
+            return Flags::parse_rt_lazy(b);
+        }
         if !(4..=5).contains(&b.len()) {
             return None;
         }
@@ -62,6 +66,24 @@ impl Flags {
         if b.len() == 5 && !(b[4] == b'.' || b[4].is_ascii_hexdigit()) {
             return None;
         }
+        Some(f)
+    }
+
+    /// The seven columns of PREEMPT_RT kernels before 6.12, whose RT patch brought its own
+    /// lazy preemption (6.1-rt): irqs-off, need-resched, need-resched-lazy (`L`), hard/soft
+    /// IRQ, preempt depth, preempt-lazy depth, migrate-disable. A lazy need-resched is a
+    /// need-resched, as `l`/`L` of the five columns are.
+    fn parse_rt_lazy(b: &[u8]) -> Option<Flags> {
+        let lazy = match b[2] {
+            b'.' => false,
+            b'L' => true,
+            _ => return None,
+        };
+        if !(b[5] == b'.' || b[5].is_ascii_hexdigit()) {
+            return None;
+        }
+        let mut f = Flags::parse_bytes(&[b[0], b[1], b[3], b[4], b[6]])?;
+        f.need_resched |= lazy;
         Some(f)
     }
 }
@@ -376,6 +398,14 @@ mod tests {
         let f = Flags::parse("dNH1.").unwrap();
         assert!(f.hardirq && f.softirq);
         assert!(Flags::parse("hello").is_none());
+        // PREEMPT_RT before 6.12: need-resched-lazy and the preempt-lazy depth too.
+        let f = Flags::parse("dn.h113").unwrap();
+        assert!(f.irqs_off && f.need_resched && f.hardirq && !f.softirq);
+        assert_eq!(f.preempt_depth, 1);
+        assert!(Flags::parse("d.Lh...").unwrap().need_resched);
+        assert_eq!(Flags::parse("...s.12").unwrap().preempt_depth, 0);
+        assert!(Flags::parse("d.Xh...").is_none());
+        assert!(Flags::parse("dn.h1g.").is_none());
     }
 
     /// The fixed-layout fast path finds the same anchor as the search wherever it applies.

@@ -48,3 +48,30 @@ pub fn flag_chars(flags: u8, preempt: u8) -> [u8; 5] {
     };
     [c0, c1, c2, hex(preempt & 0xf), hex(preempt >> 4)]
 }
+
+/// The flags column of PREEMPT_RT kernels before 6.12, whose RT patch brought its own lazy
+/// preemption and records `common_preempt_lazy_count` in every event (6.1-rt): seven columns
+/// (the patch's `trace_print_lat_fmt`): irqs-off (`d`, `D`, `b` as above, `X` for bit 1), need-resched (`n`:
+/// the patch sets PREEMPT_RESCHED to 0 and gives its bit 5 to need-resched-lazy), then
+/// need-resched-lazy (`L`), hard/soft IRQ, the preempt depth (low nibble), the preempt-lazy
+/// depth (`%x`, `.` when 0) and migrate-disable (high nibble).
+pub fn flag_chars_rt_lazy(flags: u8, preempt: u8, lazy_count: u8) -> String {
+    let five = flag_chars(flags & !0x22, preempt);
+    let mut s = String::with_capacity(8);
+    // Bit 1 is IRQS_NOSUPPORT there (`X`), not need-resched-lazy.
+    s.push(match five[0] {
+        b'.' if flags & 0x02 != 0 => 'X',
+        c => c as char,
+    });
+    s.push(five[1] as char);
+    s.push(if flags & 0x20 != 0 { 'L' } else { '.' });
+    s.push(five[2] as char);
+    s.push(five[3] as char);
+    if lazy_count == 0 {
+        s.push('.');
+    } else {
+        s.push_str(&format!("{lazy_count:x}"));
+    }
+    s.push(five[4] as char);
+    s
+}

@@ -42,7 +42,7 @@ use std::collections::HashMap;
 
 pub use dat::{decode_all, decoder_for, named_symbols};
 pub use extras::{migrations_and_gaps, LostGap, Migration};
-pub use flags::flag_chars;
+pub use flags::{flag_chars, flag_chars_rt_lazy};
 pub use format::{parse_format, EventFormat, Field, FieldKind};
 pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout};
 pub use names::{Comms, Symbols};

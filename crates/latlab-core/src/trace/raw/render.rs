@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use super::{
-    bytes, flag_chars, int, Comms, CpuStats, FieldKind, Item, Known, LostMark, RawDecoder,
-    RawError, Shape, Slot, F,
+    bytes, flag_chars, flag_chars_rt_lazy, int, Comms, CpuStats, FieldKind, Item, Known, LostMark,
+    RawDecoder, RawError, Shape, Slot, F,
 };
 use crate::trace::event::{Event, EventKind};
 
@@ -71,11 +71,22 @@ impl RawDecoder {
 }
 
 fn line(out: &mut String, k: &Known, e: &Event<'_>, d: &[u8]) {
-    let fl = flag_chars(
+    let (flags, preempt) = (
         int(d, &k.flags).unwrap_or(0) as u8,
         int(d, &k.preempt).unwrap_or(0) as u8,
     );
-    let fl = std::str::from_utf8(&fl).unwrap_or(".....");
+    let five;
+    let seven;
+    let fl = match &k.lazy {
+        Some(l) => {
+            seven = flag_chars_rt_lazy(flags, preempt, int(d, l).unwrap_or(0) as u8);
+            seven.as_str()
+        }
+        None => {
+            five = flag_chars(flags, preempt);
+            std::str::from_utf8(&five).unwrap_or(".....")
+        }
+    };
     let _ = write!(
         out,
         "{:>16}-{:<7} [{:03}] {} {:>5}.{:09}: ",
@@ -145,7 +156,10 @@ fn line(out: &mut String, k: &Known, e: &Event<'_>, d: &[u8]) {
                 expires,
             },
             Shape::HrStart {
-                softexpires, mode, ..
+                softexpires,
+                mode,
+                was_armed,
+                ..
             },
         ) => {
             let _ = write!(
@@ -157,6 +171,9 @@ fn line(out: &mut String, k: &Known, e: &Event<'_>, d: &[u8]) {
             }
             if let Some(m) = opt(mode) {
                 let _ = write!(out, " mode={m}");
+            }
+            if let Some(a) = opt(was_armed) {
+                let _ = write!(out, " was_armed={a}");
             }
         }
         (

@@ -68,6 +68,8 @@ pub(super) enum Shape {
         expires: F,
         softexpires: Option<F>,
         mode: Option<F>,
+        /// `was_armed` (6.1 stable and later): the timer was queued before this start.
+        was_armed: Option<F>,
     },
     HrExpireEntry {
         hrtimer: F,
@@ -102,6 +104,9 @@ pub(crate) struct Known {
     pub(super) flags: F,
     pub(super) preempt: F,
     pub(super) pid: F,
+    /// `common_preempt_lazy_count` (PREEMPT_RT before 6.12): the flags column has seven
+    /// columns ([`super::flag_chars_rt_lazy`]).
+    pub(super) lazy: Option<F>,
     /// State strings of sched_switch, by `state & (mask | plus)` (at most 512).
     pub(super) states: Vec<String>,
 }
@@ -211,6 +216,7 @@ pub(super) fn known(fmt: EventFormat) -> Result<Known, RawError> {
             expires: need("expires", Int)?,
             softexpires: opt("softexpires"),
             mode: opt("mode"),
+            was_armed: opt("was_armed"),
         },
         "hrtimer_expire_entry" => Shape::HrExpireEntry {
             hrtimer: need("hrtimer", Int)?,
@@ -253,12 +259,17 @@ pub(super) fn known(fmt: EventFormat) -> Result<Known, RawError> {
         }
         _ => Shape::Other,
     };
+    let lazy = fmt
+        .field("common_preempt_lazy_count")
+        .filter(|f| f.kind == FieldKind::Int)
+        .map(F::from);
     Ok(Known {
         fmt,
         shape,
         flags,
         preempt,
         pid,
+        lazy,
         states,
     })
 }
