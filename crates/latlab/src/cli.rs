@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::args::{Backend, Policy, RunFormat};
+pub use crate::args::{Backend, LatencyOf, Policy, RunFormat};
 use crate::args::{CpuList, CpuSel, Duration, Latency, Size};
 
 #[derive(Debug, Parser)]
@@ -170,7 +170,7 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 26] = [
+const NO_MEASURE_CONFLICTS: [&str; 27] = [
     "interval",
     "cpus",
     "priority",
@@ -180,6 +180,7 @@ const NO_MEASURE_CONFLICTS: [&str; 26] = [
     "hist_limit",
     "trace_threshold",
     "max_latency",
+    "max_latency_of",
     "backend",
     "sim_seed",
     "sim_realtime",
@@ -283,13 +284,16 @@ pub struct RunArgs {
     /// Exit with code 2 if any sample exceeds this latency
     #[arg(long, value_name = "T")]
     pub max_latency: Option<Latency>,
+    /// With --backend timerlat: the latency --max-latency judges (default: thread)
+    #[arg(long, value_enum, value_name = "CONTEXT", requires = "max_latency")]
+    pub max_latency_of: Option<LatencyOf>,
     /// Name of the run (default: the kernel release)
     #[arg(long)]
     pub label: Option<String>,
     /// Where run directories go
     #[arg(long, default_value = "latlab-results")]
     pub results: PathBuf,
-    /// `real` measures this machine (root); `sim` feeds the same pipeline from a seeded generator
+    /// `real` measures this machine (root); `timerlat`: the kernel's timerlat tracer measures (root, a kernel with CONFIG_TIMERLAT_TRACER); `sim` feeds the same pipeline from a seeded generator
     #[arg(long, value_enum, default_value_t = Backend::Real)]
     pub backend: Backend,
     /// Seed of the simulated source

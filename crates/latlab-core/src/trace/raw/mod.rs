@@ -47,9 +47,9 @@ pub use flags::flag_chars;
 pub use format::{parse_format, EventFormat, Field, FieldKind};
 pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout};
 pub use names::{Comms, Symbols};
-pub use timerlat::{MissedActivations, TimerlatContext, TimerlatDecoder, TimerlatSample};
 pub(crate) use read::{bytes, int, string};
 pub(crate) use shape::{Known, F};
+pub use timerlat::{MissedActivations, TimerlatContext, TimerlatDecoder, TimerlatSample};
 
 use decode::Slot;
 use pages::Item;

@@ -88,10 +88,7 @@ impl TimerlatDecoder {
     pub fn new(header_page: &str, header_event: &str, format: &str) -> Result<Self, RawError> {
         let fmt = parse_format(format)?;
         if fmt.name != "timerlat" {
-            return Err(err(format!(
-                "a format of {:?}, not of timerlat",
-                fmt.name
-            )));
+            return Err(err(format!("a format of {:?}, not of timerlat", fmt.name)));
         }
         let at = |n: &str, sizes: &[usize]| -> Result<At, RawError> {
             let f = fmt
@@ -229,7 +226,10 @@ mod tests {
         let st = d.samples(&p.bytes(), |s| got.push(s)).unwrap();
         assert_eq!(st.events, 4);
         assert_eq!(st.unknown_events, 1);
-        let ctx: Vec<_> = got.iter().map(|s| (s.seqnum, s.context, s.latency_ns)).collect();
+        let ctx: Vec<_> = got
+            .iter()
+            .map(|s| (s.seqnum, s.context, s.latency_ns))
+            .collect();
         use TimerlatContext::*;
         assert_eq!(
             ctx,
