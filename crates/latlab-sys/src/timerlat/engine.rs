@@ -102,10 +102,6 @@ impl Engine {
                 ))
             })
             .collect();
-        let t0_ns = rt::now_ns();
-        for t in &threads {
-            t.first_ns.store(t0_ns + cfg.interval_ns, Release);
-        }
         let (workers, pids) = match kind {
             Threads::User => {
                 match UserWorkers::start(
@@ -132,6 +128,12 @@ impl Engine {
                 }
             },
         };
+        // The measurement starts once every thread waits (forking and opening take a while
+        // under emulation): activations before it are not the run's.
+        let t0_ns = rt::now_ns();
+        for t in &threads {
+            t.first_ns.store(t0_ns + cfg.interval_ns, Release);
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
         let reader = Reader {

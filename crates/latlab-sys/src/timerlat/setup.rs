@@ -171,7 +171,13 @@ impl Instance {
             .map(|c| c.to_string())
             .collect::<Vec<_>>()
             .join(",");
-        knob(ledger, knobs, &o.join("cpus"), &cpus)?;
+        // `osnoise/cpus` parses what it copied from the write as a C string without ending
+        // it (6.12: `Invalid argument` for a plain "1"): the value and the one saved to write
+        // back both carry their NUL.
+        let p = o.join("cpus");
+        let original = read_value(&p)?;
+        let original = format!("{}\0", knob_value(&original));
+        save_and_write(ledger, knobs, &p, original, &format!("{cpus}\0"))?;
         knob(
             ledger,
             knobs,
@@ -259,6 +265,18 @@ impl Instance {
     }
 }
 
+/// An `osnoise/` file's value, in one read of a page: `osnoise/cpus` answers a read shorter
+/// than its text with `Invalid argument`, as the second, shorter read of
+/// `fs::read_to_string` is (6.12).
+fn read_value(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut buf = vec![0u8; 4096];
+    let n = fs::File::open(path).and_then(|mut f| f.read(&mut buf)).map_err(err)?;
+    buf.truncate(n);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 /// Save `path`'s value in the ledger, then write `value`.
 fn knob(
     ledger: &mut Ledger,
@@ -266,7 +284,7 @@ fn knob(
     path: &Path,
     value: &str,
 ) -> Result<(), String> {
-    let original = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let original = read_value(path)?;
     save_and_write(ledger, knobs, path, knob_value(&original), value)
 }
 
