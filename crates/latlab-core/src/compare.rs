@@ -625,6 +625,7 @@ mod tests {
             scenario: None,
             profile: None,
             intervals: None,
+            until: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -37,28 +37,34 @@ impl std::str::FromStr for Target {
             .or_else(|| s.split_once('<'))
             .ok_or_else(|| err("no '<='"))?;
         let stat = stat.trim();
-        let pct = stat
-            .strip_prefix('p')
-            .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| err("the percentile is written pNN or pNN.NNN"))?;
-        let (int, frac) = pct.split_once('.').unwrap_or((pct, ""));
-        if int.is_empty() || frac.contains('.') || frac.len() > 12 {
-            return Err(err("the percentile is written pNN or pNN.NNN"));
-        }
-        let den = 10u64.pow(2 + frac.len() as u32);
-        let num: u64 = format!("{int}{frac}")
-            .parse()
-            .map_err(|_| err("the percentile is not a number"))?;
-        if num == 0 || num >= den {
-            return Err(err("the percentile must be above 0 and below 100"));
-        }
+        let q = parse_percentile(stat).map_err(|why| err(&why))?;
         let limit_ns = parse_latency(limit.trim()).map_err(|e| err(&e.to_string()))?;
         Ok(Target {
             label: stat.to_string(),
-            q: Quantile { num, den },
+            q,
             limit_ns,
         })
     }
+}
+
+/// A percentile written `pNN` or `pNN.NNN` (up to 12 decimals): its quantile; why not.
+pub fn parse_percentile(stat: &str) -> Result<Quantile, String> {
+    let pct = stat
+        .strip_prefix('p')
+        .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .ok_or("the percentile is written pNN or pNN.NNN")?;
+    let (int, frac) = pct.split_once('.').unwrap_or((pct, ""));
+    if int.is_empty() || frac.contains('.') || frac.len() > 12 {
+        return Err("the percentile is written pNN or pNN.NNN".into());
+    }
+    let den = 10u64.pow(2 + frac.len() as u32);
+    let num: u64 = format!("{int}{frac}")
+        .parse()
+        .map_err(|_| "the percentile is not a number")?;
+    if num == 0 || num >= den {
+        return Err("the percentile must be above 0 and below 100".into());
+    }
+    Ok(Quantile { num, den })
 }
 
 /// One-sided `CONFIDENCE` Clopper–Pearson upper bound on a probability after `e` events in

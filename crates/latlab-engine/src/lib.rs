@@ -15,6 +15,7 @@ macro_rules! bail {
 }
 
 pub mod actions;
+pub mod analyze;
 pub mod bench;
 pub mod claim;
 pub mod cleanup;

@@ -76,15 +76,32 @@ pub fn render_text(inv: &Inventory, findings: &[Finding]) -> Vec<u8> {
 /// `latlab check` and the Machine table of the HTML report). Values are untrusted text, not
 /// escaped: each renderer escapes them for its format.
 pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
-    fn plain(s: &str) -> String {
-        s.to_string()
-    }
-    fn ro<T: ToString>(v: &Option<T>) -> String {
-        v.as_ref()
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "unknown".into())
-    }
     let mut rows = Vec::new();
+    kernel_rows(&mut rows, inv);
+    cpu_rows(&mut rows, inv);
+    memory_rows(&mut rows, inv);
+    sched_rows(&mut rows, inv);
+    system_rows(&mut rows, inv);
+    rows
+}
+
+/// The inventory's `(name, value)` rows as they are built.
+type Rows = Vec<(String, String)>;
+
+/// Untrusted text as a value: not escaped here (each renderer escapes).
+fn plain(s: &str) -> String {
+    s.to_string()
+}
+
+/// A value or "unknown", not escaped.
+fn ro<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The kernel: release, preemption model, HZ, command line, clock source.
+fn kernel_rows(rows: &mut Rows, inv: &Inventory) {
     let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let k = &inv.kernel;
     row(
@@ -129,6 +146,11 @@ pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
             plain(&inv.clocksource.available.join(" "))
         ),
     );
+}
+
+/// The CPUs: online, isolated, SMT, frequency scaling, boost, idle states.
+fn cpu_rows(rows: &mut Rows, inv: &Inventory) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let c = &inv.cpus;
     row(
         "cpus",
@@ -194,6 +216,11 @@ pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
                 .join(", "),
         );
     }
+}
+
+/// Memory: NUMA nodes, swap, transparent huge pages and KSM.
+fn memory_rows(rows: &mut Rows, inv: &Inventory) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let m = &inv.memory;
     row(
         "memory",
@@ -234,6 +261,11 @@ pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
             ro(&m.ksm_run)
         ),
     );
+}
+
+/// The scheduler and interrupts: RT throttling, timers, IRQ affinity, cpu_dma_latency.
+fn sched_rows(rows: &mut Rows, inv: &Inventory) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let sc = &inv.sched;
     row(
         "rt throttling",
@@ -284,6 +316,11 @@ pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
                 .join(", ")
         },
     );
+}
+
+/// The rest: virtualization, cgroup CPU controls, tracing, what could not be read.
+fn system_rows(rows: &mut Rows, inv: &Inventory) {
+    let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
     let v = &inv.virt;
     let pct = |x: Option<f64>| {
         x.map(|x| format!("{:.2} %", x * 100.0))
@@ -328,7 +365,6 @@ pub fn inventory_rows(inv: &Inventory) -> Vec<(String, String)> {
     if !inv.unreadable.is_empty() {
         row("not readable", plain(&inv.unreadable.join(", ")));
     }
-    rows
 }
 
 /// `check`'s findings for the inventory a run recorded (`None`: no inventory, or one this

@@ -14,8 +14,11 @@ use latlab_core::model::RunModel;
 use latlab_core::units::Human;
 
 use crate::escape::escape;
-use crate::html::{columns_table, page, williams_rows};
-use crate::markdown::{cell as md, columns as md_columns, table as md_table};
+use crate::figures::williams_rows;
+use crate::html::{columns_table, page};
+use crate::markdown::{
+    cell as md, columns as md_columns, table as md_table, tail_section as md_tail,
+};
 use crate::svg::{self, esc};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,21 +250,7 @@ fn markdown(c: &Comparison) -> String {
     }
     o.push_str("### Percentile ladder\n\nValue, ratio to the baseline with its 95 % interval and verdict, samples at or above it, 95 % confidence interval.\n\n");
     md_columns(&mut o, "percentile", &ladder_cols(c));
-    {
-        let (h, rows, notes) = tail_rows(c);
-        let _ = writeln!(o, "### Tail estimates\n\n{}\n", md(crate::tail::TITLE));
-        let rows: Vec<Vec<String>> = rows
-            .into_iter()
-            .map(|r| r.into_iter().map(|s| md(&s)).collect())
-            .collect();
-        md_table(&mut o, &h.iter().map(|s| md(s)).collect::<Vec<_>>(), &rows);
-        for n in &notes {
-            let _ = writeln!(o, "- {}", md(n));
-        }
-        if !notes.is_empty() {
-            o.push('\n');
-        }
-    }
+    md_tail(&mut o, tail_rows(c));
     for (title, t) in [
         ("Counts per latency range (Morton)", &c.buckets_ms),
         ("Counts per latency range, finer", &c.buckets_us),

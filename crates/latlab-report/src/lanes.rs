@@ -117,14 +117,31 @@ pub fn section(spikes: &[SpikeRecord]) -> String {
     o
 }
 
-/// One spike's lanes as an SVG (`class="plot lanes"`).
-pub fn svg(s: &SpikeRecord) -> String {
-    let empty = Vec::new();
-    let all: &Vec<LaneSegment> = s.lanes.as_ref().map_or(&empty, |l| &l.segments);
-    let segs = &all[..all.len().min(MAX_SEGMENTS_DRAWN)];
-    let latency = s.latency_ns as f64;
-    // Rows: IRQ, softirq, tasks, measuring always; NMI, stall, other when present.
-    let rows: Vec<Lane> = [
+/// Where a spike's picture puts things: its lanes' rows, the time span drawn (ns from E) and
+/// the width it is drawn on, the y of the time axis.
+struct Geometry {
+    rows: Vec<Lane>,
+    lo: f64,
+    hi: f64,
+    pw: f64,
+    axis_y: f64,
+}
+
+impl Geometry {
+    /// The x of `t` ns from E.
+    fn x(&self, t: f64) -> f64 {
+        LW + (t - self.lo) / (self.hi - self.lo) * self.pw
+    }
+
+    /// The row of lane `l`, if drawn.
+    fn row(&self, l: Lane) -> Option<usize> {
+        self.rows.iter().position(|r| *r == l)
+    }
+}
+
+/// The lanes drawn: IRQ, softirq, tasks, measuring always; NMI, stall, other when present.
+fn lane_rows(segs: &[LaneSegment]) -> Vec<Lane> {
+    [
         Lane::Irq,
         Lane::Softirq,
         Lane::Nmi,
@@ -138,7 +155,12 @@ pub fn svg(s: &SpikeRecord) -> String {
         matches!(l, Lane::Irq | Lane::Softirq | Lane::Task | Lane::Measuring)
             || segs.iter().any(|g| g.lane == *l)
     })
-    .collect();
+    .collect()
+}
+
+/// The timeline's moments `(ns from E, name)`, E always among them (E and the end of the
+/// sample for a spike without a timeline).
+fn moments(s: &SpikeRecord) -> Vec<(f64, &'static str)> {
     let moments: Vec<(f64, &str)> = s
         .timeline_events
         .iter()
@@ -155,13 +177,24 @@ pub fn svg(s: &SpikeRecord) -> String {
         })
         .collect();
     let mut moments = if moments.is_empty() {
-        vec![(0.0, "E"), (latency, "end")]
+        vec![(0.0, "E"), (s.latency_ns as f64, "end")]
     } else {
         moments
     };
     if !moments.iter().any(|m| m.1 == "E") {
         moments.insert(0, (0.0, "E"));
     }
+    moments
+}
+
+/// One spike's lanes as an SVG (`class="plot lanes"`).
+pub fn svg(s: &SpikeRecord) -> String {
+    let empty = Vec::new();
+    let all: &Vec<LaneSegment> = s.lanes.as_ref().map_or(&empty, |l| &l.segments);
+    let segs = &all[..all.len().min(MAX_SEGMENTS_DRAWN)];
+    let latency = s.latency_ns as f64;
+    let rows = lane_rows(segs);
+    let moments = moments(s);
     // The span: E (a little before) to the end of the sample and of what is drawn.
     let lo = segs
         .iter()
@@ -176,10 +209,16 @@ pub fn svg(s: &SpikeRecord) -> String {
     let span = (hi - lo).max(1.0);
     let (lo, hi) = (lo - span * 0.02, hi + span * 0.02);
     let pw = W - LW - RM;
-    let x = |t: f64| LW + (t - lo) / (hi - lo) * pw;
     let lanes_h = rows.len() as f64 * ROW;
     let axis_y = T + lanes_h;
     let h = axis_y + 62.0;
+    let g = Geometry {
+        rows,
+        lo,
+        hi,
+        pw,
+        axis_y,
+    };
     let title = format!(
         "Spike on CPU {} at {} ns: {} — lanes",
         s.cpu,
@@ -192,8 +231,20 @@ pub fn svg(s: &SpikeRecord) -> String {
         r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot lanes" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}"><title>{t}</title>"##,
         t = esc(&title)
     );
+    lanes_and_axis(&mut o, &g);
+    segments(&mut o, &g, segs);
+    waiting(&mut o, &g, s);
+    moment_marks(&mut o, &g, &moments);
+    legend(&mut o, &g, segs);
+    o.push_str("</svg>");
+    o
+}
+
+/// The lanes' rows with their names, and the time axis with its ticks and label.
+fn lanes_and_axis(o: &mut String, g: &Geometry) {
+    let (lo, hi, pw, axis_y) = (g.lo, g.hi, g.pw, g.axis_y);
     // Lane rows.
-    for (i, l) in rows.iter().enumerate() {
+    for (i, l) in g.rows.iter().enumerate() {
         let y = T + i as f64 * ROW;
         let _ = write!(
             o,
@@ -212,7 +263,7 @@ pub fn svg(s: &SpikeRecord) -> String {
         if t > hi {
             break;
         }
-        let xt = x(t);
+        let xt = g.x(t);
         let _ = write!(
             o,
             r##"<line x1="{xt:.1}" y1="{T}" x2="{xt:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xt:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
@@ -227,13 +278,17 @@ pub fn svg(s: &SpikeRecord) -> String {
         LW + pw / 2.0,
         axis_y + 32.0
     );
-    // Segments.
+}
+
+/// Each segment in its lane, coloured by its cause's kind, with its cause and duration as a
+/// tooltip and as a label where it fits.
+fn segments(o: &mut String, geo: &Geometry, segs: &[LaneSegment]) {
     for g in segs {
-        let Some(row) = rows.iter().position(|l| *l == g.lane) else {
+        let Some(row) = geo.row(g.lane) else {
             continue;
         };
         let (a, b) = (g.start_ns as f64, (g.end_ns as f64).max(g.start_ns as f64));
-        let (xa, xb) = (x(a), x(b));
+        let (xa, xb) = (geo.x(a), geo.x(b));
         let wpx = (xb - xa).max(2.0);
         let y = T + row as f64 * ROW + 3.0;
         let dur = Human((g.end_ns.saturating_sub(g.start_ns)).max(0) as u64).to_string();
@@ -269,8 +324,11 @@ pub fn svg(s: &SpikeRecord) -> String {
             );
         }
     }
-    // The measuring thread runnable but not running: from its wake-up to its switch-in, an
-    // outline in its lane (the stretches above say who had the CPU meanwhile).
+}
+
+/// The measuring thread runnable but not running: from its wake-up to its switch-in, an
+/// outline in its lane (the stretches above say who had the CPU meanwhile).
+fn waiting(o: &mut String, g: &Geometry, s: &SpikeRecord) {
     let at = |m: Moment| {
         s.timeline_events
             .iter()
@@ -280,10 +338,10 @@ pub fn svg(s: &SpikeRecord) -> String {
     if let (Some(w), Some(sw), Some(row)) = (
         at(Moment::Woken),
         at(Moment::SwitchedIn),
-        rows.iter().position(|l| *l == Lane::Measuring),
+        g.row(Lane::Measuring),
     ) {
         if w < sw {
-            let (xa, xb) = (x(w as f64), x(sw as f64));
+            let (xa, xb) = (g.x(w as f64), g.x(sw as f64));
             let y = T + row as f64 * ROW + 5.0;
             let dur = Human(sw.abs_diff(w)).to_string();
             let _ = write!(
@@ -303,13 +361,17 @@ pub fn svg(s: &SpikeRecord) -> String {
             }
         }
     }
-    // Moments: vertical marks, each label on the first of three rows where it does not run
-    // into the label before it (else the row that ends first).
-    let mut ms = moments.clone();
+}
+
+/// Moments: vertical marks, each label on the first of three rows where it does not run
+/// into the label before it (else the row that ends first).
+fn moment_marks(o: &mut String, g: &Geometry, moments: &[(f64, &str)]) {
+    let axis_y = g.axis_y;
+    let mut ms = moments.to_vec();
     ms.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut row_end = [f64::MIN; 3];
     for (t, name) in ms.iter() {
-        let xt = x(*t);
+        let xt = g.x(*t);
         let half = name.len() as f64 * 3.2;
         let row = (0..3)
             .find(|&r| row_end[r] + 4.0 <= xt - half)
@@ -334,12 +396,15 @@ pub fn svg(s: &SpikeRecord) -> String {
             name
         );
     }
-    // Legend: the cause kinds drawn.
+}
+
+/// Legend: the cause kinds drawn.
+fn legend(o: &mut String, g: &Geometry, segs: &[LaneSegment]) {
     let mut kinds: Vec<CauseKind> = segs.iter().map(|g| g.cause).collect();
     kinds.sort();
     kinds.dedup();
     let mut lx = LW;
-    let ly = axis_y + 44.0;
+    let ly = g.axis_y + 44.0;
     for k in kinds {
         let _ = write!(
             o,
@@ -351,8 +416,6 @@ pub fn svg(s: &SpikeRecord) -> String {
         );
         lx += 24.0 + k.as_str().len() as f64 * 7.0;
     }
-    o.push_str("</svg>");
-    o
 }
 
 #[cfg(test)]

@@ -5,15 +5,20 @@
 
 use latlab_core::model::RunModel;
 
+pub mod analyze;
 pub mod check;
 pub mod compare;
 pub mod cyclictest;
 /// The one escaping of untrusted text (latlab-core's, shared with `latlab analyze`).
 pub use latlab_core::escape;
 pub mod extra;
+pub mod figures;
+pub mod gates;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod lanes;
+pub mod loads;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;

@@ -5,11 +5,9 @@
 use std::fmt::Write;
 
 use latlab_core::model::RunModel;
-use latlab_core::stats::Stats;
 use latlab_core::units::Human;
 
-use crate::html::{opt, williams_rows};
-use crate::text::pbound;
+use crate::figures::{ladder_rows, short_flags, stat_rows, summary_cells, williams_rows};
 
 /// Untrusted text in a markdown table cell: [`crate::escape`]d, pipes and markup
 /// characters escaped so a task name cannot break the table or inject HTML.
@@ -108,39 +106,8 @@ fn delays_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
 pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut o = String::new();
-    let _ = writeln!(o, "## latlab report: {}\n", cell(&r.label));
-    let mut meta = vec![format!("source {}", r.source.as_str())];
-    if let Some(k) = &r.machine.kernel_release {
-        meta.push(format!("kernel {}", cell(k)));
-    }
-    if let Some(i) = r.config.interval_ns {
-        meta.push(format!("interval {}", Human(i)));
-    }
-    if r.config.mode == "none" {
-        // `latlab profile --no-measure`: the profile alone.
-        meta.push("no latency measured (profile only)".into());
-    }
-    if !r.config.loads.is_empty() {
-        meta.push(format!("loads {}", cell(&r.config.loads.join(", "))));
-    }
-    let _ = writeln!(o, "{}\n", meta.join(" · "));
-    if let Some(c) = &r.command_line {
-        let _ = writeln!(o, "command: {}\n", cell(c));
-    }
-    for f in crate::text::short_flags(m) {
-        let _ = writeln!(o, "- **{}**", cell(&f));
-    }
-    if !crate::text::short_flags(m).is_empty() {
-        o.push('\n');
-    }
-    let mut rows: Vec<(String, &Stats)> = m
-        .cpus
-        .iter()
-        .map(|c| (format!("CPU {}", c.cpu), &c.stats))
-        .collect();
-    if m.cpus.len() > 1 {
-        rows.push(("all".into(), &m.total));
-    }
+    heading(&mut o, m);
+    let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
     let header: Vec<String> = [
         "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
     ]
@@ -150,16 +117,9 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     let body: Vec<Vec<String>> = rows
         .iter()
         .map(|(n, s)| {
-            vec![
-                n.clone(),
-                s.samples.to_string(),
-                s.missed_periods.to_string(),
-                opt(s.min_ns),
-                opt(s.mean_ns),
-                cell(&pbound("p99", s.p99_ns, s)),
-                cell(&pbound("p99.999", s.p99999_ns, s)),
-                opt(s.max_ns),
-            ]
+            std::iter::once(n.clone())
+                .chain(summary_cells(s).iter().map(|c| cell(c)))
+                .collect()
         })
         .collect();
     table(&mut o, &header, &body);
@@ -167,33 +127,11 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     o.push_str("### Percentile ladder\n\n");
     let ladder: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
-        .map(|(n, s)| {
-            let mut v: Vec<(String, String)> = s
-                .ladder()
-                .iter()
-                .map(|(l, x)| (l.to_string(), pbound(l, *x, s)))
-                .collect();
-            v.push(("max".into(), opt(s.max_ns)));
-            (n.clone(), v)
-        })
+        .map(|(n, s)| (n.clone(), ladder_rows(s)))
         .collect();
     columns(&mut o, "percentile", &ladder);
     if m.total.samples > 0 {
-        let est = crate::tail::estimates(m);
-        let (header, rows, notes) = crate::tail::table(&est);
-        let _ = writeln!(o, "### Tail estimates\n\n{}\n", cell(crate::tail::TITLE));
-        let header: Vec<String> = header.iter().map(|h| cell(h)).collect();
-        let rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| r.iter().map(|c| cell(c)).collect())
-            .collect();
-        table(&mut o, &header, &rows);
-        for n in &notes {
-            let _ = writeln!(o, "- {}", cell(n));
-        }
-        if !notes.is_empty() {
-            o.push('\n');
-        }
+        tail_section(&mut o, crate::tail::table(&crate::tail::estimates(m)));
     }
     o.push_str("### Statistics (Williams)\n\n");
     let w: Vec<(String, Vec<(String, String)>)> = rows
@@ -202,74 +140,11 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         .collect();
     columns(&mut o, "", &w);
     if !r.spikes.is_empty() {
-        o.push_str("### Spikes\n\n");
-        let rows: Vec<Vec<String>> = r
-            .spikes
-            .iter()
-            .take(50)
-            .map(|s| {
-                vec![
-                    s.cpu.to_string(),
-                    format!(
-                        "{}.{:06}",
-                        s.at_ns / 1_000_000_000,
-                        s.at_ns % 1_000_000_000 / 1000
-                    ),
-                    Human(s.latency_ns).to_string(),
-                    cell(
-                        &s.causes
-                            .iter()
-                            .take(3)
-                            .map(|c| {
-                                format!(
-                                    "{} {} ({})",
-                                    latlab_core::trace::attribution::kind_str(c.kind),
-                                    c.name,
-                                    Human(c.ns)
-                                )
-                            })
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    ),
-                ]
-            })
-            .collect();
-        table(
-            &mut o,
-            &[
-                "CPU".into(),
-                "at (s)".into(),
-                "latency".into(),
-                "causes".into(),
-            ],
-            &rows,
-        );
+        spikes_table(&mut o, &r.spikes);
     }
     delays_table(&mut o, &r.spikes);
     if !r.loads.is_empty() {
-        o.push_str("### Loads\n\n");
-        let rows: Vec<Vec<String>> = r
-            .loads
-            .iter()
-            .map(|l| {
-                vec![
-                    cell(&l.profile),
-                    cell(&l.command),
-                    l.exit.map_or("-".into(), |e| e.to_string()),
-                    l.ops.map_or("-".into(), |x| format!("{x:.1}")),
-                ]
-            })
-            .collect();
-        table(
-            &mut o,
-            &[
-                "profile".into(),
-                "command".into(),
-                "exit".into(),
-                "ops".into(),
-            ],
-            &rows,
-        );
+        loads_table(&mut o, &r.loads);
     }
     if let Some(f) = crate::check::run_findings(r) {
         let _ = writeln!(
@@ -293,6 +168,114 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         o.push('\n');
     }
     o.into_bytes()
+}
+
+/// The title, what was measured and how, the command line and the flags of percentiles
+/// resting on too few samples.
+fn heading(o: &mut String, m: &RunModel) {
+    let r = &m.record;
+    let _ = writeln!(o, "## latlab report: {}\n", cell(&r.label));
+    let mut meta = vec![format!("source {}", r.source.as_str())];
+    if let Some(k) = &r.machine.kernel_release {
+        meta.push(format!("kernel {}", cell(k)));
+    }
+    if let Some(i) = r.config.interval_ns {
+        meta.push(format!("interval {}", Human(i)));
+    }
+    if r.config.mode == "none" {
+        // `latlab profile --no-measure`: the profile alone.
+        meta.push("no latency measured (profile only)".into());
+    }
+    if !r.config.loads.is_empty() {
+        meta.push(format!("loads {}", cell(&r.config.loads.join(", "))));
+    }
+    let _ = writeln!(o, "{}\n", meta.join(" · "));
+    if let Some(c) = &r.command_line {
+        let _ = writeln!(o, "command: {}\n", cell(c));
+    }
+    let flags = short_flags(m);
+    for f in &flags {
+        let _ = writeln!(o, "- **{}**", cell(f));
+    }
+    if !flags.is_empty() {
+        o.push('\n');
+    }
+}
+
+/// The tail estimates from [`crate::tail::table`] (header, rows, why an estimate is missing),
+/// for a run and for `compare`: the table, then the notes as a list.
+pub(crate) fn tail_section(
+    o: &mut String,
+    (header, rows, notes): (Vec<String>, Vec<Vec<String>>, Vec<String>),
+) {
+    let _ = writeln!(o, "### Tail estimates\n\n{}\n", cell(crate::tail::TITLE));
+    let header: Vec<String> = header.iter().map(|h| cell(h)).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| cell(c)).collect())
+        .collect();
+    table(o, &header, &rows);
+    for n in &notes {
+        let _ = writeln!(o, "- {}", cell(n));
+    }
+    if !notes.is_empty() {
+        o.push('\n');
+    }
+}
+
+/// The traced spikes (50 at most) with their three largest causes.
+fn spikes_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
+    o.push_str("### Spikes\n\n");
+    let rows: Vec<Vec<String>> = spikes
+        .iter()
+        .take(50)
+        .map(|s| {
+            vec![
+                s.cpu.to_string(),
+                format!(
+                    "{}.{:06}",
+                    s.at_ns / 1_000_000_000,
+                    s.at_ns % 1_000_000_000 / 1000
+                ),
+                Human(s.latency_ns).to_string(),
+                cell(
+                    &s.causes
+                        .iter()
+                        .take(3)
+                        .map(|c| {
+                            format!(
+                                "{} {} ({})",
+                                latlab_core::trace::attribution::kind_str(c.kind),
+                                c.name,
+                                Human(c.ns)
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ),
+            ]
+        })
+        .collect();
+    let h = ["CPU", "at (s)", "latency", "causes"];
+    table(o, &h.map(String::from), &rows);
+}
+
+/// The loads that ran: profile, command, exit status, operations per second.
+fn loads_table(o: &mut String, loads: &[latlab_core::record::LoadRecord]) {
+    o.push_str("### Loads\n\n");
+    let rows: Vec<Vec<String>> = loads
+        .iter()
+        .map(|l| {
+            vec![
+                cell(&l.profile),
+                cell(&l.command),
+                l.exit.map_or("-".into(), |e| e.to_string()),
+                l.ops.map_or("-".into(), |x| format!("{x:.1}")),
+            ]
+        })
+        .collect();
+    let h = ["profile", "command", "exit", "ops"];
+    table(o, &h.map(String::from), &rows);
 }
 
 /// The mode's and the scenario's tables (nothing for a timer run).

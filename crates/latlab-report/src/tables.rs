@@ -1,7 +1,9 @@
 //! The tables a run adds beyond the latency statistics — a mode's (wakeup pairs, execution
-//! time, audio deadlines: [`crate::modes`]) and a scenario's (fairness, io-read:
-//! [`crate::scenario`]) — as plain cells, so text, markdown and html lay out the same tables
-//! with one function each and none of them reads the record's details itself.
+//! time, audio deadlines: the `modes` module) and a scenario's (fairness, io-read: the
+//! `scenario` module), gathered by `extra` — as plain cells, so text, markdown and html lay
+//! out the same tables with one function each and none of them reads the record's details
+//! itself. This module is the leaf the others build on: it names them without a path, so it
+//! depends on none of them.
 
 /// One table: a title, a header, rows, and an optional sentence below it. Cells are plain
 /// text; each renderer escapes them for its format.

@@ -9,70 +9,9 @@ use latlab_core::stats::{Stats, BELOW};
 use latlab_core::units::{format_measured, Human};
 
 use crate::escape::escape;
-
-/// A latency bound as the field writes it: "≤ 57 µs", or "> 10 ms" when unknown.
-pub fn bound(v: Option<u64>, s: &Stats) -> String {
-    match v {
-        Some(v) => format!("≤ {}", Human(v)),
-        None if s.samples > 0 => format!("> {}", Human(s.limit_ns)),
-        None => "-".into(),
-    }
-}
-
-/// The quantile a ladder label names (`p99.9` …).
-fn quantile_of(label: &str) -> Option<latlab_core::hist::Quantile> {
-    latlab_core::stats::LADDER
-        .iter()
-        .find(|(l, _)| *l == label)
-        .map(|(_, q)| *q)
-}
-
-/// The percentile `label` rests on too few samples of `s` (compare's rule,
-/// [`latlab_core::compare::too_short`]); an empty run is not flagged (it shows "-").
-pub fn too_few(label: &str, s: &Stats) -> bool {
-    s.samples > 0
-        && quantile_of(label).is_some_and(|q| latlab_core::compare::too_short(s.samples, q))
-}
-
-/// [`bound`] of the percentile `label`, marked "TOO FEW" (as `compare` marks it) when it
-/// rests on too few samples.
-pub fn pbound(label: &str, v: Option<u64>, s: &Stats) -> String {
-    let b = bound(v, s);
-    if too_few(label, s) {
-        format!("{b} TOO FEW")
-    } else {
-        b
-    }
-}
-
-/// The flags of a single run, as `compare` writes them: for each percentile, the CPUs (and
-/// "all") whose value rests on too few samples.
-pub fn short_flags(m: &RunModel) -> Vec<String> {
-    let mut rows: Vec<(String, &Stats)> = m
-        .cpus
-        .iter()
-        .map(|c| (format!("CPU {}", c.cpu), &c.stats))
-        .collect();
-    if m.cpus.len() > 1 {
-        rows.push(("all CPUs".into(), &m.total));
-    }
-    latlab_core::stats::LADDER
-        .iter()
-        .filter_map(|(label, _)| {
-            let who: Vec<&str> = rows
-                .iter()
-                .filter(|(_, s)| too_few(label, s))
-                .map(|(n, _)| n.as_str())
-                .collect();
-            (!who.is_empty()).then(|| latlab_core::compare::too_short_flag(label, &who.join(", ")))
-        })
-        .collect()
-}
-
-fn opt(v: Option<u64>) -> String {
-    v.map(|v| Human(v).to_string())
-        .unwrap_or_else(|| "-".into())
-}
+/// The percentile bounds and flags, shared by every format ([`crate::figures`]).
+pub use crate::figures::{bound, pbound, short_flags, too_few};
+use crate::figures::{ladder, opt, stat_rows, summary_cells};
 
 /// Williams' statistics block.
 pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
@@ -136,7 +75,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
             Human(max.saturating_add(s.bucket_ns)).to_string(),
         );
     }
-    for (label, v) in s.ladder() {
+    for (label, b) in ladder(s) {
         if label == "p50" || label == "p90" {
             continue;
         }
@@ -146,7 +85,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
         } else {
             format!("{pct}% below ")
         };
-        line(out, &name, pbound(label, v, s));
+        line(out, &name, b);
     }
     if s.unknown_above > 0 {
         line(
@@ -168,23 +107,8 @@ pub fn cpu_table(m: &RunModel) -> String {
     t.set_header(vec![
         "CPU", "samples", "missed", "min", "avg", "p99", "p99.999", "max",
     ]);
-    let row = |name: String, s: &Stats| {
-        vec![
-            name,
-            s.samples.to_string(),
-            s.missed_periods.to_string(),
-            opt(s.min_ns),
-            opt(s.mean_ns),
-            pbound("p99", s.p99_ns, s),
-            pbound("p99.999", s.p99999_ns, s),
-            opt(s.max_ns),
-        ]
-    };
-    for c in &m.cpus {
-        t.add_row(row(c.cpu.to_string(), &c.stats));
-    }
-    if m.cpus.len() > 1 {
-        t.add_row(row("all".into(), &m.total));
+    for (name, s) in stat_rows(m, |c| c.to_string(), "all") {
+        t.add_row(std::iter::once(name).chain(summary_cells(s)));
     }
     for i in 1..8 {
         if let Some(col) = t.column_mut(i) {

@@ -74,6 +74,7 @@ fn model(spikes: Vec<SpikeRecord>) -> RunModel {
         scenario: None,
         profile: None,
         intervals: None,
+        until: None,
     })
     .unwrap()
 }

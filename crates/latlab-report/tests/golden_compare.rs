@@ -92,6 +92,7 @@ fn record(s: &Spec) -> RunRecord {
         scenario: None,
         profile: None,
         intervals: None,
+        until: None,
     };
     r.refresh().unwrap();
     r

@@ -103,6 +103,7 @@ fn record() -> RunRecord {
         scenario: None,
         profile: None,
         intervals: None,
+        until: None,
         warnings: vec!["a warning".into()],
         notes: vec![],
     };

@@ -68,6 +68,7 @@ fn record(label: &str, cpus: u32, n: u64, max_ns: u64, max_latency: Option<u64>)
         activity: None,
         scenario: None,
         intervals: None,
+        until: None,
         profile: None,
         warnings: vec![],
         notes: vec![],

@@ -82,6 +82,32 @@ pub fn initial_cpus() -> Vec<u32> {
         .clone()
 }
 
+/// uname(2): the system's name, node name, release, version and machine (empty strings if
+/// it fails).
+pub fn uname() -> [String; 5] {
+    // SAFETY: utsname is plain data, filled by the kernel.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return Default::default();
+    }
+    let f = |a: &[libc::c_char]| {
+        let b: Vec<u8> = a
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&b).into_owned()
+    };
+    [
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine),
+    ]
+}
+
 /// Set the calling thread's CPUs (threads it creates later inherit them).
 pub fn set_affinity(cpus: &[u32]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET indexes within it (checked).

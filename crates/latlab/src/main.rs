@@ -9,11 +9,7 @@ use clap::Parser;
 #[macro_use]
 mod stdout;
 
-mod args;
 mod cli;
-mod cli_actions;
-mod cli_modes;
-mod cli_scenario;
 mod cmd;
 mod plan;
 

@@ -5,6 +5,7 @@
 //! log tail above 10 ms — and a cyclictest `-v` file.
 
 use crate::hist::{HistParts, Histogram, Layout};
+use crate::intervals::IntervalHistograms;
 use crate::record::*;
 use crate::sim::SplitMix64;
 use crate::stats::Stats;
@@ -179,6 +180,38 @@ pub fn day_record() -> Result<RunRecord, RecordError> {
 }
 
 /// A cyclictest `-v` file of `lines` samples from two threads, in cyclictest's layout
+/// The day record with per-minute histograms (`bench tail`): each CPU's day split into 1 440 minutes
+/// (every bucket's count spread evenly, the remainder in the first minutes), all CPUs merged.
+pub fn day_record_by_minute() -> Result<RunRecord, RecordError> {
+    let mut rec = day_record()?;
+    let hs = rec.histograms()?;
+    let minutes = 1_440u64;
+    let mut intervals: Vec<Vec<[u64; 2]>> = vec![Vec::new(); minutes as usize];
+    let mut total = vec![0u64; hs[0].counts().len()];
+    for h in &hs {
+        for (t, c) in total.iter_mut().zip(h.counts()) {
+            *t += c;
+        }
+    }
+    for (i, &c) in total.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let (q, r) = (c / minutes, c % minutes);
+        for (m, iv) in intervals.iter_mut().enumerate() {
+            let v = q + u64::from((m as u64) < r);
+            if v > 0 {
+                iv.push([i as u64, v]);
+            }
+        }
+    }
+    rec.intervals = Some(IntervalHistograms {
+        interval_ns: 60_000_000_000,
+        intervals,
+    });
+    Ok(rec)
+}
+
 /// (`%8d:%8d:%8d`, µs), after its usual header.
 pub fn verbose_file(lines: usize) -> Vec<u8> {
     use std::fmt::Write;

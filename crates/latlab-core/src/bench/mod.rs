@@ -119,6 +119,23 @@ pub fn parse_rt_tests(text: &str) -> Option<MinAvgMax> {
     })
 }
 
+/// One profile's row of `latlab bench loads`: its run's latency and its load's throughput.
+#[derive(Debug, Default)]
+pub struct LoadRow {
+    pub profile: String,
+    pub samples: u64,
+    pub p99_ns: Option<u64>,
+    pub p999_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub missed: u64,
+    /// (part, ops, unit) of every part that reported a throughput.
+    pub throughput: Vec<(String, f64, String)>,
+    pub restarts: u64,
+    /// Why the run failed (its last `latlab: error` line).
+    pub error: Option<String>,
+    pub run_dir: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,6 +68,24 @@ pub enum From {
 }
 
 impl From {
+    /// Every format, in `--from`'s order.
+    pub const ALL: [From; 14] = [
+        From::Auto,
+        From::Cyclictest,
+        From::CyclictestJson,
+        From::CyclictestVerbose,
+        From::Rtla,
+        From::Realfeel,
+        From::Oslat,
+        From::OslatJson,
+        From::StressNg,
+        From::Jitterdebugger,
+        From::Pmqtest,
+        From::Ptsematest,
+        From::Sigwaittest,
+        From::Svsematest,
+    ];
+
     pub fn name(&self) -> &'static str {
         match self {
             From::Auto => "auto",
@@ -540,6 +558,7 @@ pub(crate) fn record(imported: Imported<'_>) -> RunRecord {
         scenario: None,
         profile: None,
         intervals: None,
+        until: None,
         warnings: vec![],
         notes,
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hist::{HistError, Histogram, Layout};
 use crate::stats::Stats;
+use crate::units::Nanos;
 
 mod config;
 mod cpu;
@@ -44,6 +45,26 @@ pub struct LoadRecord {
 }
 
 /// The whole stored record of a run.
+/// run.json's `until`: what `--until` asked for and whether the run got there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UntilRecord {
+    /// The statistic as written: `p99.99`, `tail:1e-9`.
+    pub statistic: String,
+    /// The relative half-width asked for (0.1 for `10%`).
+    pub precision: f64,
+    /// Every measured CPU's 95 % interval was within the precision when the run ended (the
+    /// histograms the record holds).
+    pub converged: bool,
+    /// Measured time (ns) when the collector first saw every CPU within the precision and
+    /// ended the run (the run's measured time when that was only seen at its end); null when
+    /// not converged.
+    pub after_ns: Option<Nanos>,
+    /// The widest relative half-width among the CPUs at the last check; null while some CPU
+    /// had no two-sided interval.
+    #[serde(default)]
+    pub half_width: Option<f64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     pub schema_version: u32,
@@ -96,6 +117,10 @@ pub struct RunRecord {
     /// latency over time; absent in imports, fast simulations and older records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<crate::intervals::IntervalHistograms>,
+    /// `--until STAT:PRECISION`: what was asked and whether the run got there; absent
+    /// without `--until`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<UntilRecord>,
     /// What the run could not do as asked, or what the reader should know.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -151,6 +176,7 @@ impl RunRecord {
             scenario: None,
             profile: None,
             intervals: None,
+            until: None,
             warnings: vec![],
             notes: vec![],
         }
@@ -344,6 +370,7 @@ mod tests {
             scenario: None,
             profile: None,
             intervals: None,
+            until: None,
             warnings: vec![],
             notes: vec![],
         };

@@ -21,22 +21,8 @@ pub struct Plan {
     pub load_dir: Option<PathBuf>,
 }
 
-/// One profile's row.
-#[derive(Debug, Default)]
-pub struct Row {
-    pub profile: String,
-    pub samples: u64,
-    pub p99_ns: Option<u64>,
-    pub p999_ns: Option<u64>,
-    pub max_ns: Option<u64>,
-    pub missed: u64,
-    /// (part, ops, unit) of every part that reported a throughput.
-    pub throughput: Vec<(String, f64, String)>,
-    pub restarts: u64,
-    /// Why the run failed (its last `latlab: error` line).
-    pub error: Option<String>,
-    pub run_dir: Option<String>,
-}
+/// One profile's row (latlab-core's, so that latlab-report renders it).
+pub use latlab_core::bench::LoadRow as Row;
 
 /// One `latlab run --load profile`: its row.
 pub fn run(profile: &str, p: &Plan) -> crate::Result<Row> {

@@ -19,6 +19,7 @@ use super::backend::Measurement;
 use super::live::Live;
 use super::plan::{ModePlan, Plan, SessionPlan};
 use super::record::{build_record, Measured};
+use super::until::Watch;
 use super::Hooks;
 use crate::actions::{Firing, Runner};
 use crate::recorder::TraceSession;
@@ -52,6 +53,9 @@ pub(super) struct Collector {
     pub load_error: Option<anyhow::Error>,
     pub intervals: Option<IntervalRecorder>,
     pub started: Instant,
+    /// `--until`: the watch, and its record once the threads have ended.
+    until: Option<Watch>,
+    until_record: Option<latlab_core::until::UntilRecord>,
     live: Live,
     events: Vec<SpikeEvent>,
     loads_read: Instant,
@@ -111,6 +115,12 @@ impl Collector {
             load_error: None,
             intervals: intervals.then(|| IntervalRecorder::new(every_ns)),
             started: Instant::now(),
+            until: cx
+                .p
+                .until
+                .clone()
+                .map(|u| Watch::new(u, cx.rp.backend.simulated_time(cx.rp.realtime))),
+            until_record: None,
             events: Vec::new(),
             loads_read: Instant::now(),
             last_second: Instant::now(),
@@ -144,6 +154,15 @@ impl Collector {
             tr.reap(drained_at);
         }
         self.loads(s);
+        if let Some(w) = self.until.as_mut() {
+            if w.tick(
+                &self.threads,
+                &self.seconds,
+                periods_ns(&self.threads, cx.p),
+            ) {
+                self.m.stop();
+            }
+        }
         if self.last_second.elapsed() >= Duration::from_secs(1) {
             self.last_second = Instant::now();
             for (t, secs) in self.threads.iter().zip(self.seconds.iter_mut()) {
@@ -319,6 +338,15 @@ impl Collector {
                 ));
             }
         }
+        if let Some(w) = self.until.as_mut() {
+            self.until_record = Some(w.finish(
+                &self.threads,
+                &self.seconds,
+                measured_ns,
+                duration_ns,
+                &mut s.warnings,
+            ));
+        }
         if self.interrupted && self.stopped_by.is_none() {
             s.warnings.push(format!(
                 "the run was interrupted after {} of {}",
@@ -348,7 +376,19 @@ impl Collector {
         };
         let mut rec = build_record(s, cx.rp, cx.p, cx.mp, &m, complete);
         rec.intervals = self.intervals.as_ref().map(|r| r.histograms().clone());
+        rec.until = match (&self.until_record, &self.until) {
+            (Some(r), _) => Some(r.clone()),
+            (None, Some(w)) => Some(w.interim()),
+            (None, None) => None,
+        };
         rec
+    }
+
+    /// `--until` ended the run (its precision reached before `--duration`).
+    pub fn until_reached(&self) -> bool {
+        self.until
+            .as_ref()
+            .is_some_and(|w| w.reached_at_ns.is_some())
     }
 
     /// The threads' tids (in CPU order) and last samples, once they have ended.
@@ -374,6 +414,23 @@ fn first_over(events: &[SpikeEvent], max_latency_ns: Option<u64>) -> Option<Firi
         cpu: e.cpu,
         latency_ns: e.latency_ns,
     })
+}
+
+/// The time the threads went through so far: the periods of the thread that went through the
+/// most, each a sample or a missed period, capped at the duration (real or simulated time).
+pub(super) fn periods_ns(threads: &[Arc<measure::ThreadShared>], p: &Plan) -> u64 {
+    threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let periods = t.hist.totals().count + t.missed.load(Ordering::Relaxed);
+            latlab_core::units::thread_interval(p.interval_ns, p.distance_ns, i)
+                .unwrap_or(p.interval_ns)
+                .saturating_mul(periods)
+        })
+        .max()
+        .unwrap_or(0)
+        .min(p.duration_ns)
 }
 
 /// The bucket counts of all measuring threads merged (the collector's, once per interval).

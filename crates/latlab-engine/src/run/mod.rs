@@ -24,6 +24,7 @@ mod live;
 pub mod plan;
 mod prepare;
 mod record;
+mod until;
 
 use collector::{Collector, Ctx};
 pub use plan::{ModePlan, Plan, RunPlan, SessionPlan};
@@ -243,21 +244,10 @@ fn end(
 /// missed period). Simulated time too, whose run to its end is its duration.
 fn measured_ns(c: &Collector, cx: &Ctx, wall_ns: u64) -> u64 {
     let p = cx.p;
-    let early = c.interrupted || c.stopped_by.is_some() || c.load_error.is_some();
+    let early =
+        c.interrupted || c.stopped_by.is_some() || c.load_error.is_some() || c.until_reached();
     if early {
-        c.threads
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let periods =
-                    t.hist.totals().count + t.missed.load(std::sync::atomic::Ordering::Relaxed);
-                latlab_core::units::thread_interval(p.interval_ns, p.distance_ns, i)
-                    .unwrap_or(p.interval_ns)
-                    .saturating_mul(periods)
-            })
-            .max()
-            .unwrap_or(0)
-            .min(p.duration_ns)
+        collector::periods_ns(&c.threads, p)
     } else if cx.rp.backend.simulated_time(cx.rp.realtime) {
         p.duration_ns
     } else {

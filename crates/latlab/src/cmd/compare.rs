@@ -6,11 +6,9 @@
 //! array in the JSON, a table on stderr for markdown and html (their files stay as they
 //! were); `--junit FILE` gets them as JUnit XML. One failed check: exit code 2.
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use latlab_core::escape::escape;
-use latlab_core::gates::{self, Check};
+use latlab_core::gates;
 use latlab_report::compare::CompareFormat as F;
 
 use crate::cli::{CompareArgs, CompareFormat};
@@ -45,15 +43,9 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let c = latlab_core::compare::compare(&runs);
     let checks = gates::evaluate(&c, &args.fail_if);
-    let table = checks_table(&checks);
+    let table = latlab_report::gates::table(&checks);
     let out = match fmt {
-        F::Json => {
-            let mut v = serde_json::to_value(&c)?;
-            v["checks"] = serde_json::to_value(&checks)?;
-            let mut b = serde_json::to_vec_pretty(&v)?;
-            b.push(b'\n');
-            b
-        }
+        F::Json => latlab_report::gates::json(&c, &checks),
         F::Text => {
             let mut b = latlab_report::compare::render(&runs, fmt);
             b.extend_from_slice(table.as_bytes());
@@ -78,69 +70,11 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             ch.note.as_deref().unwrap_or("too few samples")
         );
     }
-    let failed: Vec<&Check> = checks.iter().filter(|c| !c.passed).collect();
-    if failed.is_empty() {
-        return Ok(ExitCode::SUCCESS);
-    }
-    eprintln!(
-        "latlab: {} of {} checks failed: {}",
-        failed.len(),
-        checks.len(),
-        failed
-            .iter()
-            .map(|c| format!(
-                "{} {} {} (observed {})",
-                escape(&c.run),
-                c.stat,
-                c.rule,
-                c.show_observed()
-            ))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(ExitCode::from(2))
-}
-
-/// The checks as a text table: stat, run, A, B, rule, observed, verdict.
-fn checks_table(checks: &[Check]) -> String {
-    let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::NOTHING);
-    t.set_header(["stat", "run", "A", "B", "rule", "observed", "verdict"]);
-    for c in checks {
-        let mut why = Vec::new();
-        if c.too_few_samples {
-            why.push("too few samples");
+    match latlab_report::gates::failed(&checks) {
+        None => Ok(ExitCode::SUCCESS),
+        Some(line) => {
+            eprintln!("latlab: {line}");
+            Ok(ExitCode::from(2))
         }
-        if c.within_noise && !c.passed {
-            why.push("within noise");
-        }
-        let verdict = format!(
-            "{}{}",
-            if c.passed { "pass" } else { "FAIL" },
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", why.join(", "))
-            }
-        );
-        t.add_row([
-            c.stat.to_string(),
-            escape(&c.run),
-            c.show(c.a),
-            c.show(c.b),
-            c.rule.clone(),
-            c.show_observed(),
-            verdict,
-        ]);
     }
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "\nChecks (--fail-if; A: {}, each later run B against it)\n{t}",
-        escape(checks.first().map_or("", |c| c.baseline.as_str()))
-    );
-    for c in checks.iter().filter_map(|c| c.note.as_deref()) {
-        let _ = writeln!(o, "  note: {}", escape(c));
-    }
-    o
 }

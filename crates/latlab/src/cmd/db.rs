@@ -1,4 +1,4 @@
-//! `latlab db push|pull|list`, and what every command shares with the results database
+//! `latlab db push|pull|list` and `latlab history`, and what every command shares with the results database
 //! (latlab-store): recording a run directory once it is written (`run`, `import`, `scenario`),
 //! and reading a run by id (`report`, `compare`).
 //!
@@ -14,9 +14,9 @@ use anyhow::{anyhow, Context};
 use latlab_core::escape::escape;
 use latlab_core::model::RunModel;
 use latlab_core::record::RunRecord;
-use latlab_store::Store;
+use latlab_store::{Filter, Store};
 
-use crate::cli::{DbArgs, DbCommand, DbUrl, RecordDb};
+use crate::cli::{DbArgs, DbCommand, DbUrl, HistoryArgs, HistoryFormat, RecordDb};
 use latlab_engine::rundir;
 
 /// Open the database `url` (None: the default SQLite file).
@@ -62,8 +62,31 @@ pub fn db(a: DbArgs) -> anyhow::Result<ExitCode> {
     match a.command {
         DbCommand::Push { runs, db } => push(&runs, &db),
         DbCommand::Pull { id, output, db } => pull(&id, &output, &db),
-        DbCommand::List(h) => super::history::history(h),
+        DbCommand::List(h) => history(h),
     }
+}
+
+/// `latlab history` (and `db list`): the runs in the database, oldest first, with p99 /
+/// p99.9 / max / missed; the HTML page draws long-term plots (`latlab_report::history`).
+pub fn history(a: HistoryArgs) -> anyhow::Result<ExitCode> {
+    let since_unix = a
+        .since
+        .map(|d| jiff::Timestamp::now().as_second() - (d.0 / 1_000_000_000) as i64);
+    let f = Filter {
+        machine: a.machine.clone(),
+        kernel: a.kernel.clone(),
+        label: a.label.clone(),
+        since_unix,
+    };
+    let mut s = open(a.db.db.as_deref())?;
+    let rows = s.list(&f).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = match a.format {
+        HistoryFormat::Text => latlab_report::history::text(&rows),
+        HistoryFormat::Json => latlab_report::history::json(&s.shown(), &rows),
+        HistoryFormat::Html => latlab_report::history::html(&s.shown(), &rows),
+    };
+    crate::stdout::emit(&out, a.output.as_deref())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn push(runs: &[std::path::PathBuf], db: &DbUrl) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,5 @@
 //! `latlab export RUN --format perfetto -o FILE`: a run's traces as Perfetto's protobuf trace
-//! (`latlab_report::perfetto`): every traced spike's window (`spikes/NNN/trace.dat`, else its
+//! (`latlab_report::perfetto`, which decodes them): every traced spike's window (`spikes/NNN/trace.dat`, else its
 //! `trace.txt`) with the spike as a slice, and a profile's raw window (`profile/trace.dat`);
 //! `sched_migrate_task` events included, and where the kernel lost events as slices "events
 //! lost" on a track per CPU (a window's marks between the events around them; the profile's
@@ -9,12 +9,7 @@ use std::path::{Component, Path};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use std::collections::BTreeMap;
-
-use latlab_core::trace::raw::{decode_all, decoder_for, migrations_and_gaps, LostGap};
-use latlab_core::trace::{tracedat, Event, Record};
-use latlab_core::units::Human;
-use latlab_report::perfetto::{Arg, Builder, Mark, SpikeMark};
+use latlab_report::perfetto::{self, Builder};
 
 use crate::cli::{ExportArgs, ExportFormat};
 
@@ -52,17 +47,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         match r {
             Ok(()) => {
                 windows += 1;
-                b.spike(SpikeMark {
-                    name: format!(
-                        "spike {}: CPU {} latency {}",
-                        i + 1,
-                        s.cpu,
-                        Human(s.latency_ns)
-                    ),
-                    cpu: s.cpu,
-                    intended_ns: s.at_ns,
-                    actual_ns: s.at_ns.saturating_add(s.latency_ns),
-                });
+                perfetto::spike(&mut b, i, s);
             }
             Err(e) => problems.push(format!("spike {}: {e:#}", i + 1)),
         }
@@ -79,26 +64,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(p) = &rec.profile {
-        // The profile's losses over its whole span (where in it: not recorded).
-        let end = p.start_ns.saturating_add(p.duration_ns);
-        for c in p.cpus.iter().filter(|c| c.lost_events > 0 || c.gap_ns > 0) {
-            b.mark(Mark {
-                track: format!("CPU {}: events lost (profile totals)", c.cpu),
-                begin_ns: p.start_ns,
-                end_ns: end,
-                name: format!(
-                    "profile: {} events lost, {} in gaps",
-                    c.lost_events,
-                    Human(c.gap_ns)
-                ),
-                args: vec![
-                    ("cpu".into(), Arg::Uint(c.cpu as u64)),
-                    ("lost_events".into(), Arg::Uint(c.lost_events)),
-                    ("gap_ns".into(), Arg::Uint(c.gap_ns)),
-                    ("known_ns".into(), Arg::Uint(c.known_ns)),
-                ],
-            });
-        }
+        perfetto::profile_losses(&mut b, p);
     }
     if windows == 0 {
         let why = problems
@@ -140,92 +106,15 @@ fn read_trace_file(p: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
     })
 }
 
+/// A trace-cmd file of the run (at most `max` bytes) as a window.
 fn window_dat(p: &Path, max: u64, b: &mut Builder) -> anyhow::Result<()> {
     let bytes = read_trace_file(p, max)?;
-    let dat = tracedat::read(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-    let (dec, mut comms) =
-        decoder_for(&dat).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-    let (events, _lost, _) =
-        decode_all(&dec, &dat, &mut comms).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-    let (migrations, gaps) =
-        migrations_and_gaps(&dat).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-    b.window_with(&events, &migrations);
-    for g in gaps {
-        lost_mark(b, g);
-    }
-    Ok(())
+    perfetto::window_dat(&bytes, b).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
 }
 
-/// A loss as a slice "events lost" on its CPU's track: from the last event before the loss to
-/// the first after it (an instant where only one of them is in the window; nothing where
-/// neither is), the count as an arg.
-fn lost_mark(b: &mut Builder, g: LostGap) {
-    let (Some(begin), Some(end)) = (g.after_ns.or(g.before_ns), g.before_ns.or(g.after_ns)) else {
-        return;
-    };
-    b.mark(Mark {
-        track: format!("CPU {}: events lost", g.cpu),
-        begin_ns: begin,
-        end_ns: end,
-        name: match g.events {
-            Some(n) => format!("events lost: {n}"),
-            None => "events lost (how many: not recorded)".into(),
-        },
-        args: vec![
-            ("cpu".into(), Arg::Uint(g.cpu as u64)),
-            (
-                "lost_events".into(),
-                match g.events {
-                    Some(n) => Arg::Uint(n),
-                    None => Arg::Str("unknown".into()),
-                },
-            ),
-        ],
-    });
-}
-
+/// A text trace of the run as a window.
 fn window_text(p: &Path, b: &mut Builder) -> anyhow::Result<()> {
     let text = read_trace_file(p, MAX_SPIKE_TRACE)?;
-    let text = String::from_utf8_lossy(&text);
-    let recs =
-        latlab_core::trace::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e:?}", p.display()))?;
-    // `CPU:N [LOST M EVENTS]` lines: gaps between that CPU's events around them.
-    let mut events: Vec<Event> = Vec::new();
-    let mut last: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut pending: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut gaps = Vec::new();
-    for r in recs {
-        match r {
-            Record::Event(e) => {
-                if let Some(n) = pending.remove(&e.cpu) {
-                    gaps.push(LostGap {
-                        cpu: e.cpu,
-                        after_ns: last.get(&e.cpu).copied(),
-                        before_ns: Some(e.ts),
-                        events: Some(n),
-                    });
-                }
-                last.insert(e.cpu, e.ts);
-                events.push(e);
-            }
-            Record::Lost { cpu, events: n, .. } => {
-                let p = pending.entry(cpu).or_default();
-                *p = p.saturating_add(n);
-            }
-            _ => {}
-        }
-    }
-    for (cpu, n) in pending {
-        gaps.push(LostGap {
-            cpu,
-            after_ns: last.get(&cpu).copied(),
-            before_ns: None,
-            events: Some(n),
-        });
-    }
-    b.window(&events);
-    for g in gaps {
-        lost_mark(b, g);
-    }
-    Ok(())
+    perfetto::window_text(&String::from_utf8_lossy(&text), b)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
 }

@@ -14,9 +14,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use latlab_core::import::{self, From};
+use latlab_core::import;
 
-use crate::cli::{ImportArgs, ImportFrom};
+use crate::cli::ImportArgs;
 use latlab_engine::rundir;
 
 /// Was stdout closed when latlab started (or is it closed now)?
@@ -95,22 +95,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     }
     let max = args.max_input_size.0;
     let bytes = read_input(&args.file, max)?;
-    let from = match args.from {
-        ImportFrom::Auto => From::Auto,
-        ImportFrom::Cyclictest => From::Cyclictest,
-        ImportFrom::CyclictestJson => From::CyclictestJson,
-        ImportFrom::CyclictestVerbose => From::CyclictestVerbose,
-        ImportFrom::Rtla => From::Rtla,
-        ImportFrom::Realfeel => From::Realfeel,
-        ImportFrom::Oslat => From::Oslat,
-        ImportFrom::OslatJson => From::OslatJson,
-        ImportFrom::StressNg => From::StressNg,
-        ImportFrom::Jitterdebugger => From::Jitterdebugger,
-        ImportFrom::Pmqtest => From::Pmqtest,
-        ImportFrom::Ptsematest => From::Ptsematest,
-        ImportFrom::Sigwaittest => From::Sigwaittest,
-        ImportFrom::Svsematest => From::Svsematest,
-    };
+    let from = args.from.0;
     let name = if args.file.as_os_str() == "-" {
         "stdin".to_string()
     } else {

@@ -68,28 +68,12 @@ fn list() -> String {
         "the command's own".into(),
         "any command, supervised like the others".into(),
     ]);
-    let w: Vec<usize> = (0..3)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        out.push_str(&format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}\n",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2]
-        ));
-    }
-    out
+    latlab_report::loads::profiles_table(&rows)
 }
 
 fn run(
     profile: &str,
-    duration: crate::args::Duration,
+    duration: crate::cli::values::Duration,
     json: bool,
     load: &crate::cli::LoadArgs,
 ) -> anyhow::Result<ExitCode> {
@@ -102,7 +86,7 @@ fn run(
     }
     let end = alone.run(duration.0);
     for r in &end.records {
-        eprintln!("{}", record_line(r));
+        eprintln!("{}", latlab_report::loads::record_line(r));
     }
     if json {
         outln!(
@@ -122,37 +106,4 @@ fn run(
         ));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A load's record in one line: restarts, failures, CPU time, throughput, how it stopped.
-fn record_line(r: &latlab_core::record::LoadRecord) -> String {
-    let d = &r.details;
-    format!(
-        "{} ({}): restarts {}, failures {}, cpu {:.2} s, {}, stopped in {:.2} s{}",
-        r.profile,
-        d.get("part").and_then(|v| v.as_str()).unwrap_or("-"),
-        d.get("restarts").unwrap_or(&serde_json::Value::Null),
-        d.get("failures").unwrap_or(&serde_json::Value::Null),
-        d.get("cpu_s").and_then(|v| v.as_f64()).unwrap_or(0.0),
-        match r.ops {
-            Some(o) => format!(
-                "{o:.2} {}",
-                d.get("ops_unit").and_then(|v| v.as_str()).unwrap_or("")
-            ),
-            None => "no throughput reported".into(),
-        },
-        d.get("stop")
-            .and_then(|s| s.get("term_s"))
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0),
-        if d.get("stop")
-            .and_then(|s| s.get("killed"))
-            .and_then(|v| v.as_bool())
-            == Some(true)
-        {
-            " (needed SIGKILL)"
-        } else {
-            ""
-        }
-    )
 }

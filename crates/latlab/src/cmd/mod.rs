@@ -12,10 +12,8 @@ pub mod compare;
 pub mod cyclictest;
 pub mod db;
 pub mod export;
-pub mod history;
 pub mod import;
 pub mod loads;
-pub mod man;
 pub mod plan;
 pub mod profile;
 pub mod report;
@@ -34,13 +32,13 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup(a) => cleanup::cleanup(a),
         Command::Bench(a) => bench::bench(a),
         Command::Scenario(a) => scenario::scenario(a),
-        Command::History(a) => history::history(a),
+        Command::History(a) => db::history(a),
         Command::Db(a) => db::db(a),
         Command::Profile(a) => profile::profile(a),
         Command::Export(a) => export::export(a),
         Command::Cyclictest(a) => cyclictest::cyclictest(a),
         Command::Plan(a) => plan::plan(a),
-        Command::Man(a) => man::man(a),
-        Command::Completions(a) => man::completions(a),
+        Command::Man(a) => crate::cli::man::man(a),
+        Command::Completions(a) => crate::cli::man::completions(a),
     }
 }

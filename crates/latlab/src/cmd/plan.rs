@@ -3,38 +3,13 @@
 //! statistics (latlab-core's `plan`). With a run: its rate of wake-ups and how often it
 //! reached the limit; without: the best case at the given rate.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::Args;
-use latlab_core::plan::{plan as make_plan, Target};
+use latlab_core::plan::plan as make_plan;
 use latlab_core::units::{format_measured, Human};
 
-use crate::args::{Latency, RunFormat};
-use crate::cli::DbUrl;
-
-#[derive(Debug, Args)]
-pub struct PlanArgs {
-    /// A run directory (or its run.json, or a run id): its wake-up rate and how often it reached the limit
-    pub run: Option<PathBuf>,
-    /// The claim: pNN[.NNN]<=LATENCY (p99.999<=50us)
-    #[arg(long, value_name = "pQ<=T")]
-    pub target: Target,
-    /// Wake-ups per second of all measured threads together (without a run)
-    #[arg(long, value_name = "HZ", conflicts_with_all = ["interval", "run"])]
-    pub rate: Option<f64>,
-    /// Wake-up interval of each thread (without a run; with --threads)
-    #[arg(long, value_name = "T", conflicts_with = "run")]
-    pub interval: Option<Latency>,
-    /// Threads measured at --interval
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=8192))]
-    pub threads: u32,
-    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
-    pub format: RunFormat,
-    #[command(flatten)]
-    pub db: DbUrl,
-}
+use crate::cli::{PlanArgs, RunFormat};
 
 pub fn plan(a: PlanArgs) -> anyhow::Result<ExitCode> {
     let (rate, counts) = match &a.run {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use latlab_engine::scenario::{fairness, io_read};
 
-use crate::cli_scenario::{ScenarioArgs, ScenarioCommand};
+use crate::cli::scenario::{ScenarioArgs, ScenarioCommand};
 use crate::plan::scenario as plan;
 
 pub fn scenario(a: ScenarioArgs) -> anyhow::Result<ExitCode> {

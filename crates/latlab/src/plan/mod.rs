@@ -2,6 +2,8 @@
 //! touches the machine, the disk or the ledger. With `cli/`, the only code that reads clap's
 //! types.
 
+use std::path::PathBuf;
+
 use latlab_engine::loads::LoadOptions;
 use latlab_engine::profile::ProfileOpts;
 use latlab_engine::run::{backend, RunPlan, SessionPlan};
@@ -12,14 +14,24 @@ pub mod modes;
 pub mod run;
 pub mod scenario;
 
+/// The loads' options from where the loads run (`default_dir` without `--load-dir`).
+pub fn load_place(p: &cli::LoadPlace, default_dir: Option<PathBuf>) -> LoadOptions {
+    LoadOptions {
+        dir: p.load_dir.clone().or(default_dir),
+        cpus: p.load_cpus.as_ref().map(|l| l.0.clone()),
+        required: false,
+        src: None,
+        duration_ns: 0,
+    }
+}
+
 /// The loads' options from the load flags (`run`, `loads run`), for a run of `duration_ns`.
 pub fn load_options(l: &cli::LoadArgs, duration_ns: u64) -> LoadOptions {
     LoadOptions {
-        dir: l.load_dir.clone(),
-        cpus: l.load_cpus.as_ref().map(|l| l.0.clone()),
         required: l.load_required,
         src: l.load_src.clone(),
         duration_ns,
+        ..load_place(&l.place, None)
     }
 }
 

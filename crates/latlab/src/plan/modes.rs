@@ -7,7 +7,7 @@ use latlab_core::units::Human;
 use latlab_sys::modes::{Ipc, Mode};
 
 use crate::cli::RunArgs;
-use crate::cli_modes::{IpcKind, RunMode};
+use crate::cli::{IpcKind, RunMode};
 use latlab_engine::run::plan::{ModePlan, Plan};
 
 /// Validate the mode flags against the mode and the plan; adjusts `p.interval_ns` for audio

@@ -1,17 +1,16 @@
-//! `latlab run`'s plan: every flag typed (by clap, through `crate::args`) and checked here,
+//! `latlab run`'s plan: every flag typed (by clap, through `crate::cli::values`) and checked here,
 //! before anything touches the machine or the disk.
 
 use anyhow::bail;
 use latlab_core::cpulist::format_cpu_list;
 use latlab_core::trace::raw::TimerlatContext;
 
-use crate::args::online_cpus;
 use latlab_core::hist::Layout;
 use latlab_core::units::{format_duration, Nanos};
 use latlab_engine::run::plan::Plan;
 use latlab_sys::rt::{self, Policy};
 
-use crate::args::CpuSel;
+use crate::cli::values::CpuSel;
 use crate::cli::{Backend, RunArgs};
 use latlab_engine::recorder::TraceOptions;
 
@@ -24,7 +23,7 @@ pub const MAX_INTERVAL_NS: Nanos = 3_600 * 1_000_000_000;
 
 /// A time as given, in the largest unit that keeps it exact (`10us`, `18446744073709546615ns`).
 fn exact(ns: Nanos) -> String {
-    crate::args::Latency(ns).to_string()
+    crate::cli::values::Latency(ns).to_string()
 }
 
 pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
@@ -62,7 +61,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             policy.as_str()
         );
     }
-    let online = online_cpus()?;
+    let online = rt::online_cpus()?;
     let cpus = match &a.cpus {
         CpuSel::All => {
             let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
@@ -170,6 +169,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         max_latency_of,
         trace,
         warmup_ns,
+        until: a.until.clone(),
         label,
         housekeeping: Vec::new(),
     })

@@ -4,12 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail};
 use latlab_core::cpulist::format_cpu_list;
-use latlab_engine::loads::LoadOptions;
 use latlab_engine::scenario::{FairnessPlan, IoReadPlan, ScenarioPlan, RT_MAX_NS};
 use latlab_sys::rt::{self, Policy};
 
-use crate::args::online_cpus;
-use crate::cli_scenario::{FairnessArgs, IoReadArgs, ScenarioCommon};
+use crate::cli::scenario::{FairnessArgs, IoReadArgs, ScenarioCommon};
 
 /// What every scenario's flags give: its label (`name` by default), and where the loads' files
 /// go (`default_dir` when `--load-dir` is not given).
@@ -18,13 +16,7 @@ fn common(c: &ScenarioCommon, name: &str, default_dir: Option<PathBuf>) -> Scena
         label: c.label.clone().unwrap_or_else(|| name.into()),
         results: c.results.clone(),
         warmup_ns: c.warmup.0,
-        load_options: LoadOptions {
-            dir: c.load_dir.clone().or(default_dir),
-            cpus: c.load_cpus.as_ref().map(|l| l.0.clone()),
-            required: false,
-            src: None,
-            duration_ns: 0,
-        },
+        load_options: super::load_place(&c.place, default_dir),
         db: c.record_db.target(),
     }
 }
@@ -74,7 +66,7 @@ pub fn fairness(a: &FairnessArgs) -> anyhow::Result<FairnessPlan> {
         bail!("--duration: must be more than 0 (e.g. 10s)");
     }
     let policy = Policy::from(a.policy);
-    let online = online_cpus()?;
+    let online = rt::online_cpus()?;
     let cpus = match &a.cpus {
         None => {
             let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());

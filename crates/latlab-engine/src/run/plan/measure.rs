@@ -32,6 +32,8 @@ pub struct Plan {
     /// The flight recorder's options, with `--trace-threshold`.
     pub trace: Option<TraceOptions>,
     pub warmup_ns: Nanos,
+    /// `--until STAT:PRECISION`: end the run once the statistic is known that well.
+    pub until: Option<latlab_core::until::Until>,
     pub label: String,
     /// The CPUs latlab's own threads were confined to (`rt::confine_calling_thread`), set by
     /// `run_with` once the mode's senders are known; empty: not confined.

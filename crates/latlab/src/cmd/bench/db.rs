@@ -63,10 +63,10 @@ pub fn bench(runs: usize, reps: u32, postgres: Option<String>) -> anyhow::Result
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         q.push(t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
-        let a = crate::cmd::history::text(&rows);
+        let a = latlab_report::history::text(&rows);
         txt.push(t0.elapsed().as_secs_f64());
         let t0 = Instant::now();
-        let h = crate::cmd::history::html(&s.shown(), &rows);
+        let h = latlab_report::history::html(&s.shown(), &rows);
         htm.push(t0.elapsed().as_secs_f64());
         shown = (rows.len(), a.len().max(h.len()));
         let f = Filter {

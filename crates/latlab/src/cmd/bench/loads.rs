@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context};
-use latlab_core::units::{format_duration, Human};
-use latlab_engine::bench::loads::{self, Plan, Row};
+use latlab_core::units::format_duration;
+use latlab_engine::bench::loads::{self, Plan};
 use latlab_sys::loads::profiles::{self, which, PROFILES};
 use serde_json::json;
 
@@ -18,8 +18,8 @@ use crate::cli::RunFormat;
 /// The flags of `bench loads`.
 pub struct Opts {
     pub profiles: Option<String>,
-    pub duration: crate::args::Duration,
-    pub cpus: crate::args::CpuSel,
+    pub duration: crate::cli::values::Duration,
+    pub cpus: crate::cli::values::CpuSel,
     pub format: RunFormat,
     pub results: Option<PathBuf>,
     pub load_dir: Option<PathBuf>,
@@ -64,104 +64,6 @@ fn select(list: Option<&str>) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
     Ok((names, skipped))
-}
-
-/// Three significant digits at least: 0.037 iterations/s must not print as 0.0.
-fn num(x: f64) -> String {
-    if x == 0.0 || x.abs() >= 100.0 {
-        format!("{x:.1}")
-    } else if x.abs() >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
-fn lat(v: Option<u64>) -> String {
-    v.map_or("-".into(), |ns| Human(ns).to_string())
-}
-
-fn throughput(r: &Row) -> String {
-    if r.throughput.is_empty() {
-        return "-".into();
-    }
-    r.throughput
-        .iter()
-        .map(|(part, ops, unit)| {
-            if r.throughput.len() > 1 && !part.is_empty() {
-                format!("{part}: {} {unit}", num(*ops))
-            } else {
-                format!("{} {unit}", num(*ops))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn table(rows: &[Row]) -> String {
-    let mut cells: Vec<[String; 8]> = vec![[
-        "profile".into(),
-        "samples".into(),
-        "p99".into(),
-        "p99.9".into(),
-        "max".into(),
-        "missed".into(),
-        "load throughput".into(),
-        "restarts".into(),
-    ]];
-    for r in rows {
-        if let Some(e) = &r.error {
-            cells.push([
-                r.profile.clone(),
-                "failed".into(),
-                String::new(),
-                String::new(),
-                String::new(),
-                String::new(),
-                e.clone(),
-                String::new(),
-            ]);
-            continue;
-        }
-        cells.push([
-            r.profile.clone(),
-            r.samples.to_string(),
-            lat(r.p99_ns),
-            lat(r.p999_ns),
-            lat(r.max_ns),
-            r.missed.to_string(),
-            throughput(r),
-            r.restarts.to_string(),
-        ]);
-    }
-    let w: Vec<usize> = (0..8)
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for c in cells {
-        let mut line = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            let pad = w[i] - cell.chars().count();
-            // Text columns left-aligned, numbers right-aligned.
-            if i == 0 || i == 6 {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            }
-            line.push_str("  ");
-        }
-        s.push_str(line.trim_end());
-        s.push('\n');
-    }
-    s
 }
 
 pub fn bench(o: Opts) -> anyhow::Result<ExitCode> {
@@ -211,7 +113,7 @@ pub fn bench(o: Opts) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&results);
     }
     match o.format {
-        RunFormat::Text => out!("{}", table(&rows))?,
+        RunFormat::Text => out!("{}", latlab_report::loads::bench_table(&rows))?,
         RunFormat::Json => {
             let v = json!({
                 "duration_ns": d,
@@ -255,52 +157,5 @@ mod tests {
         assert_eq!(n, vec!["idle".to_string()]);
         let e = select(Some("idle,nope")).unwrap_err().to_string();
         assert!(e.contains("--profiles") && e.contains("'nope'"), "{e}");
-    }
-
-    #[test]
-    fn table_shows_throughput_and_failures() {
-        let rows = vec![
-            Row {
-                profile: "idle".into(),
-                samples: 1000,
-                p99_ns: Some(57_000),
-                p999_ns: Some(120_000),
-                max_ns: Some(2_500_000),
-                missed: 3,
-                ..Row::default()
-            },
-            Row {
-                profile: "stress-cpu".into(),
-                samples: 999,
-                throughput: vec![("stress-ng".into(), 1380.5, "bogo-ops/s".into())],
-                restarts: 1,
-                ..Row::default()
-            },
-            Row {
-                profile: "hackbench".into(),
-                error: Some("latlab: error: boom".into()),
-                ..Row::default()
-            },
-        ];
-        let t = table(&rows);
-        let lines: Vec<&str> = t.lines().collect();
-        assert!(
-            lines[0].starts_with("profile") && lines[0].ends_with("restarts"),
-            "{t}"
-        );
-        assert!(
-            lines[1].contains("57 µs") && lines[1].contains("2500 µs"),
-            "{t}"
-        );
-        assert!(
-            lines[2].contains("1380.5 bogo-ops/s") && lines[2].ends_with('1'),
-            "{t}"
-        );
-        assert_eq!(num(0.0371), "0.037");
-        assert_eq!(num(9.71), "9.71");
-        assert!(
-            lines[3].contains("failed") && lines[3].contains("boom"),
-            "{t}"
-        );
     }
 }

@@ -8,41 +8,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use latlab_core::hist::Quantile;
-use latlab_core::intervals::IntervalHistograms;
 use latlab_core::model::RunModel;
 use latlab_core::stats::LADDER;
-
-/// The day record with its per-minute histograms: each CPU's day split into 1 440 minutes
-/// (every bucket's count spread evenly, the remainder in the first minutes), all CPUs merged.
-fn day_model() -> anyhow::Result<RunModel> {
-    let mut rec = latlab_core::bench::day::day_record()?;
-    let hs = rec.histograms()?;
-    let minutes = 1_440u64;
-    let mut intervals: Vec<Vec<[u64; 2]>> = vec![Vec::new(); minutes as usize];
-    let mut total = vec![0u64; hs[0].counts().len()];
-    for h in &hs {
-        for (t, c) in total.iter_mut().zip(h.counts()) {
-            *t += c;
-        }
-    }
-    for (i, &c) in total.iter().enumerate() {
-        if c == 0 {
-            continue;
-        }
-        let (q, r) = (c / minutes, c % minutes);
-        for (m, iv) in intervals.iter_mut().enumerate() {
-            let v = q + u64::from((m as u64) < r);
-            if v > 0 {
-                iv.push([i as u64, v]);
-            }
-        }
-    }
-    rec.intervals = Some(IntervalHistograms {
-        interval_ns: 60_000_000_000,
-        intervals,
-    });
-    Ok(RunModel::new(rec)?)
-}
 
 fn median(v: &[f64]) -> f64 {
     latlab_core::bench::median(v).expect("at least one repetition")
@@ -50,7 +17,7 @@ fn median(v: &[f64]) -> f64 {
 
 pub fn bench(reps: u32) -> anyhow::Result<ExitCode> {
     let t = Instant::now();
-    let m = day_model()?;
+    let m = RunModel::new(latlab_core::bench::day::day_record_by_minute()?)?;
     outln!(
         "24-hour-equivalent record: {} CPUs, {} samples, {} per-minute histograms; built in {:.2} s",
         m.cpus.len(),

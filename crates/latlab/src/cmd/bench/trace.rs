@@ -153,7 +153,7 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
         lines = n;
         // Timed as `latlab analyze` does it: read the file, analyze, (no output).
         let t = Instant::now();
-        let r = crate::cmd::analyze::analyze_file(path, None)?;
+        let r = latlab_engine::analyze::analyze_file(path, None)?;
         an.push(t.elapsed().as_secs_f64());
         a = Some(r);
     }

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::args::{CpuList, Duration, Latency, Policy, RunFormat, Size};
+use super::results::RecordDb;
+use super::run::LoadPlace;
+use super::values::{CpuList, Duration, Latency, Policy, RunFormat, Size};
 
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
@@ -22,6 +24,9 @@ pub enum ScenarioCommand {
 
 /// Flags every scenario shares.
 #[derive(Debug, Args)]
+#[command(mut_arg("load_dir", |a| a.help(
+    "Scratch space for the loads' files (io-read: default its --dir, so they share a disk)"
+)))]
 pub struct ScenarioCommon {
     /// Name of the run (default: the scenario's name)
     #[arg(long)]
@@ -35,14 +40,10 @@ pub struct ScenarioCommon {
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s", value_name = "D")]
     pub warmup: Duration,
-    /// Scratch space for the loads' files (io-read: default its --dir, so they share a disk)
-    #[arg(long, value_name = "DIR")]
-    pub load_dir: Option<PathBuf>,
-    /// CPUs the loads may run on, e.g. 0-3,6 (default: all)
-    #[arg(long, value_name = "LIST")]
-    pub load_cpus: Option<CpuList>,
     #[command(flatten)]
-    pub record_db: crate::cli::RecordDb,
+    pub place: LoadPlace,
+    #[command(flatten)]
+    pub record_db: RecordDb,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 
 use anyhow::bail;
 use latlab_core::cpulist::parse_cpu_list;
+use latlab_report::cyclictest::front::Options;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Val {
@@ -69,27 +70,17 @@ const UNSUPPORTED: &[(Option<char>, &str)] = &[
     (Some('X'), "dbg_cyclictest"),
 ];
 
-/// The run cyclictest's flags describe.
+/// The run cyclictest's flags describe, and what its output depends on.
 #[derive(Debug, Clone, Default)]
 pub struct Opts {
-    /// One CPU per thread, in thread order.
-    pub cpus: Vec<u32>,
-    pub priority: u32,
+    /// What cyclictest's output depends on (threads, priorities, intervals, `-N -q -v -h -H
+    /// --spike`, the command line).
+    pub out: Options,
     pub policy: &'static str,
-    pub priospread: bool,
-    pub interval_us: u64,
-    pub distance_us: u64,
     pub duration: Option<String>,
     pub loops: Option<u64>,
-    pub nsecs: bool,
-    pub quiet: bool,
-    pub verbose: bool,
-    /// `-h`/`-H` US, and whether it is `-H` (an all-threads column).
-    pub histogram_us: Option<u64>,
-    pub histofall: bool,
     pub histfile: Option<String>,
     pub breaktrace_us: Option<u64>,
-    pub spike_us: Option<u64>,
     pub json: Option<String>,
     pub latency_us: i32,
     pub main_affinity: Option<Vec<u32>>,
@@ -106,8 +97,6 @@ pub struct Opts {
     pub origins: Vec<(&'static str, String)>,
     /// What cyclictest says on stderr for these flags (`defaulting realtime priority to 3`).
     pub notice: Option<String>,
-    /// The command line as given (the JSON file's `cmdline:`).
-    pub cmdline: String,
 }
 
 fn number(flag: &str, v: &str) -> anyhow::Result<u64> {
@@ -250,28 +239,36 @@ fn unsupported(u: &(Option<char>, &str)) -> String {
     )
 }
 
+/// What the flags say of the threads, resolved once every flag is read.
+#[derive(Default)]
+struct Threads {
+    /// `-a` (with its set, or every CPU), `-t` (with its N, or one per CPU).
+    affinity: Option<Option<Vec<u32>>>,
+    threads: Option<Option<u64>>,
+    priority: Option<u64>,
+    distance: Option<u64>,
+    smp: bool,
+}
+
 fn build(
     given: &[(&'static str, Option<String>)],
     usable: &[u32],
     args: &[String],
 ) -> anyhow::Result<Opts> {
     let mut o = Opts {
-        interval_us: 1000,
-        policy: "",
-        cmdline: std::iter::once("cyclictest".to_string())
-            .chain(args.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(" "),
+        out: Options {
+            interval_us: 1000,
+            cmdline: std::iter::once("cyclictest".to_string())
+                .chain(args.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            ..Options::default()
+        },
         ..Opts::default()
     };
-    let mut affinity: Option<Option<Vec<u32>>> = None;
-    let mut threads: Option<Option<u64>> = None;
-    let mut priority: Option<u64> = None;
-    let mut distance: Option<u64> = None;
-    let mut smp = false;
+    let mut t = Threads::default();
     for (name, v) in given {
         let flag = format!("--{name}");
-        let val = || v.clone().unwrap_or_default();
         // The `latlab run` flag this one becomes, and how the user wrote it.
         let short = FLAGS
             .iter()
@@ -301,88 +298,120 @@ fn build(
         for b in becomes {
             o.origins.push((b, typed.clone()));
         }
-        match *name {
-            "affinity" => {
-                affinity = Some(match v {
-                    Some(s) => Some(cpuset("-a", s, usable)?),
-                    None => None,
-                })
-            }
-            "threads" => {
-                threads = Some(match v {
-                    Some(s) => {
-                        let n = number("-t", s)?;
-                        if n == 0 {
-                            bail!("-t 0: give at least 1 thread");
-                        }
-                        Some(n)
-                    }
-                    None => None,
-                })
-            }
-            "priority" => priority = Some(number("-p", &val())?),
-            "interval" => o.interval_us = number("-i", &val())?,
-            "distance" => distance = Some(number("-d", &val())?),
-            "duration" => o.duration = Some(val()),
-            "loops" => {
-                let n = number("-l", &val())?;
-                o.loops = (n > 0).then_some(n);
-            }
-            "mlockall" | "nanosleep" => {} // latlab always locks memory and uses clock_nanosleep
-            "nsecs" => o.nsecs = true,
-            "quiet" => o.quiet = true,
-            "verbose" => o.verbose = true,
-            "histogram" | "histofall" => {
-                let us = number(if *name == "histogram" { "-h" } else { "-H" }, &val())?;
-                if us == 0 {
-                    bail!(
-                        "-{} 0: give the histogram's size in microseconds, such as 100",
-                        if *name == "histogram" { 'h' } else { 'H' }
-                    );
-                }
-                o.histogram_us = Some(us);
-                o.histofall |= *name == "histofall";
-            }
-            "histfile" => o.histfile = Some(val()),
-            // cyclictest's `-b 0` is no break trace at all (`if (tracelimit)`).
-            "breaktrace" => o.breaktrace_us = Some(number("-b", &val())?).filter(|&b| b > 0),
-            "smp" => smp = true,
-            "policy" => {
-                o.policy = match val().as_str() {
-                    "fifo" => "fifo",
-                    "rr" => "rr",
-                    "other" | "normal" => "other",
-                    p @ ("batch" | "idle") => {
-                        bail!("--policy {p}: not supported by latlab (fifo, rr, other or normal)")
-                    }
-                    p => bail!("--policy {p}: not a policy; use fifo, rr, other or normal"),
-                }
-            }
-            "json" => o.json = Some(val()),
-            "latency" => {
-                o.latency_us = i32::try_from(number("--latency", &val())?)
-                    .map_err(|_| anyhow::anyhow!("--latency {}: too large", val()))?
-            }
-            "spike" => o.spike_us = Some(number("--spike", &val())?),
-            "mainaffinity" => o.main_affinity = Some(cpuset("--mainaffinity", &val(), usable)?),
-            "secaligned" => {
-                if let Some(s) = v {
-                    if number("--secaligned", s)? != 0 {
-                        bail!("--secaligned {s}: an offset is not supported (latlab aligns the threads to one another, on a whole millisecond); give --secaligned alone");
-                    }
-                }
-                o.secaligned = true;
-            }
-            "priospread" => o.priospread = true,
-            "results" => o.results = Some(val()),
-            "label" => o.label = Some(val()),
-            "backend" => o.backend = Some(val()),
-            "sim-seed" => o.sim_seed = Some(val()),
-            "db" => o.db = Some(val()),
-            "no-db" => o.no_db = true,
-            other => unreachable!("{flag}: {other} is in FLAGS"),
-        }
+        set(&mut o, &mut t, name, v.as_deref(), usable)?;
     }
+    threads(&mut o, t, usable)?;
+    if o.duration.is_none() && o.loops.is_none() {
+        bail!("no -D or -l: cyclictest would run until Ctrl-C, latlab runs for a set time; add -D 60 (seconds; or 10m, 2h, 1d) or -l LOOPS");
+    }
+    if o.histfile.is_some() && o.out.histogram_us.is_none() {
+        bail!("--histfile: needs -h US or -H US (the histogram to write)");
+    }
+    Ok(o)
+}
+
+/// Flag `name` with its value `v`, into `o` (or `t`, for the threads).
+fn set(
+    o: &mut Opts,
+    t: &mut Threads,
+    name: &str,
+    v: Option<&str>,
+    usable: &[u32],
+) -> anyhow::Result<()> {
+    let val = || v.unwrap_or_default().to_string();
+    match name {
+        "affinity" => {
+            t.affinity = Some(match v {
+                Some(s) => Some(cpuset("-a", s, usable)?),
+                None => None,
+            })
+        }
+        "threads" => {
+            t.threads = Some(match v {
+                Some(s) => {
+                    let n = number("-t", s)?;
+                    if n == 0 {
+                        bail!("-t 0: give at least 1 thread");
+                    }
+                    Some(n)
+                }
+                None => None,
+            })
+        }
+        "priority" => t.priority = Some(number("-p", &val())?),
+        "interval" => o.out.interval_us = number("-i", &val())?,
+        "distance" => t.distance = Some(number("-d", &val())?),
+        "duration" => o.duration = Some(val()),
+        "loops" => {
+            let n = number("-l", &val())?;
+            o.loops = (n > 0).then_some(n);
+        }
+        "mlockall" | "nanosleep" => {} // latlab always locks memory and uses clock_nanosleep
+        "nsecs" => o.out.nsecs = true,
+        "quiet" => o.out.quiet = true,
+        "verbose" => o.out.verbose = true,
+        "histogram" | "histofall" => {
+            let us = number(if name == "histogram" { "-h" } else { "-H" }, &val())?;
+            if us == 0 {
+                bail!(
+                    "-{} 0: give the histogram's size in microseconds, such as 100",
+                    if name == "histogram" { 'h' } else { 'H' }
+                );
+            }
+            o.out.histogram_us = Some(us);
+            o.out.histofall |= name == "histofall";
+        }
+        "histfile" => o.histfile = Some(val()),
+        // cyclictest's `-b 0` is no break trace at all (`if (tracelimit)`).
+        "breaktrace" => o.breaktrace_us = Some(number("-b", &val())?).filter(|&b| b > 0),
+        "smp" => t.smp = true,
+        "policy" => {
+            o.policy = match val().as_str() {
+                "fifo" => "fifo",
+                "rr" => "rr",
+                "other" | "normal" => "other",
+                p @ ("batch" | "idle") => {
+                    bail!("--policy {p}: not supported by latlab (fifo, rr, other or normal)")
+                }
+                p => bail!("--policy {p}: not a policy; use fifo, rr, other or normal"),
+            }
+        }
+        "json" => o.json = Some(val()),
+        "latency" => {
+            o.latency_us = i32::try_from(number("--latency", &val())?)
+                .map_err(|_| anyhow::anyhow!("--latency {}: too large", val()))?
+        }
+        "spike" => o.out.spike_us = Some(number("--spike", &val())?),
+        "mainaffinity" => o.main_affinity = Some(cpuset("--mainaffinity", &val(), usable)?),
+        "secaligned" => {
+            if let Some(s) = v {
+                if number("--secaligned", s)? != 0 {
+                    bail!("--secaligned {s}: an offset is not supported (latlab aligns the threads to one another, on a whole millisecond); give --secaligned alone");
+                }
+            }
+            o.secaligned = true;
+        }
+        "priospread" => o.out.priospread = true,
+        "results" => o.results = Some(val()),
+        "label" => o.label = Some(val()),
+        "backend" => o.backend = Some(val()),
+        "sim-seed" => o.sim_seed = Some(val()),
+        "db" => o.db = Some(val()),
+        "no-db" => o.no_db = true,
+        other => unreachable!("--{other} is in FLAGS"),
+    }
+    Ok(())
+}
+
+/// Threads and their CPUs, policy and priority, as cyclictest resolves them.
+fn threads(o: &mut Opts, t: Threads, usable: &[u32]) -> anyhow::Result<()> {
+    let Threads {
+        mut affinity,
+        mut threads,
+        priority,
+        distance,
+        smp,
+    } = t;
     // Threads and their CPUs, as cyclictest: -S is -a -t; -t without N is one per CPU;
     // without -t one thread; threads go round-robin over the -a set (or every CPU).
     if smp {
@@ -407,9 +436,9 @@ fn build(
             set.len()
         );
     }
-    o.cpus = set[..n as usize].to_vec();
+    o.out.cpus = set[..n as usize].to_vec();
     // cyclictest: -d defaults to 500 µs; -h/-H set it to 0.
-    o.distance_us = if o.histogram_us.is_some() {
+    o.out.distance_us = if o.out.histogram_us.is_some() {
         0
     } else {
         distance.unwrap_or(500)
@@ -422,13 +451,13 @@ fn build(
         Some(0) | None if rt_policy || priority == Some(0) => {
             let p = n + 1;
             o.notice = Some(format!("defaulting realtime priority to {p}"));
-            o.priority = p as u32;
+            o.out.priority = p as u32;
             if o.policy.is_empty() {
                 o.policy = "fifo";
             }
         }
         Some(p) => {
-            o.priority = p as u32;
+            o.out.priority = p as u32;
             if o.policy.is_empty() {
                 o.policy = "fifo";
             }
@@ -439,130 +468,15 @@ fn build(
         o.policy = "other";
     }
     if o.policy == "other" {
-        o.priority = 0;
+        o.out.priority = 0;
     }
-    if o.duration.is_none() && o.loops.is_none() {
-        bail!("no -D or -l: cyclictest would run until Ctrl-C, latlab runs for a set time; add -D 60 (seconds; or 10m, 2h, 1d) or -l LOOPS");
-    }
-    if o.histfile.is_some() && o.histogram_us.is_none() {
-        bail!("--histfile: needs -h US or -H US (the histogram to write)");
-    }
-    Ok(o)
-}
-
-impl Opts {
-    /// Priority of thread `i` (`--priospread`: one less per thread).
-    pub fn thread_priority(&self, i: usize) -> u32 {
-        if self.priospread && self.priority > 0 {
-            self.priority.saturating_sub(i as u32).max(1)
-        } else {
-            self.priority
-        }
-    }
-
-    /// Interval of thread `i`, µs.
-    pub fn thread_interval_us(&self, i: usize) -> u64 {
-        self.interval_us + i as u64 * self.distance_us
-    }
-
-    /// The histogram limit of the run: `-h`'s, at least `run`'s 100 µs minimum.
-    fn hist_limit_us(&self) -> u64 {
-        self.histogram_us.map_or(10_000, |h| h.max(100))
-    }
-
-    /// `latlab run`'s argv for this run.
-    pub fn run_argv(&self) -> Vec<String> {
-        let mut v: Vec<String> = vec!["latlab".into(), "run".into(), "-q".into()];
-        let mut push = |a: &str, b: String| {
-            v.push(a.into());
-            v.push(b);
-        };
-        push("--cpus", latlab_core::cpulist::format_cpu_list(&self.cpus));
-        push("--interval", format!("{}us", self.interval_us));
-        push("--distance", format!("{}us", self.distance_us));
-        push("--policy", self.policy.into());
-        if self.policy != "other" {
-            push("--priority", self.priority.to_string());
-        }
-        let loops_ns = self
-            .loops
-            .map(|l| l.saturating_mul(self.interval_us).saturating_mul(1000));
-        let duration_ns = self
-            .duration
-            .as_deref()
-            .and_then(|d| latlab_core::units::parse_duration(d).ok());
-        match (self.duration.as_deref(), loops_ns) {
-            (Some(d), None) => push("--duration", d.to_string()),
-            (None, Some(l)) => push("--duration", format!("{l}ns")),
-            (Some(d), Some(l)) => match duration_ns {
-                Some(dn) if dn <= l => push("--duration", d.to_string()),
-                Some(_) => push("--duration", format!("{l}ns")),
-                None => push("--duration", d.to_string()),
-            },
-            (None, None) => {}
-        }
-        push("--hist-limit", format!("{}us", self.hist_limit_us()));
-        if let Some(b) = self.breaktrace_us {
-            push("--max-latency", format!("{b}us"));
-            push("--trace-threshold", format!("{b}us"));
-            push("--on-threshold", "stop".into());
-        }
-        if self.secaligned {
-            v.push("--aligned".into());
-        }
-        if self.priospread {
-            v.push("--priospread".into());
-        }
-        for (flag, val) in [
-            ("--results", &self.results),
-            ("--label", &self.label),
-            ("--backend", &self.backend),
-            ("--sim-seed", &self.sim_seed),
-            ("--db", &self.db),
-        ] {
-            if let Some(val) = val {
-                v.push(flag.into());
-                v.push(val.clone());
-            }
-        }
-        if self.no_db {
-            v.push("--no-db".into());
-        }
-        v
-    }
-
-    /// A refusal of `latlab run` (a clap error, or its plan's) in the terms the user typed:
-    /// `--hist-limit 1m40s: must be …` → `-h 100000000: must be …`; a message about no flag
-    /// these options gave is returned as it is.
-    pub fn in_cyclictest_terms(&self, msg: &str) -> String {
-        // clap: "invalid value 'V' for '--flag <NAME>': 'V' is not a …"
-        if let Some(rest) = msg.strip_prefix("invalid value '") {
-            if let Some((val, rest)) = rest.split_once("' for '") {
-                let flag = rest.split([' ', '\'']).next().unwrap_or("");
-                let why = rest.split_once("': ").map_or(rest, |(_, w)| w);
-                let why = why.strip_prefix(&format!("'{val}' is ")).unwrap_or(why);
-                if let Some((_, typed)) = self.origins.iter().rev().find(|(f, _)| *f == flag) {
-                    return format!("{typed}: {why}");
-                }
-            }
-        }
-        // latlab's plan: "--flag VALUE: why"
-        for (flag, typed) in self.origins.iter().rev() {
-            if let Some(rest) = msg.strip_prefix(flag) {
-                if rest.starts_with(' ') || rest.starts_with(':') {
-                    if let Some((_, why)) = rest.split_once(": ") {
-                        return format!("{typed}: {why}");
-                    }
-                }
-            }
-        }
-        msg.to_string()
-    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::values::{Duration, Latency};
 
     fn p(s: &str) -> anyhow::Result<Opts> {
         let args: Vec<String> = s.split_whitespace().map(String::from).collect();
@@ -573,27 +487,27 @@ mod tests {
     fn cyclictest_flags_parse_as_getopt_does() {
         let o = p("-t -p80 -D1 -q").unwrap();
         assert_eq!(
-            (o.cpus.clone(), o.priority, o.distance_us),
+            (o.out.cpus.clone(), o.out.priority, o.out.distance_us),
             (vec![0, 1], 80, 500)
         );
         assert_eq!(o.policy, "fifo");
         let o = p("-t1 -a1 -mq -l100 -i 200").unwrap();
-        assert_eq!(o.cpus, vec![1]);
+        assert_eq!(o.out.cpus, vec![1]);
         assert_eq!(o.policy, "other");
-        assert!(o.run_argv().join(" ").contains("--duration 20000000ns"));
+        assert_eq!(o.run_args().unwrap().duration, Duration(20_000_000));
         let o = p("-t 2 -h100 -D 1 --json=x.json").unwrap();
-        assert_eq!((o.cpus.len(), o.distance_us), (2, 0));
+        assert_eq!((o.out.cpus.len(), o.out.distance_us), (2, 0));
         assert_eq!(o.json.as_deref(), Some("x.json"));
-        assert_eq!(o.histogram_us, Some(100));
+        assert_eq!(o.out.histogram_us, Some(100));
         let o = p("-S -D1 --policy fifo").unwrap();
-        assert_eq!((o.cpus.len(), o.priority), (2, 3));
+        assert_eq!((o.out.cpus.len(), o.out.priority), (2, 3));
         assert_eq!(
             o.notice.as_deref(),
             Some("defaulting realtime priority to 3")
         );
         let o = p("-a 0-1 -D1 -b 50").unwrap();
-        assert_eq!(o.cpus, vec![0]);
-        assert!(o.run_argv().join(" ").contains("--max-latency 50us"));
+        assert_eq!(o.out.cpus, vec![0]);
+        assert_eq!(o.run_args().unwrap().max_latency, Some(Latency(50_000)));
     }
 
     #[test]

@@ -13,6 +13,8 @@ use std::fmt::Write;
 
 use latlab_core::model::RunModel;
 
+pub mod front;
+
 pub fn render(m: &RunModel) -> Vec<u8> {
     let mut out = String::new();
     let _ = writeln!(

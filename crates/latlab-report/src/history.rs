@@ -1,44 +1,15 @@
-//! `latlab history [--machine M] [--kernel K] [--label L] [--since D] [--format text|json|html]`:
-//! the runs in the results database, oldest first, with p99 / p99.9 / max / missed. The HTML
-//! page draws OSADL-style long-term plots: the maximum and the p99.9 of each run over time,
-//! one colour per kernel, then one per machine.
+//! `latlab history`: the runs of the results database as a text table, and as an HTML page
+//! of OSADL-style long-term plots (the maximum and the p99.9 of each run over time, one colour
+//! per kernel, then one per machine) above the table.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use latlab_core::escape::escape;
+use latlab_core::history::RunRow;
 use latlab_core::units::Human;
-use latlab_report::svg::{esc, COLORS};
-use latlab_store::{Filter, RunRow};
 
-use crate::cli::{HistoryArgs, HistoryFormat};
-
-pub fn history(a: HistoryArgs) -> anyhow::Result<ExitCode> {
-    let since_unix = a
-        .since
-        .map(|d| jiff::Timestamp::now().as_second() - (d.0 / 1_000_000_000) as i64);
-    let f = Filter {
-        machine: a.machine.clone(),
-        kernel: a.kernel.clone(),
-        label: a.label.clone(),
-        since_unix,
-    };
-    let mut s = super::db::open(a.db.db.as_deref())?;
-    let rows = s.list(&f).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let out = match a.format {
-        HistoryFormat::Text => text(&rows),
-        HistoryFormat::Json => {
-            let v = serde_json::json!({ "database": s.shown(), "runs": rows });
-            let mut b = serde_json::to_vec_pretty(&v)?;
-            b.push(b'\n');
-            b
-        }
-        HistoryFormat::Html => html(&s.shown(), &rows),
-    };
-    crate::stdout::emit(&out, a.output.as_deref())?;
-    Ok(ExitCode::SUCCESS)
-}
+use crate::svg::{esc, COLORS};
 
 fn ns(v: Option<i64>) -> String {
     v.map(|v| Human(v.max(0) as u64).to_string())
@@ -57,7 +28,7 @@ fn machine(r: &RunRow) -> String {
     r.hostname.clone().unwrap_or_else(|| r.machine_id.clone())
 }
 
-pub(crate) fn text(rows: &[RunRow]) -> Vec<u8> {
+pub fn text(rows: &[RunRow]) -> Vec<u8> {
     let head = [
         "started", "run id", "machine", "kernel", "preempt", "label", "p99", "p99.9", "max",
         "missed",
@@ -104,6 +75,14 @@ pub(crate) fn text(rows: &[RunRow]) -> Vec<u8> {
     }
     let _ = writeln!(s, "{} runs", rows.len());
     s.into_bytes()
+}
+
+/// The runs as JSON: `{"database": …, "runs": [RunRow…]}`, pretty, with a final newline.
+pub fn json(db: &str, rows: &[RunRow]) -> Vec<u8> {
+    let v = serde_json::json!({ "database": db, "runs": rows });
+    let mut b = serde_json::to_vec_pretty(&v).expect("rows serialize");
+    b.push(b'\n');
+    b
 }
 
 const W: f64 = 760.0;
@@ -227,7 +206,7 @@ fn plot(
     o
 }
 
-pub(crate) fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
+pub fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
     let kernel = |r: &RunRow| {
         r.kernel_release
             .clone()
@@ -277,5 +256,94 @@ pub(crate) fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
         );
     }
     b.push_str("</table>");
-    latlab_report::html::page("latlab history", &b)
+    crate::html::page("latlab history", &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, label: &str, kernel: &str, t: i64, max: Option<i64>) -> RunRow {
+        RunRow {
+            run_id: id.into(),
+            label: label.into(),
+            machine_id: "0123456789abcdef".into(),
+            hostname: Some("box".into()),
+            kernel_release: Some(kernel.into()),
+            kernel_version: None,
+            preemption: Some("full".into()),
+            source: "latlab".into(),
+            started_at: None,
+            time_unix: t,
+            duration_ns: Some(1_000_000_000),
+            complete: true,
+            cpus: 2,
+            samples: 2000,
+            p99_ns: Some(12_000),
+            p999_ns: Some(40_000),
+            max_ns: max,
+            missed: 3,
+        }
+    }
+
+    #[test]
+    fn text_is_a_table_with_escaped_cells_and_aligned_columns() {
+        let rows = [
+            row(
+                "abcdef0123456789",
+                "idle",
+                "6.12.0",
+                1_700_000_000,
+                Some(90_000),
+            ),
+            row("fedcba98", "evil\x1b[2J", "6.1", 1_700_000_600, None),
+        ];
+        let out = String::from_utf8(text(&rows)).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        assert!(lines[0].starts_with("started "), "{out}");
+        // The start from time_unix when the row has no started_at; the id cut to 8.
+        assert!(
+            lines[1].starts_with("2023-11-14T22:13:20Z  abcdef01  box"),
+            "{out}"
+        );
+        assert!(!out.contains('\x1b'), "{out}");
+        assert!(
+            out.contains("evil\\x1b[2J") || out.contains("evil\\u{1b}[2J"),
+            "{out}"
+        );
+        // Numbers right-aligned: each column ends where its header ends.
+        let end = |l: &str, w: &str| l[..l.find(w).unwrap() + w.len()].chars().count();
+        assert_eq!(end(lines[0], "missed"), lines[1].chars().count(), "{out}");
+        assert_eq!(end(lines[1], "90 µs"), end(lines[0], "max"), "{out}");
+        assert_eq!(end(lines[2], "      -"), end(lines[0], "max"), "{out}");
+        assert_eq!(lines[3], "2 runs");
+    }
+
+    #[test]
+    fn html_plots_a_line_per_kernel_and_escapes_what_it_shows() {
+        let rows = [
+            row("a1", "<script>", "6.12.0", 1_700_000_000, Some(90_000)),
+            row("a2", "x", "6.12.0", 1_700_000_600, Some(80_000)),
+            row("a3", "y", "6.1", 1_700_001_200, Some(70_000)),
+        ];
+        let page = String::from_utf8(html("/tmp/db&x", &rows)).unwrap();
+        assert!(!page.contains("<script>"), "the label is escaped");
+        assert!(page.contains("&lt;script&gt;"));
+        assert!(page.contains("/tmp/db&amp;x"));
+        // Four plots (max and p99.9, by kernel and by machine): 2 + 2 + 1 + 1 lines.
+        assert_eq!(page.matches("<polyline").count(), 6, "{page}");
+        assert_eq!(page.matches("<circle").count(), 12);
+        let empty = String::from_utf8(html("db", &[])).unwrap();
+        assert_eq!(empty.matches(">no runs</text>").count(), 4);
+    }
+
+    #[test]
+    fn json_holds_the_database_and_every_row() {
+        let v: serde_json::Value =
+            serde_json::from_slice(&json("db", &[row("a1", "l", "k", 1, None)])).unwrap();
+        assert_eq!(v["database"], "db");
+        assert_eq!(v["runs"][0]["run_id"], "a1");
+        assert!(v["runs"][0]["max_ns"].is_null());
+    }
 }

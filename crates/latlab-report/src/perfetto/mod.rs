@@ -18,6 +18,9 @@ use latlab_core::trace::raw::Migration;
 use latlab_core::trace::{Event, EventKind};
 use prost::Message;
 
+mod windows;
+pub use windows::{profile_losses, spike, window_dat, window_text};
+
 #[derive(Clone, PartialEq, Message)]
 pub struct Trace {
     #[prost(message, repeated, tag = "1")]

@@ -164,11 +164,6 @@ impl fmt::Display for CpuSel {
     }
 }
 
-/// The online CPUs (`--cpus all`, and what every CPU flag is checked against).
-pub fn online_cpus() -> anyhow::Result<Vec<u32>> {
-    Ok(latlab_sys::rt::online_cpus()?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,9 +6,32 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use clap::CommandFactory;
+use clap::{Args, CommandFactory, ValueEnum};
 
-use crate::cli::{Cli, CompletionsArgs, ManArgs, Shell};
+use super::Cli;
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`run`, `loads list`); none: latlab's own page
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// List every command that has a page, one per line
+    #[arg(long, conflicts_with = "command")]
+    pub list: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    pub shell: Shell,
+}
 
 /// The command tree, built (so each subcommand knows its full name, `latlab-loads-list`).
 fn built() -> clap::Command {

@@ -1,0 +1,165 @@
+//! A run's statistics as every format writes them, in plain text cells: a latency or "-", a
+//! percentile's bound ("≤ 57 µs", "> 10 ms", marked "TOO FEW" as `compare` marks it), the
+//! flags of percentiles resting on too few samples, the summary row, the percentile ladder
+//! and Williams' rows. One builder each, so text, markdown and html cannot drift apart; each
+//! format escapes the cells for itself.
+
+use latlab_core::model::RunModel;
+use latlab_core::stats::{Stats, BELOW};
+use latlab_core::units::Human;
+
+/// A latency, or "-" without one.
+pub fn opt(v: Option<u64>) -> String {
+    v.map(|v| Human(v).to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// A latency bound as the field writes it: "≤ 57 µs", or "> 10 ms" when unknown.
+pub fn bound(v: Option<u64>, s: &Stats) -> String {
+    match v {
+        Some(v) => format!("≤ {}", Human(v)),
+        None if s.samples > 0 => format!("> {}", Human(s.limit_ns)),
+        None => "-".into(),
+    }
+}
+
+/// The quantile a ladder label names (`p99.9` …).
+fn quantile_of(label: &str) -> Option<latlab_core::hist::Quantile> {
+    latlab_core::stats::LADDER
+        .iter()
+        .find(|(l, _)| *l == label)
+        .map(|(_, q)| *q)
+}
+
+/// The percentile `label` rests on too few samples of `s` (compare's rule,
+/// [`latlab_core::compare::too_short`]); an empty run is not flagged (it shows "-").
+pub fn too_few(label: &str, s: &Stats) -> bool {
+    s.samples > 0
+        && quantile_of(label).is_some_and(|q| latlab_core::compare::too_short(s.samples, q))
+}
+
+/// [`bound`] of the percentile `label`, marked "TOO FEW" (as `compare` marks it) when it
+/// rests on too few samples.
+pub fn pbound(label: &str, v: Option<u64>, s: &Stats) -> String {
+    let b = bound(v, s);
+    if too_few(label, s) {
+        format!("{b} TOO FEW")
+    } else {
+        b
+    }
+}
+
+/// The statistics a run's tables show, named: each CPU's (`cpu` names it), then all CPUs'
+/// (named `all`) when there are several.
+pub fn stat_rows<'m>(
+    m: &'m RunModel,
+    cpu: impl Fn(u32) -> String,
+    all: &str,
+) -> Vec<(String, &'m Stats)> {
+    let mut rows: Vec<(String, &Stats)> = m.cpus.iter().map(|c| (cpu(c.cpu), &c.stats)).collect();
+    if m.cpus.len() > 1 {
+        rows.push((all.into(), &m.total));
+    }
+    rows
+}
+
+/// The flags of a single run, as `compare` writes them: for each percentile, the CPUs (and
+/// "all") whose value rests on too few samples.
+pub fn short_flags(m: &RunModel) -> Vec<String> {
+    let rows = stat_rows(m, |c| format!("CPU {c}"), "all CPUs");
+    latlab_core::stats::LADDER
+        .iter()
+        .filter_map(|(label, _)| {
+            let who: Vec<&str> = rows
+                .iter()
+                .filter(|(_, s)| too_few(label, s))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            (!who.is_empty()).then(|| latlab_core::compare::too_short_flag(label, &who.join(", ")))
+        })
+        .collect()
+}
+
+/// The summary table's cells of one row after its name: samples, missed periods, minimum,
+/// mean, p99, p99.999 and maximum.
+pub fn summary_cells(s: &Stats) -> [String; 7] {
+    [
+        s.samples.to_string(),
+        s.missed_periods.to_string(),
+        opt(s.min_ns),
+        opt(s.mean_ns),
+        pbound("p99", s.p99_ns, s),
+        pbound("p99.999", s.p99999_ns, s),
+        opt(s.max_ns),
+    ]
+}
+
+/// The percentile ladder of `s`: each label (`p50` … `p99.999`) with its [`pbound`].
+pub fn ladder(s: &Stats) -> Vec<(&'static str, String)> {
+    s.ladder()
+        .iter()
+        .map(|&(l, v)| (l, pbound(l, v, s)))
+        .collect()
+}
+
+/// The ladder as the rows `(label, bound)` of a table, ending with the maximum.
+pub fn ladder_rows(s: &Stats) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = ladder(s)
+        .into_iter()
+        .map(|(l, b)| (l.to_string(), b))
+        .collect();
+    v.push(("max".into(), opt(s.max_ns)));
+    v
+}
+
+/// Williams' statistics as rows `(name, value)`, for tables with one column per CPU or run.
+pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
+    let est = if s.exact_moments { "" } else { " (est.)" };
+    let mut v = vec![
+        ("samples".into(), s.samples.to_string()),
+        ("missed periods".into(), s.missed_periods.to_string()),
+        (
+            "buckets used".into(),
+            format!("{} × {}", s.buckets_used, Human(s.bucket_ns)),
+        ),
+        ("minimum".into(), opt(s.min_ns)),
+        ("maximum".into(), opt(s.max_ns)),
+        ("mean".into(), format!("{}{est}", opt(s.mean_ns))),
+        ("median".into(), pbound("p50", s.median_ns, s)),
+        (
+            "mode".into(),
+            s.mode_ns
+                .map(|m| format!("{} ({} samples)", Human(m), s.mode_count))
+                .unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "std. deviation".into(),
+            format!("{}{est}", opt(s.stddev_ns)),
+        ),
+    ];
+    for (k, t) in BELOW {
+        let f = s.below.get(k).copied().unwrap_or(0.0);
+        v.push((format!("% < {}", Human(t)), format!("{:.4}", f * 100.0)));
+    }
+    if let Some(max) = s.max_ns {
+        v.push((
+            "100 % <".into(),
+            Human(max.saturating_add(s.bucket_ns)).to_string(),
+        ));
+    }
+    v.push((
+        "99.999 % (five nines) <".into(),
+        pbound("p99.999", s.p99999_ns, s),
+    ));
+    if s.unknown_above > 0 {
+        v.push((
+            "above the limit".into(),
+            format!(
+                "{} (value unknown, > {})",
+                s.unknown_above,
+                Human(s.limit_ns)
+            ),
+        ));
+    }
+    v
+}
