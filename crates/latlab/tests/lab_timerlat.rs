@@ -126,7 +126,12 @@ fn user_threads_account_for_every_activation_and_restore_the_settings() {
     assert!(c["samples"].as_u64().unwrap() >= 300, "{}", c["samples"]);
     // Return to user comes after the thread ran: its series lies above the thread's.
     let (user, thread) = (hist(&c["histogram"]), hist(&c["mode"]["thread"]));
-    assert!(user.min() >= thread.min(), "{:?} {:?}", user.min(), thread.min());
+    assert!(
+        user.min() >= thread.min(),
+        "{:?} {:?}",
+        user.min(),
+        thread.min()
+    );
     assert_eq!(g.read("osnoise-after-base"), g.read("osnoise-before"));
     assert_eq!(g.read("instances-after-base"), "");
 }
@@ -147,7 +152,11 @@ fn latlabs_irq_and_thread_series_overlap_rtlas() {
         .arg(tmp.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
     assert_eq!(imp["cpus"][0]["cpu"], 1);
     // rtla 6.1 measures with the kernel's thread: its histogram is the thread latency.
@@ -183,10 +192,18 @@ fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
     let base = timerlat_cpu(&run_of(g, "base"), "user");
     let hog = timerlat_cpu(&run_of(g, "hog"), "user");
     let over = |c: &Value, k: &str| {
-        let v = if k == "irq" { &c["mode"]["irq"] } else { &c["mode"]["thread"] };
+        let v = if k == "irq" {
+            &c["mode"]["irq"]
+        } else {
+            &c["mode"]["thread"]
+        };
         count_at_or_above(v, 15_000_000)
     };
-    let bursts = g.read("hog.log").lines().filter(|l| l.starts_with("burst")).count();
+    let bursts = g
+        .read("hog.log")
+        .lines()
+        .filter(|l| l.starts_with("burst"))
+        .count();
     eprintln!(
         "over 15 ms: thread {} (base {}), IRQ {} (base {}); missed {} (base {}); {bursts} bursts",
         over(&hog, "thread"),
@@ -198,9 +215,15 @@ fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
     );
     // About one activation per 25 ms burst waits for its end (20-25 ms): the thread series.
     assert!(over(&hog, "thread") >= 10, "thread");
-    assert!(over(&hog, "thread") >= 3 * over(&base, "thread") + 5, "thread vs base");
+    assert!(
+        over(&hog, "thread") >= 3 * over(&base, "thread") + 5,
+        "thread vs base"
+    );
     // The timer's IRQ is not the hog's: what it has over 15 ms is TCG's own stalls.
-    assert!(over(&hog, "irq") <= over(&base, "irq") + over(&hog, "thread") / 4, "IRQ");
+    assert!(
+        over(&hog, "irq") <= over(&base, "irq") + over(&hog, "thread") / 4,
+        "IRQ"
+    );
     // The late thread skipped the periods of the burst: missed, not lost.
     assert!(
         hog["missed_periods"].as_u64() > base["missed_periods"].as_u64().map(|m| m + 20),
@@ -240,7 +263,12 @@ fn a_sigkilled_run_is_restored_by_cleanup() {
         "{}",
         g.read("osnoise-killed")
     );
-    assert_eq!(g.read("cleanup.rc").trim(), "0", "{}", g.read("cleanup.err"));
+    assert_eq!(
+        g.read("cleanup.rc").trim(),
+        "0",
+        "{}",
+        g.read("cleanup.err")
+    );
     assert_eq!(g.read("instances-after-cleanup"), "");
     assert_eq!(g.read("osnoise-after-cleanup"), g.read("osnoise-before"));
 }

@@ -8,7 +8,15 @@ mod support;
 fn max_latency_of_needs_the_timerlat_back_end() {
     let t = tempfile::tempdir().unwrap();
     let out = support::latlab()
-        .args(["run", "--backend", "sim", "--duration", "1s", "--no-db", "--results"])
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "--no-db",
+            "--results",
+        ])
         .arg(t.path().join("r"))
         .args(["--max-latency", "1ms", "--max-latency-of", "irq"])
         .output()
@@ -16,7 +24,10 @@ fn max_latency_of_needs_the_timerlat_back_end() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--max-latency-of") && err.contains("--backend timerlat"), "{err}");
+    assert!(
+        err.contains("--max-latency-of") && err.contains("--backend timerlat"),
+        "{err}"
+    );
     assert!(!t.path().join("r").exists());
 }
 
@@ -41,7 +52,15 @@ fn a_kernel_without_timerlat_is_one_line_and_nothing_changes() {
     let rt = t.path().join("runtime");
     let out = support::latlab()
         .env("LATLAB_RUNTIME_DIR", &rt)
-        .args(["run", "--backend", "timerlat", "--duration", "1s", "--no-db", "--results"])
+        .args([
+            "run",
+            "--backend",
+            "timerlat",
+            "--duration",
+            "1s",
+            "--no-db",
+            "--results",
+        ])
         .arg(t.path().join("r"))
         .output()
         .unwrap();

@@ -129,8 +129,15 @@ mod tests {
         inv.tracing.tracers = vec!["function".into(), "nop".into()];
         let stock = of(&inv);
         assert_eq!(stock.title, "latlab run's back ends here: real, sim");
-        assert!(stock.evidence.contains("CONFIG_TIMERLAT_TRACER"), "{}", stock.evidence);
+        assert!(
+            stock.evidence.contains("CONFIG_TIMERLAT_TRACER"),
+            "{}",
+            stock.evidence
+        );
         inv.tracing.tracers.push("timerlat".into());
-        assert_eq!(of(&inv).title, "latlab run's back ends here: real, sim, timerlat");
+        assert_eq!(
+            of(&inv).title,
+            "latlab run's back ends here: real, sim, timerlat"
+        );
     }
 }

@@ -57,7 +57,7 @@ impl Engine {
     /// Start the tracer in latlab's instance and the threads that wait on it. Err: one line
     /// (nothing is left changed).
     pub fn start(cfg: Config, ledger: Arc<Mutex<Ledger>>) -> Result<Engine, String> {
-        if cfg.interval_ns % 1_000 != 0 || !(100_000..=1_000_000_000).contains(&cfg.interval_ns) {
+        if !cfg.interval_ns.is_multiple_of(1_000) || !(100_000..=1_000_000_000).contains(&cfg.interval_ns) {
             return Err(format!(
                 "--backend timerlat: the interval is the tracer's period, whole µs from 100us to 1s (not {} ns)",
                 cfg.interval_ns

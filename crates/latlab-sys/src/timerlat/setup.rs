@@ -272,7 +272,9 @@ fn read_value(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let mut buf = vec![0u8; 4096];
-    let n = fs::File::open(path).and_then(|mut f| f.read(&mut buf)).map_err(err)?;
+    let n = fs::File::open(path)
+        .and_then(|mut f| f.read(&mut buf))
+        .map_err(err)?;
     buf.truncate(n);
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
