@@ -57,7 +57,9 @@ impl Engine {
     /// Start the tracer in latlab's instance and the threads that wait on it. Err: one line
     /// (nothing is left changed).
     pub fn start(cfg: Config, ledger: Arc<Mutex<Ledger>>) -> Result<Engine, String> {
-        if !cfg.interval_ns.is_multiple_of(1_000) || !(100_000..=1_000_000_000).contains(&cfg.interval_ns) {
+        if !cfg.interval_ns.is_multiple_of(1_000)
+            || !(100_000..=1_000_000_000).contains(&cfg.interval_ns)
+        {
             return Err(format!(
                 "--backend timerlat: the interval is the tracer's period, whole µs from 100us to 1s (not {} ns)",
                 cfg.interval_ns
@@ -393,4 +395,109 @@ pub fn tracefs_root(ledger: &mut Ledger) -> Result<PathBuf, String> {
     crate::tracefs::ensure_mounted(Path::new(crate::tracefs::DEFAULT_ROOT), ledger)
         .map(|t| t.root)
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(user: bool) -> Reader {
+        let layout = Layout::default();
+        let sh = Arc::new(ThreadShared::new(
+            1,
+            layout,
+            ModeShared::timerlat(layout, user),
+            1_000_000,
+            true,
+        ));
+        Reader {
+            sinks: vec![Sink::new(sh, File::open("/dev/null").unwrap(), Some(7))],
+            user,
+            t0: 10_000_000_000,
+            end: 13_000_000_000,
+            period: 1_000_000,
+            spike_threshold: 500_000,
+            trace: None,
+            page: 4096,
+            buf: Vec::new(),
+            marker: [0; 128],
+        }
+    }
+
+    fn s(k: u64, seq: u32, context: TimerlatContext, lat: u64) -> TimerlatSample {
+        let expiry = 10_000_000_000 + k * 1_000_000;
+        TimerlatSample {
+            ts: expiry + lat,
+            seqnum: seq,
+            context,
+            latency_ns: lat,
+        }
+    }
+
+    #[test]
+    fn each_context_goes_to_its_series() {
+        use TimerlatContext::*;
+        let mut r = reader(true);
+        // Period 1: all three contexts. Period 2: lost from the ring (no seqnum 2). Period 4:
+        // skipped by the thread late in period 3 (the kernel re-armed on period 5; the
+        // seqnum counts activations, so it moved by one). An IRQ at 1.1 s, a sample after
+        // the end and one before the start.
+        for x in [
+            s(1, 1, Irq, 2_000),
+            s(1, 1, Thread, 5_000),
+            s(1, 1, User, 7_000),
+            s(3, 3, Irq, 1_000),
+            s(3, 3, Thread, 3_000),
+            s(3, 3, User, 4_000),
+            s(5, 4, Irq, 1_500),
+            s(5, 4, Thread, 900_000),
+            s(5, 4, User, 1_100_000),
+            s(1_100, 5, Irq, 1_000),
+            s(3_000, 6, User, 3_000),
+        ] {
+            r.publish(0, &x);
+        }
+        let mut before = s(0, 0, User, 5_000);
+        before.ts -= 1_000_000;
+        r.publish(0, &before);
+        let sh = r.sinks[0].sh.clone();
+        let main = sh.hist.snapshot();
+        assert_eq!(main.count(), 3);
+        assert_eq!(main.max(), Some(1_100_000));
+        assert_eq!(sh.mode.irq.as_ref().unwrap().snapshot().count(), 4);
+        let thread = sh.mode.thread.as_ref().unwrap().snapshot();
+        assert_eq!((thread.count(), thread.max()), (3, Some(900_000)));
+        // Activations 2 and 4 had no return to user.
+        assert_eq!(sh.missed.load(Relaxed), 2);
+        let mut spikes = Vec::new();
+        sh.drain_spikes(&mut spikes);
+        assert_eq!(spikes.len(), 1);
+        assert_eq!(spikes[0].intended_ns, 10_005_000_000);
+        assert_eq!(spikes[0].latency_ns, 1_100_000);
+        let res = r.finish();
+        assert_eq!(res[0].tid, 7);
+        assert_eq!(res[0].top[0].latency_ns, 1_100_000);
+        assert!(sh.done.load(Acquire));
+        let mut secs = Vec::new();
+        sh.drain_seconds(&mut secs);
+        assert_eq!(secs, vec![Some(1_100_000)]);
+    }
+
+    #[test]
+    fn with_the_kernels_threads_the_thread_is_the_cpus_series() {
+        use TimerlatContext::*;
+        let mut r = reader(false);
+        for x in [
+            s(1, 1, Irq, 2_000),
+            s(1, 1, Thread, 5_000),
+            s(2, 2, Irq, 1_000),
+        ] {
+            r.publish(0, &x);
+        }
+        let sh = &r.sinks[0].sh;
+        assert_eq!(sh.hist.snapshot().count(), 1);
+        assert_eq!(sh.hist.snapshot().max(), Some(5_000));
+        assert!(sh.mode.thread.is_none());
+        assert_eq!(sh.mode.irq.as_ref().unwrap().snapshot().count(), 2);
+    }
 }

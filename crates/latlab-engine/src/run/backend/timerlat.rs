@@ -37,7 +37,9 @@ impl Backend for Timerlat {
                 "--backend timerlat: one period and one priority for every CPU (the tracer's); leave --distance and --priospread out",
             ));
         }
-        if !p.interval_ns.is_multiple_of(1_000) || !(100_000..=1_000_000_000).contains(&p.interval_ns) {
+        if !p.interval_ns.is_multiple_of(1_000)
+            || !(100_000..=1_000_000_000).contains(&p.interval_ns)
+        {
             return Err(crate::Error::msg(format!(
                 "--backend timerlat: --interval is the tracer's period, whole µs from 100us to 1s (not {} ns)",
                 p.interval_ns
