@@ -89,6 +89,12 @@ pub struct CpuMode {
     /// return-to-user latency (`Usr-`) that is the CPU's histogram.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<HistogramRecord>,
+    /// `--backend timerlat`: whose threads waited for the timer: `user` (latlab's, on
+    /// `timerlat_fd`: the CPU's histogram is the return to user, `thread` the thread
+    /// latency) or `kernel` (the kernel's `timerlat/N`, where there is no `timerlat_fd`: the
+    /// CPU's histogram is the thread latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timerlat_threads: Option<String>,
 }
 
 /// The compute kernel and its execution-time histogram.

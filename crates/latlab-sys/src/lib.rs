@@ -26,4 +26,5 @@ pub mod safefile;
 pub mod scenario;
 pub mod shortio;
 pub mod tasks;
+pub mod timerlat;
 pub mod tracefs;

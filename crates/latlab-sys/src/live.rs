@@ -295,6 +295,11 @@ pub struct ModeShared {
     /// Wakeup: signals the receiver never saw on their own (two or more arrived while it
     /// was not running; it measured the newest). Counted as missed periods.
     pub coalesced: AtomicU64,
+    /// `--backend timerlat`: the IRQ latency of each activation (timer expiry → handler).
+    pub irq: Option<LiveHistogram>,
+    /// `--backend timerlat` with user-space threads: the thread latency (→ the thread runs
+    /// in the kernel), beside the return-to-user latency that is the thread's histogram.
+    pub thread: Option<LiveHistogram>,
 }
 
 impl ModeShared {
@@ -307,6 +312,18 @@ impl ModeShared {
             exec_calibrated_ns: AtomicU64::new(0),
             audio: audio.map(|(period_ns, buffers)| AudioShared::new(period_ns, buffers)),
             coalesced: AtomicU64::new(0),
+            irq: None,
+            thread: None,
+        }
+    }
+
+    /// A timerlat CPU's: its IRQ series, and its thread series when the thread's own
+    /// histogram is the return to user.
+    pub(crate) fn timerlat(layout: Layout, thread: bool) -> ModeShared {
+        ModeShared {
+            irq: Some(LiveHistogram::new(layout)),
+            thread: thread.then(|| LiveHistogram::new(layout)),
+            ..ModeShared::new(layout, false, None)
         }
     }
 }

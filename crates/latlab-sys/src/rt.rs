@@ -20,7 +20,7 @@ impl Policy {
             Policy::Other => "other",
         }
     }
-    fn raw(&self) -> libc::c_int {
+    pub(crate) fn raw(&self) -> libc::c_int {
         match self {
             Policy::Fifo => libc::SCHED_FIFO,
             Policy::Rr => libc::SCHED_RR,

@@ -26,6 +26,22 @@ pub fn comm(root: &Path, pid: i64) -> Option<String> {
     std::fs::read_to_string(proc(root).join(pid.to_string()).join("comm")).ok()
 }
 
+/// Processes whose name starts with `prefix` (kernel threads such as `timerlat/0`):
+/// (pid, name without its newline).
+pub fn named(root: &Path, prefix: &str) -> Vec<(i64, String)> {
+    let Ok(dir) = std::fs::read_dir(proc(root)) else {
+        return vec![];
+    };
+    let mut v: Vec<(i64, String)> = dir
+        .flatten()
+        .filter_map(|p| p.file_name().to_str()?.parse::<i64>().ok())
+        .filter_map(|pid| Some((pid, comm(root, pid)?.trim_end_matches('\n').to_string())))
+        .filter(|(_, c)| c.starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
 /// This process's name (`/proc/self/comm`, without its newline), None when unreadable.
 pub fn own_comm(root: &Path) -> Option<String> {
     std::fs::read_to_string(proc(root).join("self/comm"))

@@ -5,8 +5,10 @@ use super::{f, Finding};
 use crate::inventory::Inventory;
 
 /// tracefs, its events and tracers (`trace.not-mounted`, `trace.events-missing`,
-/// `trace.rt-tracers`, `trace.no-timerlat`).
+/// `trace.rt-tracers`, `trace.no-timerlat`), and the back ends `latlab run` has here
+/// (`run.backends`).
 pub(super) fn tracing(inv: &Inventory, out: &mut Vec<Finding>) {
+    backends(inv, out);
     let t = &inv.tracing;
     if t.tracefs.is_none() {
         out.push(f(
@@ -72,5 +74,70 @@ pub(super) fn tracing(inv: &Inventory, out: &mut Vec<Finding>) {
                  cross-check with rtla",
             ));
         }
+    }
+}
+
+/// `run.backends`: the `--backend`s this kernel offers (`real` and `sim` everywhere;
+/// `timerlat` with the kernel's timerlat tracer in a mounted tracefs) and why one is not.
+fn backends(inv: &Inventory, out: &mut Vec<Finding>) {
+    let t = &inv.tracing;
+    let timerlat = t.tracefs.is_some() && t.tracers.iter().any(|x| x == "timerlat");
+    let why_not = if timerlat {
+        "timerlat: the kernel's timerlat tracer (IRQ, thread and return-to-user latency)".into()
+    } else if t.tracefs.is_none() {
+        "not timerlat: tracefs is not mounted".to_string()
+    } else {
+        format!(
+            "not timerlat: no timerlat tracer (CONFIG_TIMERLAT_TRACER is not set; available_tracers: {})",
+            t.tracers.join(" ")
+        )
+    };
+    out.push(f(
+        "run.backends",
+        Info,
+        format!(
+            "latlab run's back ends here: real, sim{}",
+            if timerlat { ", timerlat" } else { "" }
+        ),
+        why_not,
+        "`latlab run --backend NAME` measures with one of them.",
+        if timerlat {
+            "latlab run --backend timerlat (root): the kernel's tracer measures, with IRQ and thread latency apart"
+        } else {
+            "--backend timerlat needs a kernel built with CONFIG_TIMERLAT_TRACER (Debian's from 6.1 PREEMPT_RT, 6.12)"
+        },
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(inv: &Inventory) -> Finding {
+        let mut out = Vec::new();
+        backends(inv, &mut out);
+        out.into_iter().find(|x| x.id == "run.backends").unwrap()
+    }
+
+    #[test]
+    fn the_back_ends_follow_the_kernels_tracers() {
+        let mut inv = Inventory::default();
+        let none = of(&inv);
+        assert_eq!(none.title, "latlab run's back ends here: real, sim");
+        assert!(none.evidence.contains("not mounted"), "{}", none.evidence);
+        inv.tracing.tracefs = Some("/sys/kernel/tracing".into());
+        inv.tracing.tracers = vec!["function".into(), "nop".into()];
+        let stock = of(&inv);
+        assert_eq!(stock.title, "latlab run's back ends here: real, sim");
+        assert!(
+            stock.evidence.contains("CONFIG_TIMERLAT_TRACER"),
+            "{}",
+            stock.evidence
+        );
+        inv.tracing.tracers.push("timerlat".into());
+        assert_eq!(
+            of(&inv).title,
+            "latlab run's back ends here: real, sim, timerlat"
+        );
     }
 }

@@ -46,7 +46,7 @@ pub struct RunConfig {
     /// `timer` (cyclictest-style wake-ups); other modes come with their issues.
     #[serde(default = "timer")]
     pub mode: String,
-    /// `real`, `sim`, or `import`.
+    /// `real`, `sim`, `timerlat` (the kernel's timerlat tracer), or `import`.
     pub backend: String,
     pub interval_ns: Option<Nanos>,
     pub duration_ns: Option<Nanos>,

@@ -185,6 +185,7 @@ fn start(
                 .min(p.max_latency_ns.map_or(u64::MAX, |m| m + 1))
                 .min(hooks.event_threshold_ns()),
             trace,
+            ledger: s.ledger.clone(),
             seed: cx.rp.seed,
             realtime: cx.rp.realtime,
         })?
@@ -280,12 +281,33 @@ fn on_end(cx: &Ctx, model: &RunModel) {
     }
 }
 
+/// The maximum `--max-latency` judges, and the name of its series (` IRQ` …; empty for the
+/// CPUs' histograms). A timerlat run's default is the thread latency (`cpus[].mode.thread`
+/// with user-space threads, else the CPU's histogram); `--max-latency-of` names another.
+fn judged_max(p: &Plan, model: &RunModel) -> (Option<u64>, &'static str) {
+    use latlab_core::trace::raw::TimerlatContext as C;
+    let modes = || model.record.cpus.iter().filter_map(|c| c.mode.as_ref());
+    let timerlat = modes().any(|m| m.timerlat_threads.is_some());
+    let series_max =
+        |f: fn(&latlab_core::modes::CpuMode) -> Option<u64>| modes().filter_map(f).max();
+    let user = modes().any(|m| m.timerlat_threads.as_deref() == Some("user"));
+    match (p.max_latency_of, timerlat) {
+        (Some(C::Irq), true) => (series_max(|m| Some(m.irq.as_ref()?.max_ns)), " IRQ"),
+        (Some(C::Thread) | None, true) if user => {
+            (series_max(|m| Some(m.thread.as_ref()?.max_ns)), " thread")
+        }
+        (Some(C::User), true) if user => (model.total.max_ns, " return-to-user"),
+        _ => (model.total.max_ns, ""),
+    }
+}
+
 /// Exit code 2 (and a line saying so) when a sample exceeded `--max-latency`.
 fn verdict(p: &Plan, model: &RunModel) -> ExitCode {
-    if let (Some(limit), Some(max)) = (p.max_latency_ns, model.total.max_ns) {
+    let (max, of) = judged_max(p, model);
+    if let (Some(limit), Some(max)) = (p.max_latency_ns, max) {
         if max > limit {
             eprintln!(
-                "latlab: maximum latency {} exceeds --max-latency {}",
+                "latlab: maximum{of} latency {} exceeds --max-latency {}",
                 Human(max),
                 Human(limit)
             );

@@ -37,6 +37,9 @@ pub(super) fn prepare(
     dma_us: i32,
 ) -> anyhow::Result<Prepared> {
     let on_machine = rp.backend.on_the_machine();
+    if !no_measure {
+        rp.backend.preflight(p, mp)?;
+    }
     // latlab's own threads, all created from here on, stay off the CPUs it measures (and the
     // senders' CPUs) when there is one to spare; the measuring threads pin themselves.
     if on_machine {

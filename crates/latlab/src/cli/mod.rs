@@ -16,7 +16,7 @@ pub use man::{CompletionsArgs, ManArgs};
 pub use results::*;
 pub use run::*;
 pub use scenario::ScenarioArgs;
-pub use values::{Backend, RunFormat};
+pub use values::{Backend, LatencyOf, RunFormat};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -8,7 +8,9 @@ use clap::{Args, ValueEnum};
 use latlab_engine::actions::{Action, Actions};
 
 use super::results::RecordDb;
-use super::values::{Backend, CpuList, CpuSel, Duration, Latency, Policy, RunFormat, Size};
+use super::values::{
+    Backend, CpuList, CpuSel, Duration, Latency, LatencyOf, Policy, RunFormat, Size,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -45,6 +47,9 @@ pub struct RunArgs {
     /// Exit with code 2 if any sample exceeds this latency
     #[arg(long, value_name = "T")]
     pub max_latency: Option<Latency>,
+    /// With --backend timerlat: the latency --max-latency judges (default: thread)
+    #[arg(long, value_enum, value_name = "CONTEXT", requires = "max_latency")]
+    pub max_latency_of: Option<LatencyOf>,
     /// Measure until this statistic is known to ±PRECISION (its 95 % interval, on every CPU):
     /// p99.99:10%, tail:1e-9:20%; --duration stays the upper bound
     #[arg(long, value_name = "STAT:PRECISION")]
@@ -55,7 +60,7 @@ pub struct RunArgs {
     /// Where run directories go
     #[arg(long, default_value = "latlab-results")]
     pub results: PathBuf,
-    /// `real` measures this machine (root); `sim` feeds the same pipeline from a seeded generator
+    /// `real` measures this machine (root); `timerlat`: the kernel's timerlat tracer measures (root, a kernel with CONFIG_TIMERLAT_TRACER); `sim` feeds the same pipeline from a seeded generator
     #[arg(long, value_enum, default_value_t = Backend::Real)]
     pub backend: Backend,
     /// Seed of the simulated source
@@ -176,7 +181,7 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 27] = [
+const NO_MEASURE_CONFLICTS: [&str; 28] = [
     "interval",
     "until",
     "cpus",
@@ -187,6 +192,7 @@ const NO_MEASURE_CONFLICTS: [&str; 27] = [
     "hist_limit",
     "trace_threshold",
     "max_latency",
+    "max_latency_of",
     "backend",
     "sim_seed",
     "sim_realtime",

@@ -25,6 +25,18 @@ pub enum Policy {
 pub enum Backend {
     Real,
     Sim,
+    Timerlat,
+}
+
+/// Which of timerlat's latencies `--max-latency` judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LatencyOf {
+    /// Timer expiry → its IRQ handler.
+    Irq,
+    /// Timer expiry → the measuring thread runs (in the kernel).
+    Thread,
+    /// Timer expiry → the thread is back in user space (latlab's threads on timerlat_fd).
+    User,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

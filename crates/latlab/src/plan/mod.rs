@@ -50,6 +50,7 @@ pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunP
             backend: backend::by_name(match a.backend {
                 cli::Backend::Real => "real",
                 cli::Backend::Sim => "sim",
+                cli::Backend::Timerlat => "timerlat",
             })
             .expect("the CLI's back ends are the engine's"),
             seed: a.sim_seed,

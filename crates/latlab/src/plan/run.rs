@@ -3,6 +3,7 @@
 
 use anyhow::bail;
 use latlab_core::cpulist::format_cpu_list;
+use latlab_core::trace::raw::TimerlatContext;
 
 use latlab_core::hist::Layout;
 use latlab_core::units::{format_duration, Nanos};
@@ -119,6 +120,16 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
     let max_latency_ns = a.max_latency.map(|t| t.0);
+    if a.max_latency_of.is_some() && a.backend != Backend::Timerlat {
+        bail!(
+            "--max-latency-of names one of timerlat's latencies: give it with --backend timerlat"
+        );
+    }
+    let max_latency_of = a.max_latency_of.map(|c| match c {
+        crate::cli::LatencyOf::Irq => TimerlatContext::Irq,
+        crate::cli::LatencyOf::Thread => TimerlatContext::Thread,
+        crate::cli::LatencyOf::User => TimerlatContext::User,
+    });
     let buffer = a.ext.trace_buffer.0;
     if buffer == 0 || !buffer.is_multiple_of(1024) || buffer > (1 << 30) {
         bail!("--trace-buffer {buffer}: give whole KiB up to 1GiB per CPU, such as 4MiB or 512KiB");
@@ -139,7 +150,9 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend {
         Backend::Sim => "sim".into(),
-        Backend::Real => latlab_sys::rt::kernel_release().unwrap_or_else(|| "run".into()),
+        Backend::Real | Backend::Timerlat => {
+            latlab_sys::rt::kernel_release().unwrap_or_else(|| "run".into())
+        }
     });
     Ok(Plan {
         duration_ns,
@@ -153,6 +166,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         priority_step,
         trace_threshold_ns,
         max_latency_ns,
+        max_latency_of,
         trace,
         warmup_ns,
         until: a.until.clone(),

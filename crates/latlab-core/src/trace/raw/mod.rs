@@ -37,6 +37,7 @@ mod pages;
 mod read;
 mod render;
 mod shape;
+mod timerlat;
 
 use std::collections::HashMap;
 
@@ -48,6 +49,7 @@ pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout}
 pub use names::{Comms, Symbols};
 pub(crate) use read::{bytes, int, string};
 pub(crate) use shape::{Known, F};
+pub use timerlat::{MissedActivations, TimerlatContext, TimerlatDecoder, TimerlatSample};
 
 use decode::Slot;
 use pages::Item;

@@ -8,6 +8,8 @@
 //!   CPU, as cyclictest (latlab-sys's hot loop on the real clock);
 //! - [`sim`] (`sim`): the same loop fed by a seeded generator, in simulated time (or real time
 //!   with `realtime`), so the whole pipeline runs without root;
+//! - [`timerlat`] (`timerlat`): the kernel's timerlat tracer in latlab's own instance, its
+//!   samples (IRQ, thread, return-to-user latency) read from the ring's binary pages;
 //! - [`idle`]: no thread at all (`latlab profile --no-measure`): the run lasts its duration.
 //!
 //! docs/design.md ("Adding a back end") walks through `sim` as the worked example.
@@ -21,6 +23,7 @@ use super::plan::measure::{ModePlan, Plan};
 pub mod cyclic;
 pub mod idle;
 pub mod sim;
+pub mod timerlat;
 
 /// What a run asks of its back end's threads.
 pub struct Start<'a> {
@@ -32,6 +35,9 @@ pub struct Start<'a> {
     pub spike_threshold_ns: u64,
     /// The flight recorder's marker, written by a thread whose sample crosses its threshold.
     pub trace: Option<TraceHook>,
+    /// The run's ledger, for a back end that changes the machine (the timerlat tracer's
+    /// settings).
+    pub ledger: Arc<std::sync::Mutex<latlab_sys::ledger::Ledger>>,
     /// `--sim-seed`, for back ends that generate their samples.
     pub seed: u64,
     /// Generated samples come in real time (`--sim-realtime`).
@@ -57,6 +63,12 @@ pub trait Backend: Sync {
     /// `mlockall`, `/dev/cpu_dma_latency`), latlab's own threads kept off its CPUs, and its
     /// CPUs claimed against other latlab runs.
     fn on_the_machine(&self) -> bool;
+    /// What this kernel and this plan allow, checked before anything is changed or written
+    /// (a kernel without the back end's tracer: one line, exit 1).
+    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
+        let _ = (p, mode);
+        Ok(())
+    }
     /// Start the threads.
     fn start(&self, s: Start) -> crate::Result<Box<dyn Measurement>>;
 }
@@ -76,7 +88,7 @@ pub trait Measurement {
 }
 
 /// Every back end, by name: the one list to extend.
-pub const BACKENDS: &[&dyn Backend] = &[&cyclic::Cyclic, &sim::Sim];
+pub const BACKENDS: &[&dyn Backend] = &[&cyclic::Cyclic, &sim::Sim, &timerlat::Timerlat];
 
 /// The back end called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Backend> {

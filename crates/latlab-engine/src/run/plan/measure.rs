@@ -26,6 +26,9 @@ pub struct Plan {
     pub priority_step: u32,
     pub trace_threshold_ns: Option<Nanos>,
     pub max_latency_ns: Option<Nanos>,
+    /// `--max-latency-of` (`--backend timerlat`): the latency `--max-latency` judges; None:
+    /// the CPU's histogram (timerlat: the thread latency).
+    pub max_latency_of: Option<latlab_core::trace::raw::TimerlatContext>,
     /// The flight recorder's options, with `--trace-threshold`.
     pub trace: Option<TraceOptions>,
     pub warmup_ns: Nanos,
@@ -49,7 +52,8 @@ pub struct ModePlan {
 impl ModePlan {
     /// What thread `i` adds to its CPU record (None for the timer).
     pub fn cpu_mode(&self, i: usize, t: &ThreadShared, backend_sim: bool) -> Option<CpuMode> {
-        if matches!(self.mode, Mode::Timer) {
+        let (irq, thread) = (t.mode.irq.as_ref(), t.mode.thread.as_ref());
+        if matches!(self.mode, Mode::Timer) && irq.is_none() {
             return None;
         }
         let exec = t.mode.exec.as_ref().map(|h| ExecRecord {
@@ -71,8 +75,9 @@ impl ModePlan {
             pair: self.pairs.get(i).cloned(),
             exec,
             audio,
-            irq: None,
-            thread: None,
+            irq: irq.map(|h| h.snapshot().to_record()),
+            thread: thread.map(|h| h.snapshot().to_record()),
+            timerlat_threads: irq.map(|_| if thread.is_some() { "user" } else { "kernel" }.into()),
         })
     }
 }

@@ -1,0 +1,274 @@
+//! `latlab run --backend timerlat` proven in the kernel lab (issue 28 §3): Debian's 6.12-rt
+//! booted under QEMU (support/lab.rs), 2 CPUs, CPU 1 measured at FIFO 95 every 5 ms, one boot
+//! for all of it:
+//!
+//! - latlab's threads on `timerlat_fd`: every activation accounted for (samples + missed ≈
+//!   duration / period), the IRQ, thread and return-to-user series all there, the `osnoise/`
+//!   settings as they were once it ends and no instance left;
+//! - `rtla timerlat hist` on the same CPU, period and priority (imported): its IRQ and thread
+//!   series overlap latlab's;
+//! - a FIFO 97 hog in 25 ms bursts on CPU 1 (support/lab_inject.c) delays the thread, not the
+//!   timer's IRQ: the thread series gets the bursts, the IRQ series does not, and the periods
+//!   the late thread skipped are counted as missed;
+//! - the kernel's own `timerlat/1` thread (`LATLAB_TIMERLAT_THREADS=kernel`, the path of a
+//!   kernel without `timerlat_fd`): IRQ and thread series, `timerlat_threads` `kernel`;
+//! - rtla running: refused in one line naming its instance, nothing changed;
+//! - latlab SIGKILLed mid-run: its instance and settings stay, `latlab cleanup` restores them.
+//!
+//! TCG emulates the CPUs: the assertions are structure and direction, never latencies.
+
+use serde_json::Value;
+
+mod support;
+use support::lab::{Guest, Lab};
+
+const SCRIPT: &str = r#"
+up() { cut -d' ' -f1 /proc/uptime; }
+step() { n=$1; shift; a=$(up); "$@" >"$n.out" 2>"$n.err"; echo $? >"$n.rc"; echo "$n $a $(up)" >>times; }
+T=/sys/kernel/tracing
+osn() { for f in cpus timerlat_period_us stop_tracing_us stop_tracing_total_us print_stack options; do echo "$f $(cat $T/osnoise/$f 2>&1)"; done; }
+ours() { ls -A $T/instances | grep '^latlab-'; true; }
+tl() { latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --no-db -q "$@"; }
+osn >osnoise-before
+# 1. latlab's threads on timerlat_fd.
+step base tl --duration 3s --results /lab/base
+osn >osnoise-after-base; ours >instances-after-base
+# 2. rtla, same CPU, period, priority.
+# 10 us buckets up to 30 ms: TCG's latencies are milliseconds (rtla's default ends at 256 us).
+step rtla rtla timerlat hist -c 1 -P f:95 -p 5000 -d 3 -b 10 -E 3000
+# 3. A FIFO 97 hog on CPU 1: 25 ms bursts every 60 ms, running until killed (TCG's set-up
+# takes seconds).
+lab_inject hog 1 97 25000 60 120 /lab/hog.log & h=$!
+step hog tl --duration 3s --results /lab/hog
+kill $h 2>/dev/null; wait $h 2>/dev/null
+# 4. The kernel's timerlat/1 thread.
+step kthreads env LATLAB_TIMERLAT_THREADS=kernel latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --no-db -q --duration 2s --results /lab/kthreads
+osn >osnoise-after-kthreads
+# 5. rtla running: refused, nothing changed.
+rtla timerlat hist -c 1 -p 5000 -d 120 >/dev/null 2>&1 & r=$!
+i=0; while ! grep -qs timerlat $T/instances/*/current_tracer && [ $i -lt 600 ]; do usleep 100000; i=$((i+1)); done
+osn >osnoise-with-rtla
+step busy tl --duration 1s --results /lab/busy
+osn >osnoise-after-busy
+kill -INT $r 2>/dev/null; wait $r 2>/dev/null
+i=0; while grep -qs timerlat $T/instances/*/current_tracer && [ $i -lt 600 ]; do usleep 100000; i=$((i+1)); done
+# 6. SIGKILL mid-run, then cleanup.
+# latlab itself in the background (not the shell function: its subshell would be killed).
+latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --no-db -q --duration 60s --results /lab/killed >killed.out 2>killed.err & l=$!
+i=0; while ! grep -qsx 'latlab-tl/1' /proc/[0-9]*/comm && [ $i -lt 600 ]; do usleep 100000; i=$((i+1)); done
+kill -9 $l; wait $l 2>/dev/null
+usleep 300000
+osn >osnoise-killed; ours >instances-killed
+step cleanup latlab cleanup
+osn >osnoise-after-cleanup; ours >instances-after-cleanup
+true
+"#;
+
+fn guest() -> Option<&'static Guest> {
+    static G: support::lab::Once = support::lab::Once::new();
+    let test = "lab_timerlat";
+    let make = || {
+        let mut l = Lab::new("rt-6.12", 2, 600);
+        let ok = l.tools(test, &["rtla"]) && l.injector(test);
+        ok.then_some(l)
+    };
+    Lab::once(&G, test, make, SCRIPT)
+}
+
+/// Step `n`'s run directory's run.json, its exit status checked.
+fn run_of(g: &Guest, n: &str) -> Value {
+    let rc = g.read(&format!("{n}.rc"));
+    assert_eq!(rc.trim(), "0", "{n}: {}", g.read(&format!("{n}.err")));
+    support::read_json(&support::only_run_dir(&g.path(n)).join("run.json"))
+}
+
+fn hist(v: &Value) -> latlab_core::hist::Histogram {
+    let r: latlab_core::hist::HistogramRecord = serde_json::from_value(v.clone()).unwrap();
+    latlab_core::hist::Histogram::from_record(&r).unwrap()
+}
+
+fn count_at_or_above(v: &Value, ns: u64) -> u64 {
+    let h = hist(v);
+    h.count() - h.count_below(ns)
+}
+
+/// A timerlat run's CPU 1: its series, and every activation accounted for.
+fn timerlat_cpu(run: &Value, threads: &str) -> Value {
+    assert_eq!(run["config"]["backend"], "timerlat");
+    assert_eq!(run["config"]["cpus"], serde_json::json!([1]));
+    let c = run["cpus"][0].clone();
+    assert_eq!(c["cpu"], 1);
+    let m = &c["mode"];
+    assert_eq!(m["timerlat_threads"], threads, "{m}");
+    assert_eq!(m["thread"].is_object(), threads == "user", "{m}");
+    let expected = run["config"]["measured_ns"].as_f64().unwrap() / 5e6;
+    let samples = c["samples"].as_f64().unwrap();
+    let missed = c["missed_periods"].as_f64().unwrap();
+    assert!(
+        (samples + missed - expected).abs() <= expected * 0.05 + 2.0,
+        "{samples} samples + {missed} missed of {expected} periods"
+    );
+    // Every activation has its IRQ sample, and the thread's series as many (but the last).
+    let irq = m["irq"]["count"].as_f64().unwrap();
+    assert!((irq - samples).abs() <= 2.0, "IRQ {irq}, thread {samples}");
+    if threads == "user" {
+        let thr = m["thread"]["count"].as_f64().unwrap();
+        assert!((thr - samples).abs() <= 2.0, "thread {thr}, user {samples}");
+    }
+    c
+}
+
+#[test]
+fn user_threads_account_for_every_activation_and_restore_the_settings() {
+    let Some(g) = guest() else { return };
+    let run = run_of(g, "base");
+    let c = timerlat_cpu(&run, "user");
+    assert!(c["samples"].as_u64().unwrap() >= 300, "{}", c["samples"]);
+    // Return to user comes after the thread ran: its series lies above the thread's.
+    let (user, thread) = (hist(&c["histogram"]), hist(&c["mode"]["thread"]));
+    assert!(
+        user.min() >= thread.min(),
+        "{:?} {:?}",
+        user.min(),
+        thread.min()
+    );
+    assert_eq!(g.read("osnoise-after-base"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-base"), "");
+}
+
+#[test]
+fn latlabs_irq_and_thread_series_overlap_rtlas() {
+    use latlab_core::hist::Quantile;
+    let Some(g) = guest() else { return };
+    let run = run_of(g, "base");
+    let c = timerlat_cpu(&run, "user");
+    let rc = g.read("rtla.rc");
+    assert_eq!(rc.trim(), "0", "rtla: {}", g.read("rtla.err"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::latlab()
+        .arg("import")
+        .arg(g.path("rtla.out"))
+        .args(["--no-db", "--results"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
+    assert_eq!(imp["cpus"][0]["cpu"], 1);
+    // rtla 6.1 measures with the kernel's thread: its histogram is the thread latency.
+    for (what, ours, theirs) in [
+        ("IRQ", &c["mode"]["irq"], &imp["cpus"][0]["mode"]["irq"]),
+        ("thread", &c["mode"]["thread"], &imp["cpus"][0]["histogram"]),
+    ] {
+        let (a, b) = (hist(ours), hist(theirs));
+        let q = |h: &latlab_core::hist::Histogram, q| h.quantile(q).unwrap();
+        eprintln!(
+            "{what}: latlab p50 {} p99 {} of {}, rtla p50 {} p99 {} of {}",
+            q(&a, Quantile::P50),
+            q(&a, Quantile::P99),
+            a.count(),
+            q(&b, Quantile::P50),
+            q(&b, Quantile::P99),
+            b.count()
+        );
+        // Overlap: each one's median lies within the other's 1 %..99 % range.
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            let m = q(x, Quantile::P50);
+            assert!(
+                y.min().unwrap() <= m && m <= q(y, Quantile::P99),
+                "{what}: a median {m} ns outside the other's range"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
+    let Some(g) = guest() else { return };
+    let base = timerlat_cpu(&run_of(g, "base"), "user");
+    let hog = timerlat_cpu(&run_of(g, "hog"), "user");
+    let over = |c: &Value, k: &str| {
+        let v = if k == "irq" {
+            &c["mode"]["irq"]
+        } else {
+            &c["mode"]["thread"]
+        };
+        count_at_or_above(v, 15_000_000)
+    };
+    let bursts = g
+        .read("hog.log")
+        .lines()
+        .filter(|l| l.starts_with("burst"))
+        .count();
+    eprintln!(
+        "over 15 ms: thread {} (base {}), IRQ {} (base {}); missed {} (base {}); {bursts} bursts",
+        over(&hog, "thread"),
+        over(&base, "thread"),
+        over(&hog, "irq"),
+        over(&base, "irq"),
+        hog["missed_periods"],
+        base["missed_periods"]
+    );
+    // About one activation per 25 ms burst waits for its end (20-25 ms): the thread series.
+    assert!(over(&hog, "thread") >= 10, "thread");
+    assert!(
+        over(&hog, "thread") >= 3 * over(&base, "thread") + 5,
+        "thread vs base"
+    );
+    // The timer's IRQ is not the hog's: what it has over 15 ms is TCG's own stalls.
+    assert!(
+        over(&hog, "irq") <= over(&base, "irq") + over(&hog, "thread") / 4,
+        "IRQ"
+    );
+    // The late thread skipped the periods of the burst: missed, not lost.
+    assert!(
+        hog["missed_periods"].as_u64() > base["missed_periods"].as_u64().map(|m| m + 20),
+        "missed"
+    );
+}
+
+#[test]
+fn the_kernels_threads_measure_where_latlab_does_not_wait_on_timerlat_fd() {
+    let Some(g) = guest() else { return };
+    let c = timerlat_cpu(&run_of(g, "kthreads"), "kernel");
+    assert!(c["samples"].as_u64().unwrap() >= 200, "{}", c["samples"]);
+    assert_eq!(g.read("osnoise-after-kthreads"), g.read("osnoise-before"));
+}
+
+#[test]
+fn rtla_running_is_refused_and_nothing_changes() {
+    let Some(g) = guest() else { return };
+    assert_eq!(g.read("busy.rc").trim(), "1");
+    let err = g.read("busy.err");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("latlab: error: tracefs instance '") && err.contains("rtla"),
+        "{err}"
+    );
+    assert_eq!(g.read("osnoise-after-busy"), g.read("osnoise-with-rtla"));
+    assert!(!g.path("busy").exists() || support::run_dirs(&g.path("busy")).is_empty());
+}
+
+#[test]
+fn a_sigkilled_run_is_restored_by_cleanup() {
+    let Some(g) = guest() else { return };
+    let left = g.read("instances-killed");
+    assert!(left.trim().ends_with("-timerlat"), "{left:?}");
+    assert!(
+        g.read("osnoise-killed").contains("timerlat_period_us 5000"),
+        "{}",
+        g.read("osnoise-killed")
+    );
+    assert_eq!(
+        g.read("cleanup.rc").trim(),
+        "0",
+        "{}",
+        g.read("cleanup.err")
+    );
+    assert_eq!(g.read("instances-after-cleanup"), "");
+    assert_eq!(g.read("osnoise-after-cleanup"), g.read("osnoise-before"));
+}
