@@ -145,6 +145,14 @@ pub fn confine_calling_thread(busy: &[u32]) -> io::Result<Vec<u32>> {
     Ok(free)
 }
 
+/// The online CPUs this process may run on (all online ones when its affinity cannot be
+/// read), in increasing order.
+pub fn usable_cpus() -> io::Result<Vec<u32>> {
+    let online = online_cpus()?;
+    let allowed = allowed_cpus().unwrap_or_else(|_| online.clone());
+    Ok(online.into_iter().filter(|c| allowed.contains(c)).collect())
+}
+
 /// CPUs this process may run on.
 pub fn allowed_cpus() -> io::Result<Vec<u32>> {
     // SAFETY: as above.

@@ -335,3 +335,14 @@ fn too_many_arguments_is_allowed_nowhere() {
         found.join("\n")
     );
 }
+
+#[test]
+fn the_cli_crate_stays_thin() {
+    // The CLI parses, plans and renders through the other crates (issue 26: at most 5 000
+    // lines, tests in its src/ included).
+    let n: usize = sources(&workspace().join("crates/latlab/src"))
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+        .sum();
+    assert!(n <= 5_000, "crates/latlab/src holds {n} lines");
+}

@@ -16,7 +16,7 @@ pub use man::{CompletionsArgs, ManArgs};
 pub use results::*;
 pub use run::*;
 pub use scenario::ScenarioArgs;
-pub use values::{Backend, LatencyOf, RunFormat};
+pub use values::{LatencyOf, RunFormat};
 
 #[derive(Debug, Parser)]
 #[command(

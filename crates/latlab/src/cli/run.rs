@@ -4,13 +4,13 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, ValueEnum};
 use latlab_engine::actions::{Action, Actions};
+use latlab_engine::run::backend;
 
 use super::results::RecordDb;
-use super::values::{
-    Backend, CpuList, CpuSel, Duration, Latency, LatencyOf, Policy, RunFormat, Size,
-};
+use super::values::{CpuList, CpuSel, Duration, Latency, LatencyOf, Policy, RunFormat, Size};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -61,8 +61,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "latlab-results")]
     pub results: PathBuf,
     /// `real` measures this machine (root); `timerlat`: the kernel's timerlat tracer measures (root, a kernel with CONFIG_TIMERLAT_TRACER); `sim` feeds the same pipeline from a seeded generator
-    #[arg(long, value_enum, default_value_t = Backend::Real)]
-    pub backend: Backend,
+    #[arg(long, default_value = "real", value_parser = PossibleValuesParser::new(backend::names()))]
+    pub backend: String,
     /// Seed of the simulated source
     #[arg(long, default_value_t = 1)]
     pub sim_seed: u64,

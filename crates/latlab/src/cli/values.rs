@@ -21,13 +21,6 @@ pub enum Policy {
     Other,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    Real,
-    Sim,
-    Timerlat,
-}
-
 /// Which of timerlat's latencies `--max-latency` judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LatencyOf {

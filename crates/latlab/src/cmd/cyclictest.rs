@@ -21,14 +21,7 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", long_help())?;
         return Ok(ExitCode::SUCCESS);
     }
-    let online = latlab_sys::rt::online_cpus()?;
-    let allowed = latlab_sys::rt::allowed_cpus().unwrap_or_else(|_| online.clone());
-    let usable: Vec<u32> = online
-        .iter()
-        .copied()
-        .filter(|c| allowed.contains(c))
-        .collect();
-    let o = parse(&a.args, &usable)?;
+    let o = parse(&a.args, &latlab_sys::rt::usable_cpus()?)?;
     if let Some(msg) = &o.notice {
         eprintln!("{msg}");
     }

@@ -47,12 +47,7 @@ pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunP
         measure: p,
         mode: mp,
         session: SessionPlan {
-            backend: backend::by_name(match a.backend {
-                cli::Backend::Real => "real",
-                cli::Backend::Sim => "sim",
-                cli::Backend::Timerlat => "timerlat",
-            })
-            .expect("the CLI's back ends are the engine's"),
+            backend: backend::by_name(&a.backend).expect("the CLI's back ends are the engine's"),
             seed: a.sim_seed,
             realtime: a.sim_realtime,
             aligned: a.aligned,

@@ -11,7 +11,7 @@ use latlab_engine::run::plan::Plan;
 use latlab_sys::rt::{self, Policy};
 
 use crate::cli::values::CpuSel;
-use crate::cli::{Backend, RunArgs};
+use crate::cli::RunArgs;
 use latlab_engine::recorder::TraceOptions;
 
 fn flag<T, E: std::fmt::Display>(name: &str, r: Result<T, E>) -> anyhow::Result<T> {
@@ -64,12 +64,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     let online = rt::online_cpus()?;
     let cpus = match &a.cpus {
         CpuSel::All => {
-            let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
-            let cpus: Vec<u32> = online
-                .iter()
-                .copied()
-                .filter(|c| allowed.contains(c))
-                .collect();
+            let cpus = rt::usable_cpus()?;
             if cpus.is_empty() {
                 bail!("--cpus all: no CPU is available to this process");
             }
@@ -120,7 +115,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
     }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
     let max_latency_ns = a.max_latency.map(|t| t.0);
-    if a.max_latency_of.is_some() && a.backend != Backend::Timerlat {
+    if a.max_latency_of.is_some() && a.backend != "timerlat" {
         bail!(
             "--max-latency-of names one of timerlat's latencies: give it with --backend timerlat"
         );
@@ -148,11 +143,9 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             .contains(&latlab_engine::actions::Action::Trace),
     });
     let warmup_ns = a.ext.warmup.0;
-    let label = a.label.clone().unwrap_or_else(|| match a.backend {
-        Backend::Sim => "sim".into(),
-        Backend::Real | Backend::Timerlat => {
-            latlab_sys::rt::kernel_release().unwrap_or_else(|| "run".into())
-        }
+    let label = a.label.clone().unwrap_or_else(|| match a.backend.as_str() {
+        "sim" => "sim".into(),
+        _ => latlab_sys::rt::kernel_release().unwrap_or_else(|| "run".into()),
     });
     Ok(Plan {
         duration_ns,

@@ -69,14 +69,8 @@ pub fn fairness(a: &FairnessArgs) -> anyhow::Result<FairnessPlan> {
     let online = rt::online_cpus()?;
     let cpus = match &a.cpus {
         None => {
-            let allowed = rt::allowed_cpus().unwrap_or_else(|_| online.clone());
-            let last = online
-                .iter()
-                .rev()
-                .find(|c| allowed.contains(c))
-                .copied()
-                .ok_or_else(|| anyhow!("no online CPU is available to this process"))?;
-            vec![last]
+            let last = rt::usable_cpus()?.pop();
+            vec![last.ok_or_else(|| anyhow!("no online CPU is available to this process"))?]
         }
         Some(l) => {
             if let Some(c) = l.0.iter().find(|c| !online.contains(c)) {

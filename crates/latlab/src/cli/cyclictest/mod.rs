@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use clap::{Args, FromArgMatches, ValueEnum};
+use clap::{Args, FromArgMatches};
 use latlab_engine::actions::Action;
 
 use super::run::RunArgs;
-use super::values::{Backend, CpuList, CpuSel, Duration, Latency, Policy};
+use super::values::{CpuList, CpuSel, Duration, Latency, Policy};
 
 mod parse;
 
@@ -110,12 +110,15 @@ impl Opts {
         }
         a.label.clone_from(&self.label);
         if let Some(b) = &self.backend {
-            a.backend = Backend::from_str(b, false).map_err(|_| {
-                anyhow::anyhow!(
-                    "{}: not a back end; use real or sim",
-                    self.typed("--backend")
-                )
-            })?;
+            let names = latlab_engine::run::backend::names();
+            if !names.contains(&b.as_str()) {
+                anyhow::bail!(
+                    "{}: not a back end; use {}",
+                    self.typed("--backend"),
+                    names.join(", ")
+                );
+            }
+            a.backend.clone_from(b);
         }
         if let Some(s) = &self.sim_seed {
             a.sim_seed = s
