@@ -109,7 +109,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     heading(&mut o, m);
     let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
     let header: Vec<String> = [
-        "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
+        "CPU", "samples", "missed", "min", "mean", "p99", "p99.9", "max",
     ]
     .iter()
     .map(|s| s.to_string())

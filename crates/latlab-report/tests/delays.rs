@@ -168,3 +168,30 @@ fn no_table_without_causes() {
     let v: serde_json::Value = serde_json::from_slice(&render(&m, Format::Json)).unwrap();
     assert!(v.get("delays").is_none());
 }
+
+/// The text report answers first: a summary (the worst latency and where, the per-CPU table
+/// with p99.9 rather than p99.999, which is "TOO FEW" on every short run), then what delays
+/// this machine, and only then the per-CPU statistics.
+#[test]
+fn text_leads_with_the_summary_then_the_causes() {
+    let text = String::from_utf8(render(&two_spikes(), Format::Text)).unwrap();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+    };
+    let summary = at("\nSummary\n");
+    let worst = at("worst latency: 3000 µs on CPU 0");
+    let largest = at("largest traced spike: #002, 3000 µs on CPU 0: preempt_off <evil>");
+    let header = text[summary..]
+        .lines()
+        .find(|l| l.trim_start().starts_with("CPU "))
+        .unwrap();
+    assert!(
+        header.contains("p99.9") && !header.contains("p99.999"),
+        "{header}"
+    );
+    let causes = at("What delays this machine");
+    let stats = at("\nCPU 0\n");
+    assert!(summary < worst && worst < largest && largest < causes && causes < stats);
+    assert!(!text.contains('\x1b'));
+}

@@ -29,7 +29,7 @@ pub(super) fn section(o: &mut String, m: &RunModel) {
         o.push_str("</ul>\n");
     }
 
-    o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.999</th><th>max</th></tr>\n");
+    o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     let rows = stat_rows(m, |c| c.to_string(), "all");
     for (name, s) in &rows {
         o.push_str("<tr>");
