@@ -248,6 +248,13 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     summary(&mut out, m);
     // What delays this machine comes right after the summary, before the statistics.
     delays_table(&mut out, &r.spikes);
+    // The scheduler profile (`latlab profile`) is an answer too: before the statistics.
+    if let Some(p) = &r.profile {
+        table_blocks(
+            &mut out,
+            crate::profile::tables(p, crate::profile::TEXT_WAITS),
+        );
+    }
     out.push('\n');
     let title = if m.cpus.len() > 1 {
         "All CPUs".to_string()
@@ -398,7 +405,12 @@ fn tail_section(out: &mut String, m: &RunModel) {
 
 /// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_blocks(out: &mut String, m: &RunModel) {
-    for t in crate::extra::tables(m) {
+    table_blocks(out, crate::extra::tables(m));
+}
+
+/// Tables of plain cells, each under its title, with its note below.
+fn table_blocks(out: &mut String, tables: Vec<crate::tables::Table>) {
+    for t in tables {
         let _ = writeln!(out, "\n{}", escape(&t.title));
         let mut tab = Table::new();
         tab.load_style(presets::NOTHING);
