@@ -81,7 +81,8 @@ pub fn short_flags(m: &RunModel) -> Vec<String> {
 }
 
 /// The summary table's cells of one row after its name: samples, missed periods, minimum,
-/// mean, p99, p99.999 and maximum.
+/// mean, p99, p99.9 and maximum (p99.9, not p99.999: a short run has too few samples for
+/// five nines, which Williams' block still shows).
 pub fn summary_cells(s: &Stats) -> [String; 7] {
     [
         s.samples.to_string(),
@@ -89,9 +90,63 @@ pub fn summary_cells(s: &Stats) -> [String; 7] {
         opt(s.min_ns),
         opt(s.mean_ns),
         pbound("p99", s.p99_ns, s),
-        pbound("p99.999", s.p99999_ns, s),
+        pbound("p99.9", s.p999_ns, s),
         opt(s.max_ns),
     ]
+}
+
+/// The summary table's column names after "CPU".
+pub const SUMMARY_HEADER: [&str; 7] = ["samples", "missed", "min", "avg", "p99", "p99.9", "max"];
+
+/// The worst latency of the run and where: (CPU, latency, CLOCK_MONOTONIC time when the
+/// record has it), from the largest samples kept, else from the CPUs' maxima.
+pub fn worst(m: &RunModel) -> Option<(u32, u64, Option<u64>)> {
+    let kept = m
+        .record
+        .cpus
+        .iter()
+        .flat_map(|c| {
+            c.top_spikes
+                .iter()
+                .map(move |s| (c.cpu, s.latency_ns, s.at_ns))
+        })
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.2.cmp(&a.2)));
+    let by_stats = m
+        .cpus
+        .iter()
+        .filter_map(|c| c.stats.max_ns.map(|v| (c.cpu, v)))
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+    match (kept, by_stats) {
+        (Some(k), Some(s)) if s.1 > k.1 => Some((s.0, s.1, None)),
+        (Some(k), _) => Some((k.0, k.1, Some(k.2))),
+        (None, Some(s)) => Some((s.0, s.1, None)),
+        (None, None) => None,
+    }
+}
+
+/// The largest traced spike, with its index in the record (spikes/NNN is index + 1).
+pub fn largest_spike(m: &RunModel) -> Option<(usize, &latlab_core::record::SpikeRecord)> {
+    m.record
+        .spikes
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.latency_ns.cmp(&b.1.latency_ns).then(b.0.cmp(&a.0)))
+}
+
+/// A spike's largest causes as "kind name time", at most `n` of them.
+pub fn cause_list(s: &latlab_core::record::SpikeRecord, n: usize) -> Vec<String> {
+    s.causes
+        .iter()
+        .take(n)
+        .map(|c| {
+            format!(
+                "{} {} {}",
+                latlab_core::trace::attribution::kind_str(c.kind),
+                c.name,
+                Human(c.ns)
+            )
+        })
+        .collect()
 }
 
 /// The percentile ladder of `s`: each label (`p50` … `p99.999`) with its [`pbound`].

@@ -6,6 +6,7 @@ use latlab_core::activity::ActivityRecord;
 use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
 use latlab_core::modes::{AudioRecord, ExecSummary, ModeParams};
+use latlab_core::profile::ProfileRecord;
 use latlab_core::record::{LoadRecord, Machine, RunConfig, SampleSpike, Source, SpikeRecord};
 use latlab_core::scenario_record::ScenarioRecord;
 use latlab_core::stats::Stats;
@@ -51,6 +52,10 @@ pub struct Report<'a> {
     /// Extension: only for `latlab scenario` runs (see docs/contract.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<&'a ScenarioRecord>,
+    /// Extension: only for `latlab profile` runs, the same object as run.json's (see
+    /// docs/contract.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<&'a ProfileRecord>,
 }
 
 /// All CPUs merged: the contract's statistics and the tail estimate.
@@ -218,6 +223,7 @@ pub fn report(m: &RunModel) -> Report<'_> {
         mode,
         delays,
         scenario: r.scenario.as_ref(),
+        profile: r.profile.as_ref(),
     }
 }
 

@@ -71,6 +71,11 @@ fn us(ns: f64) -> String {
     }
 }
 
+/// The anchor of the `i`-th spike's (0-based) lanes, which the spikes' table links to.
+pub fn anchor(i: usize) -> String {
+    format!("spike-{}", i + 1)
+}
+
 /// The section's HTML for all spikes: a heading, then per spike a line saying which it is and
 /// its SVG, or "no lane data in this record" (an older record, or a spike not traced), or
 /// why there are no segments.
@@ -83,7 +88,8 @@ pub fn section(spikes: &[SpikeRecord]) -> String {
     for (i, s) in spikes.iter().take(MAX_SPIKES_DRAWN).enumerate() {
         let _ = writeln!(
             o,
-            "<h3 class=\"meta\">Spike {} on CPU {} at {}.{:06} s: {}</h3>",
+            "<h3 class=\"meta\" id=\"{}\">Spike {} on CPU {} at {}.{:06} s: {}</h3>",
+            anchor(i),
             i + 1,
             s.cpu,
             s.at_ns / 1_000_000_000,

@@ -109,7 +109,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     heading(&mut o, m);
     let rows = stat_rows(m, |c| format!("CPU {c}"), "all");
     let header: Vec<String> = [
-        "CPU", "samples", "missed", "min", "mean", "p99", "p99.999", "max",
+        "CPU", "samples", "missed", "min", "mean", "p99", "p99.9", "max",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -123,7 +123,13 @@ pub fn render(m: &RunModel) -> Vec<u8> {
         })
         .collect();
     table(&mut o, &header, &body);
-    mode_tables(&mut o, m);
+    mode_tables(&mut o, crate::extra::tables(m));
+    if let Some(p) = &r.profile {
+        mode_tables(
+            &mut o,
+            crate::profile::tables(p, crate::profile::TEXT_WAITS),
+        );
+    }
     o.push_str("### Percentile ladder\n\n");
     let ladder: Vec<(String, Vec<(String, String)>)> = rows
         .iter()
@@ -278,9 +284,9 @@ fn loads_table(o: &mut String, loads: &[latlab_core::record::LoadRecord]) {
     table(o, &h.map(String::from), &rows);
 }
 
-/// The mode's and the scenario's tables (nothing for a timer run).
-fn mode_tables(o: &mut String, m: &RunModel) {
-    for t in crate::extra::tables(m) {
+/// Tables of plain cells (the mode's, the scenario's, the profile's), each under its title.
+fn mode_tables(o: &mut String, tables: Vec<crate::tables::Table>) {
+    for t in tables {
         let _ = writeln!(o, "### {}\n", cell(&t.title));
         let rows: Vec<Vec<String>> = t
             .rows

@@ -1,5 +1,6 @@
-//! The text report: a per-CPU table, then Williams' statistics block for all CPUs merged and
-//! for each CPU, the largest samples, and what the run could not do.
+//! The text report: a short summary (the worst latency and where, a per-CPU table), what
+//! delays this machine, then Williams' statistics block for all CPUs merged and for each CPU,
+//! the largest samples, and what the run could not do.
 
 use std::fmt::Write;
 
@@ -104,9 +105,7 @@ pub fn williams_block(out: &mut String, title: &str, s: &Stats) {
 pub fn cpu_table(m: &RunModel) -> String {
     let mut t = Table::new();
     t.load_style(presets::NOTHING);
-    t.set_header(vec![
-        "CPU", "samples", "missed", "min", "avg", "p99", "p99.999", "max",
-    ]);
+    t.set_header(std::iter::once("CPU").chain(crate::figures::SUMMARY_HEADER));
     for (name, s) in stat_rows(m, |c| c.to_string(), "all") {
         t.add_row(std::iter::once(name).chain(summary_cells(s)));
     }
@@ -198,20 +197,65 @@ fn delays_table(out: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
     let _ = writeln!(out, "{t}");
 }
 
+/// The short summary the report opens with: the worst latency and where, the largest traced
+/// spike's causes, the per-CPU table (p99.9, not p99.999) and the flags of percentiles resting
+/// on too few samples.
+fn summary(out: &mut String, m: &RunModel) {
+    out.push_str("Summary\n");
+    if let Some((cpu, lat, at)) = crate::figures::worst(m) {
+        let when = at
+            .map(|at| {
+                format!(
+                    " at CLOCK_MONOTONIC {}.{:09} s",
+                    at / 1_000_000_000,
+                    at % 1_000_000_000
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(out, "  worst latency: {} on CPU {cpu}{when}", Human(lat));
+    }
+    if let Some((i, s)) = crate::figures::largest_spike(m) {
+        let causes = crate::figures::cause_list(s, 3);
+        let _ = writeln!(
+            out,
+            "  largest traced spike: #{:03}, {} on CPU {}: {}",
+            i + 1,
+            Human(s.latency_ns),
+            s.cpu,
+            if causes.is_empty() {
+                "not attributed".to_string()
+            } else {
+                escape(&causes.join(", "))
+            }
+        );
+    }
+    out.push('\n');
+    out.push_str(&cpu_table(m));
+    out.push('\n');
+    let flags = short_flags(m);
+    if !flags.is_empty() {
+        out.push_str("\nBefore trusting a percentile:\n");
+        for f in &flags {
+            let _ = writeln!(out, "  ! {f}");
+        }
+    }
+}
+
 pub fn render(m: &RunModel) -> Vec<u8> {
     let r = &m.record;
     let mut out = heading(m);
     out.push('\n');
-    let flags = short_flags(m);
-    if !flags.is_empty() {
-        out.push_str("Before trusting a percentile:\n");
-        for f in &flags {
-            let _ = writeln!(out, "  ! {f}");
-        }
-        out.push('\n');
+    summary(&mut out, m);
+    // What delays this machine comes right after the summary, before the statistics.
+    delays_table(&mut out, &r.spikes);
+    // The scheduler profile (`latlab profile`) is an answer too: before the statistics.
+    if let Some(p) = &r.profile {
+        table_blocks(
+            &mut out,
+            crate::profile::tables(p, crate::profile::TEXT_WAITS),
+        );
     }
-    out.push_str(&cpu_table(m));
-    out.push_str("\n\n");
+    out.push('\n');
     let title = if m.cpus.len() > 1 {
         "All CPUs".to_string()
     } else {
@@ -254,7 +298,6 @@ pub fn render(m: &RunModel) -> Vec<u8> {
             );
         }
     }
-    delays_table(&mut out, &r.spikes);
     if !r.spikes.is_empty() {
         let line = |i: usize, s: &latlab_core::record::SpikeRecord| {
             let causes: Vec<String> = s
@@ -362,7 +405,12 @@ fn tail_section(out: &mut String, m: &RunModel) {
 
 /// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_blocks(out: &mut String, m: &RunModel) {
-    for t in crate::extra::tables(m) {
+    table_blocks(out, crate::extra::tables(m));
+}
+
+/// Tables of plain cells, each under its title, with its note below.
+fn table_blocks(out: &mut String, tables: Vec<crate::tables::Table>) {
+    for t in tables {
         let _ = writeln!(out, "\n{}", escape(&t.title));
         let mut tab = Table::new();
         tab.load_style(presets::NOTHING);

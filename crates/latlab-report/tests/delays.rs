@@ -149,7 +149,7 @@ fn text_markdown_html_show_it_escaped() {
     assert!(md.contains("75.0 %"));
 
     let html = String::from_utf8(render(&m, Format::Html)).unwrap();
-    assert!(html.contains("<h2>What delays this machine</h2>"));
+    assert!(html.contains("<h2 id=\"what-delays-this-machine\">What delays this machine</h2>"));
     assert!(html.contains("&lt;evil&gt;"));
     assert!(!html.contains("<evil>"));
     assert!(
@@ -167,4 +167,73 @@ fn no_table_without_causes() {
     }
     let v: serde_json::Value = serde_json::from_slice(&render(&m, Format::Json)).unwrap();
     assert!(v.get("delays").is_none());
+}
+
+/// The text report answers first: a summary (the worst latency and where, the per-CPU table
+/// with p99.9 rather than p99.999, which is "TOO FEW" on every short run), then what delays
+/// this machine, and only then the per-CPU statistics.
+#[test]
+fn text_leads_with_the_summary_then_the_causes() {
+    let text = String::from_utf8(render(&two_spikes(), Format::Text)).unwrap();
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+    };
+    let summary = at("\nSummary\n");
+    let worst = at("worst latency: 3000 µs on CPU 0");
+    let largest = at("largest traced spike: #002, 3000 µs on CPU 0: preempt_off <evil>");
+    let header = text[summary..]
+        .lines()
+        .find(|l| l.trim_start().starts_with("CPU "))
+        .unwrap();
+    assert!(
+        header.contains("p99.9") && !header.contains("p99.999"),
+        "{header}"
+    );
+    let causes = at("What delays this machine");
+    let stats = at("\nCPU 0\n");
+    assert!(summary < worst && worst < largest && largest < causes && causes < stats);
+    assert!(!text.contains('\x1b'));
+}
+
+/// The HTML report of a traced run leads with a verdict (the worst latency, the top causes
+/// with their shares) before the first plot, then a table of contents whose every entry is an
+/// anchor of the page; the causes table comes before the plots, and each spike's row links to
+/// its lanes.
+#[test]
+fn html_leads_with_the_verdict_and_links_its_parts() {
+    let html = String::from_utf8(render(&two_spikes(), Format::Html)).unwrap();
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in:\n{html}"))
+    };
+    let verdict = at("<h2 id=\"verdict\">Verdict</h2>");
+    let worst = at("<strong>Worst latency: 3000 µs</strong> on CPU 0");
+    let top = at("<strong>75.0 %</strong> preempt_off <code>&lt;evil&gt;");
+    let contents = at("<nav><h2 id=\"contents\">");
+    let causes = at("<h2 id=\"what-delays-this-machine\">What delays this machine</h2>");
+    let plot = at("<svg");
+    assert!(verdict < worst && worst < top && top < contents && contents < causes);
+    assert!(causes < plot, "the causes table comes before the plots");
+    // Every contents entry points at an anchor of the page, and every section has one.
+    let nav = &html[contents..html[contents..].find("</nav>").unwrap() + contents];
+    let links: Vec<&str> = nav
+        .split("href=\"#")
+        .skip(1)
+        .map(|l| &l[..l.find('"').unwrap()])
+        .collect();
+    assert!(links.len() >= 6, "{nav}");
+    for l in &links {
+        assert_eq!(html.matches(&format!(" id=\"{l}\"")).count(), 1, "{l}");
+    }
+    assert_eq!(
+        html.matches("<h2>").count(),
+        0,
+        "a section without an anchor"
+    );
+    // Spike rows link to their lanes.
+    for n in [1, 2] {
+        assert!(html.contains(&format!("<td><a href=\"#spike-{n}\">{n}</a></td>")));
+        assert_eq!(html.matches(&format!("id=\"spike-{n}\"")).count(), 1);
+    }
 }

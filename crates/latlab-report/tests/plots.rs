@@ -262,8 +262,25 @@ fn report_shows_check_findings_and_a_formatted_machine_table() {
     let thp = f.iter().find(|x| x.title.contains("huge pages")).unwrap();
 
     let html = String::from_utf8(render(&m, Format::Html)).unwrap();
+    // The verdict, before the first plot, names every bad finding and counts the warnings.
+    let bad: Vec<_> = f
+        .iter()
+        .filter(|x| x.severity == latlab_core::findings::Severity::Bad)
+        .collect();
+    let verdict = &html[html.find("<h2 id=\"verdict\">").expect("no verdict")
+        ..html.find("<svg").expect("no plot")];
+    assert!(verdict.contains(&format!(
+        "<a href=\"#machine-check\">Machine check</a>: {} bad, {} warn",
+        bad.len(),
+        f.iter()
+            .filter(|x| x.severity == latlab_core::findings::Severity::Warn)
+            .count()
+    )));
+    for x in &bad {
+        assert!(verdict.contains(&format!("({})</span>", x.id)), "{verdict}");
+    }
     let machine = &html[html
-        .find("<h2>Machine check</h2>")
+        .find("<h2 id=\"machine-check\">Machine check</h2>")
         .expect("no Machine check")..];
     assert!(machine.contains(&format!(
         "{} bad, {} warn",

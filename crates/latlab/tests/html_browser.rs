@@ -375,10 +375,13 @@ fn spike_lanes_render_in_a_headless_browser() {
     // The layout: each lane SVG's size and its segments with a non-zero box, as the browser
     // laid them out.
     const MEASURE: &str = "<script>document.body.setAttribute('data-lanes',[...document.querySelectorAll('svg.lanes')].map(s=>{const b=s.getBoundingClientRect();const n=[...s.querySelectorAll('rect.seg')].filter(r=>{const c=r.getBoundingClientRect();return c.width>0&&c.height>0}).length;return Math.round(b.width)+'x'+Math.round(b.height)+':'+n}).join(' '))</script>";
+    // Issue 31: the verdict is laid out above the first plot, and every in-page link (the
+    // contents, the spike rows to their lanes) has its target.
+    const ORDER: &str = "<script>{const top=e=>e.getBoundingClientRect().top+window.scrollY;const v=document.getElementById('verdict');const p=document.querySelector('svg.plot');const l=[...document.querySelectorAll('a[href^=\"#\"]')];const broken=l.filter(a=>!document.getElementById(a.getAttribute('href').slice(1))).length;document.body.setAttribute('data-order',(v&&p&&top(v)<top(p)?'verdict-first':'plot-first')+':'+broken+':'+l.length)}</script>";
     let measured = dir.join("measure.html");
     std::fs::write(
         &measured,
-        html.replace("</body>", &format!("{MEASURE}</body>")),
+        html.replace("</body>", &format!("{MEASURE}{ORDER}</body>")),
     )
     .unwrap();
     let profile = tempfile::tempdir().unwrap();
@@ -404,6 +407,17 @@ fn spike_lanes_render_in_a_headless_browser() {
             (w.parse().unwrap(), h.parse().unwrap(), n.parse().unwrap())
         })
         .collect();
+    let order = dom
+        .split("data-order=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| panic!("no order in the DOM: {}", &dom[..dom.len().min(400)]));
+    eprintln!("verdict and links as laid out (first:broken links:links): {order}");
+    let (first, links) = order.split_once(':').unwrap();
+    let (broken, links) = links.split_once(':').unwrap();
+    assert_eq!((first, broken), ("verdict-first", "0"), "{order}");
+    // The contents (≥ 6 sections), the verdict's two, the two spike rows.
+    assert!(links.parse::<usize>().unwrap() >= 10, "{order}");
     eprintln!("lane SVGs as laid out (width x height: segments drawn): {attr}");
     assert_eq!(sizes.len(), 2, "{attr}");
     for (i, (w, h, n)) in sizes.iter().enumerate() {

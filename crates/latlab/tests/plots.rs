@@ -116,7 +116,8 @@ fn a_timed_run_keeps_per_interval_histograms_and_draws_the_heat_map() {
     assert!(per.iter().all(|&n| (800..=1200).contains(&n)), "{per:?}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(
-        html.contains("<h2>Latency over time</h2>") && html.contains("latency over time, all CPUs")
+        html.contains("<h2 id=\"latency-over-time\">Latency over time</h2>")
+            && html.contains("latency over time, all CPUs")
     );
 
     let fast = tmp.path().join("fast");

@@ -1,11 +1,14 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no script, no network) that
-//! opens offline and prints. Sections: summary, the CCDF of every CPU and of all CPUs, the
+//! opens offline and prints. Sections: the verdict (worst latency, top causes, the `check`
+//! findings that matter), a table of contents (every section heading gets an anchor), summary,
+//! what delays this machine, the CCDF of every CPU and of all CPUs, the
 //! log-log histogram of every CPU overlaid (Williams' figure), the per-second maximum over
 //! time, the tail estimates, the percentile ladder, Williams' statistics block per CPU, spikes
 //! and their causes, loads, the scheduler profile, and the machine check and inventory.
 //!
-//! One file per part of the page, in its order: `summary` (title, what was measured,
-//! warnings, the summary and the mode's tables), `plots` (the distribution and the run's
+//! One file per part of the page, in its order: `summary`'s title (title, what was measured),
+//! `verdict` (the verdict block and the contents), `summary` (warnings, the summary and the
+//! mode's tables), `spikes`' causes table, `plots` (the distribution and the run's
 //! time), `tail`, `statistics` (ladder and Williams' block), `spikes`, `loads`, `machine`;
 //! the profile's section is [`crate::profile`]'s.
 //!
@@ -27,6 +30,7 @@ mod spikes;
 mod statistics;
 mod summary;
 mod tail;
+mod verdict;
 
 pub use plots::interval_bands;
 
@@ -83,17 +87,23 @@ pub fn body_with(
     profile_series: Option<Result<&latlab_core::profile::Series, String>>,
 ) -> String {
     let r = &m.record;
+    // The answer first: the title, what was measured, the verdict, the contents, then the
+    // summary table, what delays this machine, and the plots.
     let mut o = String::new();
-    summary::section(&mut o, m);
-    plots::section(&mut o, m);
+    summary::title(&mut o, m);
+    verdict::section(&mut o, m);
+    let mut b = String::new();
+    summary::section(&mut b, m);
+    spikes::delays_table(&mut b, &r.spikes);
+    plots::section(&mut b, m);
     if m.total.samples > 0 {
-        tail::section(&mut o, m);
+        tail::section(&mut b, m);
     }
-    statistics::section(&mut o, m);
+    statistics::section(&mut b, m);
     if !r.spikes.is_empty() {
-        spikes::section(&mut o, &r.spikes);
+        spikes::section(&mut b, &r.spikes);
     }
-    loads::section(&mut o, r);
+    loads::section(&mut b, r);
     if let Some(p) = &r.profile {
         let series = profile_series.unwrap_or_else(|| {
             Err(match &p.series {
@@ -101,10 +111,12 @@ pub fn body_with(
                 None => "the run has no series file".into(),
             })
         });
-        o.push_str(&crate::profile::section(p, series));
+        b.push_str(&crate::profile::section(p, series));
     }
-
-    machine::section(&mut o, r);
+    machine::section(&mut b, r);
+    let (b, toc) = verdict::anchor(&b);
+    o.push_str(&toc);
+    o.push_str(&b);
     o
 }
 

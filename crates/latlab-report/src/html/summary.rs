@@ -9,11 +9,15 @@ use latlab_core::units::{format_measured, Human};
 use crate::figures::{short_flags, stat_rows, summary_cells};
 use crate::svg::esc;
 
-/// The top of the report, down to the mode's and the scenario's tables.
+/// The title and what was measured and how.
+pub(super) fn title(o: &mut String, m: &RunModel) {
+    let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&m.record.label));
+    o.push_str(&heading(m));
+}
+
+/// The flags, warnings and notes, the summary table and the mode's and the scenario's tables.
 pub(super) fn section(o: &mut String, m: &RunModel) {
     let r = &m.record;
-    let _ = writeln!(o, "<h1>latlab report: {}</h1>", esc(&r.label));
-    o.push_str(&heading(m));
     let flags = short_flags(m);
     if !r.warnings.is_empty() || !r.notes.is_empty() || !flags.is_empty() {
         o.push_str("<ul>");
@@ -29,7 +33,7 @@ pub(super) fn section(o: &mut String, m: &RunModel) {
         o.push_str("</ul>\n");
     }
 
-    o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.999</th><th>max</th></tr>\n");
+    o.push_str("<h2>Summary</h2>\n<table><tr><th>CPU</th><th>samples</th><th>missed</th><th>min</th><th>mean</th><th>p99</th><th>p99.9</th><th>max</th></tr>\n");
     let rows = stat_rows(m, |c| c.to_string(), "all");
     for (name, s) in &rows {
         o.push_str("<tr>");
