@@ -23,6 +23,7 @@ pub mod markdown;
 pub mod modes;
 pub mod perfetto;
 pub mod profile;
+pub mod profile_tables;
 pub mod scenario;
 pub mod svg;
 pub mod tables;

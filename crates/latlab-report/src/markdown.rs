@@ -127,7 +127,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if let Some(p) = &r.profile {
         mode_tables(
             &mut o,
-            crate::profile::tables(p, crate::profile::TEXT_WAITS),
+            crate::profile_tables::tables(p, crate::profile_tables::TEXT_WAITS),
         );
     }
     o.push_str("### Percentile ladder\n\n");

@@ -252,7 +252,7 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     if let Some(p) = &r.profile {
         table_blocks(
             &mut out,
-            crate::profile::tables(p, crate::profile::TEXT_WAITS),
+            crate::profile_tables::tables(p, crate::profile_tables::TEXT_WAITS),
         );
     }
     out.push('\n');
