@@ -24,7 +24,7 @@
 //! built-in hackbench profile (400 processes) the traced run took 572 s for 3 s of
 //! measurement (307 s from the load's start to the measurement's, 180 s from there to the
 //! record, 80 s more to the load's stop), the profile ran into the 600 s limit. With the
-//! small loads (guest uptimes in the share's `times`): run 42–61 s, profile 54–83 s, the
+//! small loads (guest uptimes in the share's `times`): run 42–61 s, profile 53–83 s, the
 //! killed run 40–45 s, cleanup 1 s; 168–231 s for the boot (231 s with builds beside it), so
 //! it runs in CI.
 
