@@ -47,6 +47,9 @@ pub struct ProfileOpts {
     pub no_measure: bool,
 }
 
+/// Measuring threads (tid, CPU) handed to the reader thread from outside it.
+type Found = Arc<std::sync::Mutex<Vec<(i64, u32)>>>;
+
 /// What the reader thread hands back.
 struct Output {
     record: ProfileRecord,
@@ -60,6 +63,8 @@ pub struct ProfileSession {
     /// The profile's one instance (`latlab-<pid>-prof`), removed with it.
     set: Instances,
     quit: Arc<AtomicBool>,
+    /// Measuring threads found by [`ProfileSession::measuring_started`], for the reader.
+    found: Found,
     thread: Option<std::thread::JoinHandle<Output>>,
     layout: RawLayout,
     clock: String,
@@ -120,6 +125,8 @@ impl ProfileSession {
             .context("cannot start the profile's tracefs instance")?;
         let quit = Arc::new(AtomicBool::new(false));
         let q = quit.clone();
+        let found = Found::default();
+        let f = found.clone();
         let opts = ReaderOpts {
             page: dec.page_size(),
             top: o.top,
@@ -127,17 +134,32 @@ impl ProfileSession {
         };
         let thread = std::thread::Builder::new()
             .name("latlab-profile".into())
-            .spawn(move || reader(files, &mut dec, prof, q, opts))
+            .spawn(move || reader(files, &mut dec, prof, q, f, opts))
             .context("cannot start the profile reader")?;
         let clock = rec.clock.clone();
         Ok(ProfileSession {
             set,
             quit,
+            found,
             thread: Some(thread),
             layout,
             clock,
             cpus,
         })
+    }
+
+    /// The measuring threads have started (all named, none measuring yet): hand them to the
+    /// reader now. Its own scan at each poll can miss them all: under TCG on 8 CPUs one pass
+    /// of the reader (SCHED_OTHER, decoding every CPU's pages behind a load) took longer than
+    /// a 2 s measurement, and the profile had no measuring thread.
+    pub fn measuring_started(&self) {
+        let mut m = MeasuringThreads::default();
+        let mut v = Vec::new();
+        m.scan(|tid, cpu| v.push((tid, cpu)));
+        self.found
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(v);
     }
 
     /// Stop tracing, read what is left, remove the instance, write the side files into `dir`
@@ -380,6 +402,7 @@ fn reader(
     dec: &mut StreamDecoder,
     mut prof: Profiler,
     quit: Arc<AtomicBool>,
+    found: Found,
     opts: ReaderOpts,
 ) -> Output {
     let mut g = Gathered::new(&files, opts.window_cap);
@@ -396,8 +419,15 @@ fn reader(
         }
         // Before the events up to the watermark: a measuring thread started since the last
         // scan has no event older than the previous watermark, so none of its is missed.
+        // Those found from outside (before any of their events is past the watermark: the
+        // reader has not handed events over since they started, or its own scan found them).
+        for (tid, cpu) in std::mem::take(&mut *found.lock().unwrap_or_else(|p| p.into_inner())) {
+            if measuring.known.insert(tid) {
+                prof.watch(tid, cpu);
+            }
+        }
         if !last {
-            measuring.scan(&mut prof);
+            measuring.scan(|tid, cpu| prof.watch(tid, cpu));
         }
         if last {
             for src in files.iter_mut() {
@@ -447,7 +477,8 @@ struct MeasuringThreads {
 }
 
 impl MeasuringThreads {
-    fn scan(&mut self, prof: &mut Profiler) {
+    /// Calls `watch` for each measuring thread not known yet.
+    fn scan(&mut self, mut watch: impl FnMut(i64, u32)) {
         let root = Path::new("/");
         let main = self
             .main_comm
@@ -460,7 +491,7 @@ impl MeasuringThreads {
                 continue;
             };
             if let Some(cpu) = measuring_cpu(&comm) {
-                prof.watch(tid, cpu);
+                watch(tid, cpu);
                 self.known.insert(tid);
             } else if comm != *main {
                 self.known.insert(tid);

@@ -4,23 +4,29 @@
 //!
 //! - `latlab check`: the RT model and its lazy mode, the isolated, tickless and RCU-offloaded
 //!   CPUs (no finding against them), the IRQ threads, the RT tracers;
-//! - a traced `latlab run --cpus 2-5 --load hackbench`: 4 CPUs measured, 4 for housekeeping,
-//!   the recorder on every measured CPU (spikes traced on several), the load on every CPU;
-//! - `latlab profile --cpus 2-5 --load stress-cpu`: heat maps for all 8 CPUs (16 in the page),
-//!   per-CPU tables, and the measuring threads' switch-ins where the kernel traces switches
-//!   out of idle;
-//! - a traced run with `--load stress-cpu` killed with SIGKILL, then `latlab cleanup`;
+//! - a traced `latlab run --cpus 2-5` under a small hackbench (`cmd:`, 9 processes): 4 CPUs
+//!   measured, 4 for housekeeping, the recorder on every measured CPU (spikes traced on
+//!   several), the load on every housekeeping CPU;
+//! - `latlab profile --cpus 2-5` under the same hackbench: heat maps for all 8 CPUs (16 in the
+//!   page), per-CPU tables, and the measuring threads' switch-ins where the kernel traces
+//!   switches out of idle;
+//! - a traced run under stress-ng (`cmd:`, 2 CPU hogs) killed with SIGKILL, then `latlab
+//!   cleanup`;
 //! - after each: nothing left behind (no latlab or load process, no tracefs instance, no
 //!   cgroup, no ledger, the knobs as they were).
 //!
 //! 8 emulated CPUs on the test machine's 2 cores miss most 1 ms periods: 10 ms here. TCG
 //! emulates the CPUs: the assertions are structural, never latencies.
 //!
-//! Ignored by default: one boot took over 9 minutes here (the traced run under hackbench
-//! 336 s, the profile under stress-cpu 133 s), past the lab's CI budget; run it with
-//! `-- --ignored`. Its check, run and profile steps were seen to hold these assertions
-//! (state unchanged after the run and the profile, 24 spikes traced on CPUs 2-5, 16 maps,
-//! 216 wake-ups and 220 switch-ins of a measuring thread).
+//! Where the time goes: the lab runs TCG single-threaded, so every busy guest CPU takes its
+//! turn on one host thread, and latlab's own steps (set-up, the recorder's start, decoding,
+//! writing: SCHED_OTHER, a debug build) share the housekeeping CPUs with the load. Under the
+//! built-in hackbench profile (400 processes) the traced run took 572 s for 3 s of
+//! measurement (307 s from the load's start to the measurement's, 180 s from there to the
+//! record, 80 s more to the load's stop), the profile ran into the 600 s limit. With the
+//! small loads (guest uptimes in the share's `times`): run 42–61 s, profile 53–83 s, the
+//! killed run 40–45 s, cleanup 1 s; 168–231 s for the boot (231 s with builds beside it), so
+//! it runs in CI.
 
 use std::collections::BTreeSet;
 
@@ -48,22 +54,30 @@ state() {
         echo "knob $k $(cat $k)"
     done
 }
+# hackbench with one group of 4 senders and 4 receivers (9 processes) instead of the built-in
+# profile's 10 groups (400 processes): those left latlab's own steps (SCHED_OTHER) a sliver of
+# the 4 housekeeping CPUs, and the run took 572 s for 3 s of measurement.
+HACKBENCH='hackbench -g 1 -f 4 -s 512 -l 100000000 -P'
+# stress-ng with 2 CPU hogs, not stress-cpu's N+1 = 9: every busy emulated CPU costs host time.
+STRESS='stress-ng --cpu 2 --timeout 600s'
 cpu_busy() { awk '/^cpu[0-9]/ { print $1, $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 state >state-before
 step check latlab check --format json
 cpu_busy >busy-before
-step run latlab run --cpus 2-5 --duration 3s --interval 10ms --trace-threshold 3ms --trace-max-spikes 24 --load hackbench --results /lab/run --no-db -q
+step run latlab run --cpus 2-5 --duration 3s --interval 10ms --trace-threshold 3ms --trace-max-spikes 8 --load "cmd:$HACKBENCH" --results /lab/run --no-db -q
 cpu_busy >busy-after
 state >state-after-run
-step profile latlab profile --cpus 2-5 --duration 3s --interval 10ms --load stress-cpu --results /lab/profile --no-db -q
+step profile latlab profile --cpus 2-5 --duration 2s --interval 10ms --load "cmd:$HACKBENCH" --results /lab/profile --no-db -q
 state >state-after-profile
 # Killed with SIGKILL while it measures, traced, under a load; then cleanup.
-latlab run --cpus 2-5 --duration 60s --interval 10ms --trace-threshold 3ms --load stress-cpu --results /lab/killed --no-db -q >killed.out 2>killed.err &
+a=$(up)
+latlab run --cpus 2-5 --duration 60s --interval 10ms --trace-threshold 3ms --load "cmd:$STRESS" --results /lab/killed --no-db -q >killed.out 2>killed.err &
 r=$!
 while ! grep -qs '^latlab-cpu2$' /proc/$r/task/*/comm && kill -0 $r 2>/dev/null; do usleep 20000; done
 sleep 1
 state >state-killed
 kill -KILL $r; wait $r; echo $? >killed.rc
+echo "killed $a $(up)" >>times
 step cleanup latlab cleanup
 state >state-after-cleanup
 "#;
@@ -91,7 +105,6 @@ fn run_json(g: &Guest, dir: &str) -> (std::path::PathBuf, Value) {
 }
 
 #[test]
-#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
 fn check_sees_the_rt_kernel_and_its_isolated_cpus() {
     let Some(g) = guest() else { return };
     step_ok(g, "check");
@@ -137,7 +150,6 @@ fn check_sees_the_rt_kernel_and_its_isolated_cpus() {
 }
 
 #[test]
-#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
 fn a_traced_run_on_four_of_eight_cpus_under_hackbench() {
     let Some(g) = guest() else { return };
     step_ok(g, "run");
@@ -185,7 +197,9 @@ fn a_traced_run_on_four_of_eight_cpus_under_hackbench() {
     // The load ran, on every CPU (it was not confined): each CPU busier during the run.
     let loads = run["loads"].as_array().unwrap();
     assert!(
-        loads.iter().any(|l| l["profile"] == "hackbench"),
+        loads
+            .iter()
+            .any(|l| l["profile"].as_str().unwrap().starts_with("cmd:hackbench ")),
         "{loads:#?}"
     );
     let busy = |f: &str| -> Vec<(String, u64)> {
@@ -209,7 +223,6 @@ fn a_traced_run_on_four_of_eight_cpus_under_hackbench() {
 }
 
 #[test]
-#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
 fn a_profile_of_eight_cpus_draws_sixteen_maps() {
     let Some(g) = guest() else { return };
     step_ok(g, "profile");
@@ -242,8 +255,10 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
         "two maps a CPU"
     );
     // The measuring threads, one per measured CPU. This kernel traces switches out of idle,
-    // so every wake-up of a measuring thread has its switch-in: as many switch-ins as
-    // wake-ups (a period or two at the ends), and a run-queue wait for each.
+    // so every wake-up of a measuring thread has its switch-in (a period or two at the ends),
+    // and a run-queue wait for each. Switch-ins without a wake-up come on top: 3 to 7 a
+    // thread in three boots (a preempted thread is switched in again without one; which
+    // preemptions these are was not established).
     let m = p["measuring"].as_array().unwrap();
     let on: Vec<u64> = m.iter().map(|r| r["cpu"].as_u64().unwrap()).collect();
     assert_eq!(on, vec![2, 3, 4, 5]);
@@ -254,7 +269,7 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
         );
         assert!(w >= 50, "{r:#}");
         assert!(
-            s + 5 >= w && s <= w + 5,
+            s + 5 >= w && s <= w + 10,
             "CPU {}: {w} wake-ups, {s} switch-ins",
             r["cpu"]
         );
@@ -270,7 +285,6 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
 /// The fault suite's facts in the guest: after each run, the profile, and a SIGKILLed run
 /// followed by `latlab cleanup`, the state is what it was before.
 #[test]
-#[ignore = "too slow for CI under TCG on a 2-core machine (traced run under hackbench 336 s, profile 133 s): cargo test -p latlab --test lab_rt_eight_cpus -- --ignored"]
 fn nothing_is_left_behind_on_rt() {
     let Some(g) = guest() else { return };
     let before = g.read("state-before");

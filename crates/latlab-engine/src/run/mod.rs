@@ -190,6 +190,9 @@ fn start(
             realtime: cx.rp.realtime,
         })?
     };
+    if let Some(pr) = &profiler {
+        pr.measuring_started();
+    }
     // The record's start is the measurement's, after the warm-up.
     s.started_at = rundir::utc_now().0;
     let intervals = !no_measure && !cx.rp.backend.simulated_time(cx.rp.realtime);
