@@ -158,8 +158,19 @@ fn pairs(fmt: &str, call: &str) -> Vec<(String, String)> {
         let inner = &rest[open + 1..open + close];
         if let Some((v, s)) = inner.split_once(',') {
             let s = s.trim();
+            // A name as the kernel writes them (HI, NET_RX, S): one printable word. A
+            // damaged format (a quote, a brace or a space inside) gives no name, so the text
+            // shows the number and reads back the same.
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && !s
+                        .chars()
+                        .any(|c| c.is_whitespace() || c.is_control() || "\"{}[]".contains(c))
+            };
             if let Some(s) = s.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-                out.push((v.trim().to_string(), s.to_string()));
+                if plain(s) {
+                    out.push((v.trim().to_string(), s.to_string()));
+                }
             }
         }
         rest = &rest[open + close + 1..];
@@ -176,5 +187,25 @@ fn parse_c_int(s: &str) -> Option<u64> {
         n.parse::<u64>().ok().map(|v| v.wrapping_neg())
     } else {
         s.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A damaged `__print_symbolic` list (a quote and a brace inside a name, as the trace_raw
+    /// fuzz target made one) gives no name for that value: the text shows the number, which
+    /// reads back the same (a name with a space did not).
+    #[test]
+    fn damaged_symbolic_names_are_dropped() {
+        let fmt =
+            r#"__print_symbolic(REC->vec, { 0, "HI" }, { 1, "TI{ 2, "NET_TX" }, { 3, "NET_RX" })"#;
+        let p = super::pairs(fmt, "__print_symbolic(");
+        assert_eq!(
+            p,
+            vec![
+                ("0".to_string(), "HI".to_string()),
+                ("3".to_string(), "NET_RX".to_string())
+            ]
+        );
     }
 }
