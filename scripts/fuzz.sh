@@ -11,7 +11,7 @@
 # would wrap in a release build is a crash here.
 # Installs what it needs on a fresh machine (the nightly toolchain, cargo-fuzz). A crash, a
 # leak or a timeout fails the script; the input that caused it stays in fuzz/artifacts/TARGET/
-# and its path is printed.
+# and its path is printed. Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N).
 set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-20}
@@ -32,11 +32,17 @@ cargo +nightly fuzz build -a
 echo "fuzz: targets built in $(($(date +%s) - start)) s"
 
 targets=${*:-$(cargo +nightly fuzz list)}
+# Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N sets how many): each libFuzzer
+# process is single-threaded, and nothing else runs during this step.
+jobs=${LATLAB_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in '' | *[!0-9]* | 0) echo "fuzz.sh: LATLAB_FUZZ_JOBS must be a whole number above 0, not '$jobs'" >&2; exit 1 ;; esac
 work="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-corpus"
-failed=""
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-for t in $targets; do
+
+# One target: its log in $logs/T, its exit status in $logs/T.rc.
+fuzz_one() {
+    t=$1
     mkdir -p "$work/$t"
     [ -d "corpus/$t" ] && cp corpus/"$t"/* "$work/$t/"
     # The trace target runs the parallel parser (threads and std channels per input), whose
@@ -51,8 +57,26 @@ for t in $targets; do
                  leaks=0 ;;
         import_*) cp ../crates/latlab-core/tests/fixtures/import/* "$work/$t/" 2>/dev/null || true ;;
     esac
-    if cargo +nightly fuzz run -a "$t" "$work/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
-        -timeout=10 -detect_leaks=$leaks -print_final_stats=1 $dict >"$logs/$t" 2>&1; then
+    rc=0
+    cargo +nightly fuzz run -a "$t" "$work/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
+        -timeout=10 -detect_leaks=$leaks -print_final_stats=1 $dict >"$logs/$t" 2>&1 || rc=$?
+    echo "$rc" >"$logs/$t.rc"
+}
+
+running=0
+for t in $targets; do
+    fuzz_one "$t" &
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait
+        running=0
+    fi
+done
+wait
+
+failed=""
+for t in $targets; do
+    if [ "$(cat "$logs/$t.rc" 2>/dev/null)" = 0 ]; then
         runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/$t" | grep -o '[0-9]*$' || echo '?')
         echo "fuzz: $t: ${secs} s, $runs inputs, no crash"
     else
@@ -68,4 +92,4 @@ if [ -n "$failed" ]; then
     echo "fuzz: crashes in:$failed" >&2
     exit 1
 fi
-echo "fuzz: all targets clean in $(($(date +%s) - start)) s"
+echo "fuzz: all targets clean in $(($(date +%s) - start)) s ($jobs side by side)"
