@@ -28,6 +28,52 @@ pub const EXIT_NO_KERNEL: i32 = 4;
 pub const EXIT_HUNG: i32 = 5;
 pub const EXIT_NO_JOB: i32 = 6;
 
+/// The latlab binary the guest runs: the test build (target/debug), or with
+/// `LATLAB_LAB_RELEASE=1` (set by `scripts/test`) the release build, brought up to date once per
+/// test process by `cargo build --release` — the binary the Debian package ships, and under TCG
+/// several times faster than the unoptimised one in the guest's own steps (analysis, loads'
+/// supervision, report writing). The guest checks its structure either way.
+pub fn guest_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let debug = super::bin();
+        if std::env::var_os("LATLAB_LAB_RELEASE").is_none_or(|v| v != "1") {
+            return debug;
+        }
+        let out = Command::new(env!("CARGO"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "latlab",
+                "--bin",
+                "latlab",
+            ])
+            .output()
+            .expect("run cargo build --release");
+        assert!(
+            out.status.success(),
+            "LATLAB_LAB_RELEASE=1: cargo build --release failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // target/debug/latlab → target/release/latlab (CARGO_TARGET_DIR included).
+        let release = debug
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lives in <target>/debug")
+            .join("release/latlab");
+        assert!(
+            release.is_file(),
+            "LATLAB_LAB_RELEASE=1: no {} after cargo build --release",
+            release.display()
+        );
+        release
+    })
+    .clone()
+}
+
 /// The lab script.
 pub fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel-lab")
@@ -195,7 +241,7 @@ impl Lab {
             .arg("--share")
             .arg(&dir)
             .arg("--bin")
-            .arg(super::bin());
+            .arg(guest_bin());
         if let Some(m) = self.mem_mib {
             cmd.args(["--mem", &m.to_string()]);
         }
