@@ -137,6 +137,110 @@ fn williams_cols(c: &Comparison) -> Vec<(String, Vec<(String, String)>)> {
         .collect()
 }
 
+/// The percentile ladder for a terminal: a line per percentile and run, so that its width
+/// does not grow with the number of runs (the runs side by side took 225 columns for three).
+fn text_ladder(o: &mut String, c: &Comparison) {
+    o.push_str("Percentile ladder\n  each run's value, its ratio to the baseline with the ratio's 95 % interval and\n  verdict, the samples at or above it, the value's 95 % CI\n");
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::NOTHING);
+    t.set_header([
+        "",
+        "run",
+        "value",
+        "ratio [95 %]",
+        "verdict",
+        "n ≥",
+        "95 % CI",
+    ]);
+    for row in &c.ladder {
+        for (i, (cell, r)) in row.cells.iter().zip(&c.runs).enumerate() {
+            let ratio = match (i, cell.ratio, cell.ratio_lo, cell.ratio_hi) {
+                (0, ..) => "1.00×".to_string(),
+                (_, Some(x), Some(lo), Some(hi)) => format!("{x:.2}× [{lo:.2}–{hi:.2}]"),
+                (_, Some(x), ..) => format!("{x:.2}×"),
+                _ => "-".into(),
+            };
+            let verdict = match (i, cell.verdict) {
+                (0, _) => "baseline",
+                (_, Some(v)) => v,
+                (_, None) if cell.within_noise && cell.ratio.is_some() => "~ noise",
+                _ => "",
+            };
+            t.add_row([
+                if i == 0 {
+                    row.label.clone()
+                } else {
+                    String::new()
+                },
+                escape(&r.label),
+                value(cell, r.stats.limit_ns),
+                ratio,
+                verdict.to_string(),
+                format!(
+                    "{}{}",
+                    cell.tail_samples,
+                    if cell.too_short { " TOO FEW" } else { "" }
+                ),
+                if row.label == "max" {
+                    String::new()
+                } else {
+                    ci(cell)
+                },
+            ]);
+        }
+    }
+    let _ = writeln!(o, "{t}\n");
+}
+
+/// "What delayed the spikes": each cause's total over a run's traced spikes and its share of
+/// their summed latency, run by run (`(total, share, spikes)` per run; `-` where absent).
+fn cause_cells(ch: &latlab_core::compare::CauseChange) -> Vec<String> {
+    ch.runs
+        .iter()
+        .map(|x| match x {
+            Some(x) => format!(
+                "{} ({:.1} %, {} spike{})",
+                Human(x.total_ns),
+                100.0 * x.share,
+                x.spikes,
+                if x.spikes == 1 { "" } else { "s" }
+            ),
+            None => "-".into(),
+        })
+        .collect()
+}
+
+fn traced(c: &Comparison) -> String {
+    c.runs
+        .iter()
+        .zip(&c.traced)
+        .map(|(r, n)| format!("{} {n}", r.label))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn text_causes(o: &mut String, c: &Comparison) {
+    if c.causes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "What delayed the traced spikes\n  total over each run's traced spikes, share of their summed latency\n  (spikes traced: {})",
+        escape(&traced(c))
+    );
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::NOTHING);
+    let mut h = vec!["kind".to_string(), "name".to_string()];
+    h.extend(c.runs.iter().map(|r| escape(&r.label)));
+    t.set_header(h);
+    for ch in &c.causes {
+        let mut r = vec![ch.kind.to_string(), escape(&ch.name)];
+        r.extend(cause_cells(ch));
+        t.add_row(r);
+    }
+    let _ = writeln!(o, "{t}\n");
+}
+
 fn text(c: &Comparison) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -177,7 +281,8 @@ fn text(c: &Comparison) -> String {
         }
         let _ = writeln!(o, "{t}\n");
     };
-    cols_text(&mut o, "Percentile ladder (value, ratio to baseline with its 95 % interval and verdict, samples at or above it, 95 % CI)", &ladder_cols(c));
+    text_causes(&mut o, c);
+    text_ladder(&mut o, c);
     {
         let (h, rows, notes) = tail_rows(c);
         let _ = writeln!(o, "{}", crate::tail::TITLE);
@@ -248,6 +353,25 @@ fn markdown(c: &Comparison) -> String {
     if !c.flags.is_empty() {
         o.push('\n');
     }
+    if !c.causes.is_empty() {
+        let _ = writeln!(
+            o,
+            "### What delayed the traced spikes\n\nTotal over each run's traced spikes, share of their summed latency (spikes traced: {}).\n",
+            md(&traced(c))
+        );
+        let mut h = vec!["kind".to_string(), "name".to_string()];
+        h.extend(c.runs.iter().map(|r| md(&r.label)));
+        let rows: Vec<Vec<String>> = c
+            .causes
+            .iter()
+            .map(|ch| {
+                let mut r = vec![ch.kind.to_string(), md(&ch.name)];
+                r.extend(cause_cells(ch));
+                r
+            })
+            .collect();
+        md_table(&mut o, &h, &rows);
+    }
     o.push_str("### Percentile ladder\n\nValue, ratio to the baseline with its 95 % interval and verdict, samples at or above it, 95 % confidence interval.\n\n");
     md_columns(&mut o, "percentile", &ladder_cols(c));
     md_tail(&mut o, tail_rows(c));
@@ -288,6 +412,34 @@ fn markdown(c: &Comparison) -> String {
     o
 }
 
+fn html_causes(o: &mut String, c: &Comparison) {
+    if c.causes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>What delayed the traced spikes</h2>\n<p class=\"meta\">Total over each run's traced spikes, share of their summed latency (spikes traced: {}).</p>\n<table><tr><th>kind</th><th>name</th>",
+        esc(&traced(c))
+    );
+    for r in &c.runs {
+        let _ = write!(o, "<th>{}</th>", esc(&r.label));
+    }
+    o.push_str("</tr>\n");
+    for ch in &c.causes {
+        let _ = write!(
+            o,
+            "<tr><td class=\"k\">{}</td><td class=\"k\">{}</td>",
+            esc(ch.kind),
+            esc(&ch.name)
+        );
+        for x in cause_cells(ch) {
+            let _ = write!(o, "<td>{}</td>", esc(&x));
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+}
+
 fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
     let mut o = String::new();
     let _ = writeln!(
@@ -310,7 +462,8 @@ fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
     }
     let series: Vec<(String, &latlab_core::hist::Histogram)> = runs
         .iter()
-        .filter_map(|r| r.total_hist.as_ref().map(|h| (r.record.label.clone(), h)))
+        .zip(&c.runs)
+        .filter_map(|(r, s)| r.total_hist.as_ref().map(|h| (s.label.clone(), h)))
         .collect();
     let mut limits: Vec<u64> = runs
         .iter()
@@ -318,6 +471,7 @@ fn html(c: &Comparison, runs: &[RunModel]) -> Vec<u8> {
         .collect();
     limits.sort_unstable();
     limits.dedup();
+    html_causes(&mut o, c);
     o.push_str("<h2>Share of samples at or above each latency</h2>\n");
     o.push_str(&svg::ccdf(
         "share of samples ≥ latency (CCDF), all CPUs of each run",

@@ -138,10 +138,40 @@ fn runs() -> Vec<RunModel> {
             params: SimParams::default(),
         },
     ];
-    specs
-        .iter()
-        .map(|s| RunModel::new(record(s)).unwrap())
+    let mut records: Vec<RunRecord> = specs.iter().map(record).collect();
+    // The first two runs were traced: an RCU softirq dominated the first's spikes and shrank
+    // in the second; a serial IRQ only the first had; the third traced nothing.
+    records[0].spikes = vec![
+        spike(4_000_000, &[(CauseKind::Softirq, "RCU", 3_000_000)]),
+        spike(1_000_000, &[(CauseKind::Irq, "ttyS0", 500_000)]),
+    ];
+    records[1].spikes = vec![spike(1_000_000, &[(CauseKind::Softirq, "RCU", 400_000)])];
+    records
+        .into_iter()
+        .map(|r| RunModel::new(r).unwrap())
         .collect()
+}
+
+fn spike(latency_ns: u64, causes: &[(CauseKind, &str, u64)]) -> SpikeRecord {
+    SpikeRecord {
+        cpu: 0,
+        at_ns: 0,
+        latency_ns,
+        causes: causes
+            .iter()
+            .map(|(kind, name, ns)| Cause {
+                kind: *kind,
+                name: (*name).into(),
+                pid: 0,
+                prio: 0,
+                ns: *ns,
+            })
+            .collect(),
+        trace_file: None,
+        timeline: vec![],
+        timeline_events: vec![],
+        lanes: None,
+    }
 }
 
 fn out(f: CompareFormat) -> String {
@@ -153,6 +183,43 @@ fn compare_text_golden() {
     let o = out(CompareFormat::Text);
     // The differences a reader must see before trusting a ratio are flagged.
     assert!(o.contains("Before trusting a difference"), "{o}");
+    // Three runs fit a terminal: the ladder is a line per percentile and run (it was 225
+    // columns wide with the runs side by side).
+    let widest = o
+        .lines()
+        .map(|l| l.trim_end().chars().count())
+        .max()
+        .unwrap();
+    let ladder = o.split("Percentile ladder").nth(1).unwrap();
+    let ladder = ladder.split("\n\n").next().unwrap();
+    let ladder_width = ladder
+        .lines()
+        .skip(1)
+        .map(|l| l.trim_end().chars().count())
+        .max()
+        .unwrap();
+    assert!(
+        ladder_width <= 100,
+        "the ladder is {ladder_width} columns wide:\n{ladder}"
+    );
+    // The causes of the traced runs side by side, before the ladder.
+    let causes = o
+        .find("What delayed the traced spikes")
+        .expect("causes compared");
+    assert!(causes < o.find("Percentile ladder").unwrap());
+    let rcu = o.lines().find(|l| l.contains("RCU")).unwrap();
+    assert!(
+        rcu.contains("softirq")
+            && rcu.contains("3000 µs (60.0 %, 1 spike)")
+            && rcu.contains("400 µs (40.0 %, 1 spike)"),
+        "{rcu}"
+    );
+    // "What changed" is keyed and short: a list reads as its values.
+    assert!(
+        o.contains("config.loads: (none) → hackbench → (none)"),
+        "{o}"
+    );
+    eprintln!("widest line: {widest} columns");
     insta::assert_snapshot!("compare_text", o);
 }
 

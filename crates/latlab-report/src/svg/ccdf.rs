@@ -158,9 +158,8 @@ pub fn ccdf(title: &str, series: &[(String, &Histogram)], limits: &[u64]) -> Str
             None => format!("{n} (no samples)"),
         })
         .collect();
-    legend(&mut out, &names);
     // Marker key under the series.
-    let ky = T + 10.0 + names.len().min(24) as f64 * 16.0 + 6.0;
+    let ky = legend(&mut out, &names) + 6.0;
     let kx = W - R + 10.0;
     let _ = write!(
         out,

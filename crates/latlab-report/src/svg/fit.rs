@@ -98,7 +98,7 @@ pub fn tail_fit(
         yb = H - B,
         t = esc(&format!("threshold {}", Human(fit.u_ns)))
     );
-    legend(
+    let _ = legend(
         &mut out,
         &["measured".to_string(), "fitted, 95 % band".to_string()],
     );
@@ -147,7 +147,7 @@ pub fn qq_plot(title: &str, pts: &[(f64, f64)]) -> String {
             ys.at(y)
         );
     }
-    legend(&mut out, &["exceedances".to_string()]);
+    let _ = legend(&mut out, &["exceedances".to_string()]);
     out.push_str("</svg>");
     out
 }

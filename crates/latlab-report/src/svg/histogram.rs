@@ -101,7 +101,7 @@ pub fn loglog_buckets(
             out.push_str("\"/>");
         }
     }
-    legend(
+    let _ = legend(
         &mut out,
         &series.iter().map(|s| s.0.clone()).collect::<Vec<_>>(),
     );

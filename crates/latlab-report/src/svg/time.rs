@@ -84,7 +84,7 @@ pub fn over_time(
         }
         out.push_str("\"/>");
     }
-    legend(
+    let _ = legend(
         &mut out,
         &series.iter().map(|s| s.0.clone()).collect::<Vec<_>>(),
     );

@@ -25,7 +25,10 @@
 //! intervals above, combined as [lo_B/hi_A, hi_B/lo_A] (samples taken as independent, said
 //! in the flags). Each run's tail estimate ([`crate::tail`]) comes along for the gates.
 
-use std::collections::BTreeMap;
+mod causes;
+mod changes;
+
+pub use causes::{CauseChange, CauseIn};
 
 use serde::Serialize;
 
@@ -112,6 +115,7 @@ pub struct Change {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The run's label; a label two runs share gets the run's start time (or its place).
     pub label: String,
     pub source: String,
     pub interval_ns: Option<Nanos>,
@@ -139,6 +143,10 @@ pub struct Comparison {
     pub buckets_ms: BucketTable,
     pub buckets_us: BucketTable,
     pub changes: Vec<Change>,
+    /// What delayed each run's traced spikes, cause by cause (empty when no run was traced).
+    pub causes: Vec<CauseChange>,
+    /// Spikes each run traced (what `causes` rests on).
+    pub traced: Vec<usize>,
     /// Warnings a reader must see before trusting a difference.
     pub flags: Vec<String>,
     /// How the confidence intervals are computed.
@@ -148,9 +156,6 @@ pub struct Comparison {
     #[serde(skip)]
     pub noise: Vec<RunNoise>,
 }
-
-/// At most this many "what changed" rows (inventories can be large).
-const MAX_CHANGES: usize = 200;
 
 /// The percentile ladder (and the max): each run's value with its interval, and its ratio to
 /// the baseline's with the ratio's 95 % interval and verdict.
@@ -214,20 +219,22 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
     let ladder = ladder_rows(&hists, &noise);
     let buckets_ms = table(&hists, &MS_EDGES);
     let buckets_us = table(&hists, &US_EDGES);
-    let changes = changes(runs);
+    let changes = changes::changes(runs);
+    let labels = changes::distinct_labels(runs);
+    let causes = causes::causes(runs);
     let mut flags = Vec::new();
-    for r in runs {
+    for (r, l) in runs.iter().zip(&labels) {
         if r.total.samples == 0 {
-            flags.push(format!("run '{}' has no samples", r.record.label));
+            flags.push(format!("run '{l}' has no samples"));
         }
     }
     for row in &ladder {
         let short: Vec<&str> = row
             .cells
             .iter()
-            .zip(runs)
-            .filter(|(c, r)| c.too_short && r.total.samples > 0)
-            .map(|(_, r)| r.record.label.as_str())
+            .zip(runs.iter().zip(&labels))
+            .filter(|(c, (r, _))| c.too_short && r.total.samples > 0)
+            .map(|(_, (_, l))| l.as_str())
             .collect();
         if !short.is_empty() && row.label != "max" {
             flags.push(too_short_flag(&row.label, &short.join(", ")));
@@ -237,10 +244,10 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
         let noisy: Vec<&str> = row
             .cells
             .iter()
-            .zip(runs)
+            .zip(&labels)
             .skip(1)
             .filter(|(c, _)| c.within_noise && c.ratio.is_some_and(|r| r != 1.0))
-            .map(|(_, r)| r.record.label.as_str())
+            .map(|(_, l)| l.as_str())
             .collect();
         if !noisy.is_empty() && row.label != "max" {
             flags.push(format!(
@@ -252,9 +259,9 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
     }
     let iid: Vec<&str> = runs
         .iter()
-        .zip(&noise)
-        .filter(|(r, n)| n.replicates.is_none() && r.total.samples > 0)
-        .map(|(r, _)| r.record.label.as_str())
+        .zip(noise.iter().zip(&labels))
+        .filter(|(r, (n, _))| n.replicates.is_none() && r.total.samples > 0)
+        .map(|(_, (_, l))| l.as_str())
         .collect();
     if !iid.is_empty() && runs.len() > 1 {
         flags.push(format!(
@@ -295,9 +302,9 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
     Comparison {
         runs: runs
             .iter()
-            .zip(&noise)
-            .map(|(r, n)| RunSummary {
-                label: r.record.label.clone(),
+            .zip(noise.iter().zip(labels))
+            .map(|(r, (n, label))| RunSummary {
+                label,
                 source: r.record.source.as_str().into(),
                 interval_ns: r.record.config.interval_ns,
                 loads: r.record.config.loads.clone(),
@@ -326,6 +333,8 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
         buckets_ms,
         buckets_us,
         changes,
+        causes,
+        traced: runs.iter().map(|r| r.record.spikes.len()).collect(),
         flags,
         method: "each run's 95% interval: distribution-free order statistics, ranks from Binomial(n, 1-p) (Poisson limit when n(1-p) < 500, normal approximation otherwise), ends at histogram bucket bounds; each ratio's 95% interval: percentile interval of a block bootstrap over the per-minute histograms of both runs (400 replicates), or, for a run without them, the two runs' order-statistic intervals combined as [lo_B/hi_A, hi_B/lo_A]; verdict: worse or better when the ratio's interval lies wholly above or below 1".into(),
         tails: runs.iter().map(|r| crate::tail::of_run(r).0).collect(),
@@ -473,110 +482,6 @@ fn table(hists: &[Option<&Histogram>], edges: &[Nanos]) -> BucketTable {
     }
 }
 
-/// Flatten a JSON value to `path → compact value`.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, x, out);
-            }
-        }
-        serde_json::Value::Null => {}
-        serde_json::Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        other => {
-            let mut s = other.to_string();
-            if s.len() > 200 {
-                let mut cut = 200;
-                while !s.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                s.truncate(cut);
-                s.push('…');
-            }
-            out.insert(prefix.to_string(), s);
-        }
-    }
-}
-
-/// Inventory values that are readings of the moment, not the machine's set-up: they differ
-/// between any two runs (interrupt counts, free memory, steal time), so listing them in "what
-/// changed" would bury the kernel, cmdline or governor change a reader is looking for.
-const MEASURED: &[&str] = &[
-    "/memory/available_kb",
-    "/memory/swap_free_kb",
-    "/virt/steal_since_boot",
-    "/virt/steal_sampled",
-    "/virt/steal_sample_ms",
-];
-
-/// The inventory without the readings listed in [`MEASURED`] and without the interrupt
-/// counts of the busiest IRQs (their names and affinities stay: those are set-up).
-fn settings_only(inv: &serde_json::Value) -> serde_json::Value {
-    let mut v = inv.clone();
-    for p in MEASURED {
-        if let Some((parent, key)) = p.rsplit_once('/') {
-            if let Some(serde_json::Value::Object(o)) = v.pointer_mut(parent) {
-                o.remove(key);
-            }
-        }
-    }
-    if let Some(serde_json::Value::Array(irqs)) = v.pointer_mut("/irqs/busiest") {
-        for irq in irqs.iter_mut() {
-            if let serde_json::Value::Object(o) = irq {
-                o.remove("count");
-            }
-        }
-    }
-    v
-}
-
-/// Keys of config, machine, inventory and the run's provenance that differ between runs.
-fn changes(runs: &[RunModel]) -> Vec<Change> {
-    let maps: Vec<BTreeMap<String, String>> = runs
-        .iter()
-        .map(|r| {
-            let mut m = BTreeMap::new();
-            let rec = &r.record;
-            m.insert("source".into(), rec.source.as_str().into());
-            if let Some(c) = &rec.command_line {
-                m.insert("command_line".into(), c.clone());
-            }
-            if let Ok(v) = serde_json::to_value(&rec.config) {
-                flatten("config", &v, &mut m);
-            }
-            if let Ok(v) = serde_json::to_value(&rec.machine) {
-                flatten("machine", &v, &mut m);
-            }
-            if let Some(inv) = &rec.inventory {
-                flatten("inventory", &settings_only(inv), &mut m);
-            }
-            m
-        })
-        .collect();
-    let keys: std::collections::BTreeSet<&String> = maps.iter().flat_map(|m| m.keys()).collect();
-    let mut out = Vec::new();
-    for k in keys {
-        let vals: Vec<Option<String>> = maps.iter().map(|m| m.get(k).cloned()).collect();
-        if vals.iter().any(|v| *v != vals[0]) {
-            out.push(Change {
-                key: k.clone(),
-                values: vals,
-            });
-            if out.len() >= MAX_CHANGES {
-                break;
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,10 +577,98 @@ mod tests {
         i["irqs"]["busiest"][0]["affinity"] = "1".into();
         d.record.inventory = Some(i);
         let c = compare(&[a, d]);
-        assert!(c
+        let moved: Vec<_> = c
             .changes
             .iter()
-            .any(|ch| ch.key == "inventory.irqs.busiest"));
+            .map(|ch| (ch.key.as_str(), &ch.values))
+            .collect();
+        assert_eq!(
+            moved,
+            [(
+                "inventory.irqs.busiest[irq=36].affinity",
+                &vec![Some("0-1".to_string()), Some("1".to_string())]
+            )]
+        );
+    }
+
+    /// Two runs with the default label (the kernel's release) on one machine: told apart by
+    /// their start times everywhere the label shows; without start times, by their places.
+    #[test]
+    fn runs_sharing_a_label_are_told_apart() {
+        let mut a = run("6.18.0", [1000u64].into_iter(), 1_000_000);
+        let mut b = a.clone();
+        a.record.started_at = Some("2026-11-27T22:29:08Z".into());
+        b.record.started_at = Some("2026-11-27T22:31:40Z".into());
+        let c = compare(&[
+            a.clone(),
+            b.clone(),
+            run("other", [1000u64].into_iter(), 1_000_000),
+        ]);
+        let labels: Vec<&str> = c.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "6.18.0 (2026-11-27T22:29:08Z)",
+                "6.18.0 (2026-11-27T22:31:40Z)",
+                "other"
+            ]
+        );
+        a.record.started_at = None;
+        b.record.started_at = None;
+        let c = compare(&[a, b]);
+        let labels: Vec<&str> = c.runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(labels, ["6.18.0 #1", "6.18.0 #2"]);
+    }
+
+    /// The causes of two traced runs side by side: the RCU softirq that dominated the first
+    /// run's spikes and shrank in the second, a cause only one run had, shares of each run's
+    /// own summed spike latency.
+    #[test]
+    fn causes_of_traced_runs_side_by_side() {
+        let spike = |lat: u64, causes: &[(CauseKind, &str, u64)]| SpikeRecord {
+            cpu: 0,
+            at_ns: 0,
+            latency_ns: lat,
+            causes: causes
+                .iter()
+                .map(|(kind, name, ns)| Cause {
+                    kind: *kind,
+                    name: (*name).into(),
+                    pid: 0,
+                    prio: 0,
+                    ns: *ns,
+                })
+                .collect(),
+            trace_file: None,
+            timeline: vec![],
+            timeline_events: vec![],
+            lanes: None,
+        };
+        let mut a = run("before", [1000u64].into_iter(), 1_000_000);
+        let mut b = run("after", [1000u64].into_iter(), 1_000_000);
+        let untraced = a.clone();
+        a.record.spikes = vec![
+            spike(4_000_000, &[(CauseKind::Softirq, "RCU", 3_000_000)]),
+            spike(1_000_000, &[(CauseKind::Irq, "ttyS0", 500_000)]),
+        ];
+        b.record.spikes = vec![spike(1_000_000, &[(CauseKind::Softirq, "RCU", 400_000)])];
+        let c = compare(&[a, b, untraced]);
+        assert_eq!(c.traced, [2, 1, 0]);
+        assert_eq!(c.causes.len(), 2);
+        let rcu = &c.causes[0];
+        assert_eq!((rcu.kind, rcu.name.as_str()), ("softirq", "RCU"));
+        let (x, y) = (rcu.runs[0].as_ref().unwrap(), rcu.runs[1].as_ref().unwrap());
+        assert_eq!(
+            (x.total_ns, x.spikes, y.total_ns, y.spikes),
+            (3_000_000, 1, 400_000, 1)
+        );
+        assert!((x.share - 0.6).abs() < 1e-9 && (y.share - 0.4).abs() < 1e-9);
+        assert!(rcu.runs[2].is_none());
+        assert_eq!(c.causes[1].name, "ttyS0");
+        assert!(c.causes[1].runs[1].is_none());
+        // No run traced: no causes.
+        let plain = run("p", [1000u64].into_iter(), 1_000_000);
+        assert!(compare(&[plain.clone(), plain]).causes.is_empty());
     }
 
     #[test]
