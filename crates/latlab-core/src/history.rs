@@ -16,6 +16,10 @@ pub struct RunRow {
     /// Seconds since the epoch of `started_at` (else of when it was stored).
     pub time_unix: i64,
     pub duration_ns: Option<i64>,
+    /// The run's loads (run.json `config.loads`), none when it ran alone.
+    pub loads: Vec<String>,
+    /// The measuring period (run.json `config.interval_ns`; null for imports that lack it).
+    pub interval_ns: Option<i64>,
     pub complete: bool,
     pub cpus: i64,
     pub samples: i64,
@@ -107,6 +111,8 @@ mod tests {
             started_at: None,
             time_unix: 1_700_000_000 + i as i64 * 86_400,
             duration_ns: None,
+            loads: vec![],
+            interval_ns: Some(1_000_000),
             complete: true,
             cpus: 2,
             samples: 1000,

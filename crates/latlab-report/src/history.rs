@@ -24,14 +24,37 @@ fn started(r: &RunRow) -> String {
     })
 }
 
+/// The run's loads ("-" alone).
+fn load(r: &RunRow) -> String {
+    if r.loads.is_empty() {
+        "-".into()
+    } else {
+        r.loads.join("+")
+    }
+}
+
+/// How long the run measured ("-" unknown).
+fn duration(r: &RunRow) -> String {
+    r.duration_ns
+        .filter(|d| *d > 0)
+        .map(|d| latlab_core::units::format_measured(d as u64))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// What a trend line must not cross: runs under another load, at another period, on another
+/// preemption model measure something else.
+fn setting(r: &RunRow) -> (Vec<String>, Option<i64>, Option<String>) {
+    (r.loads.clone(), r.interval_ns, r.preemption.clone())
+}
+
 fn machine(r: &RunRow) -> String {
     r.hostname.clone().unwrap_or_else(|| r.machine_id.clone())
 }
 
 pub fn text(rows: &[RunRow]) -> Vec<u8> {
     let head = [
-        "started", "run id", "machine", "kernel", "preempt", "label", "p99", "p99.9", "max",
-        "missed",
+        "started", "run id", "machine", "kernel", "preempt", "label", "load", "duration", "p99",
+        "p99.9", "max", "missed",
     ];
     let mut table: Vec<Vec<String>> = vec![head.iter().map(|s| s.to_string()).collect()];
     for r in rows {
@@ -42,6 +65,8 @@ pub fn text(rows: &[RunRow]) -> Vec<u8> {
             escape(r.kernel_release.as_deref().unwrap_or("-")),
             escape(r.preemption.as_deref().unwrap_or("-")),
             escape(&r.label),
+            escape(&load(r)),
+            duration(r),
             ns(r.p99_ns),
             ns(r.p999_ns),
             ns(r.max_ns),
@@ -64,7 +89,7 @@ pub fn text(rows: &[RunRow]) -> Vec<u8> {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
-                if i >= 6 {
+                if i >= 7 {
                     format!("{c:>w$}")
                 } else {
                     format!("{c:<w$}")
@@ -136,13 +161,14 @@ fn plot(
     group: impl Fn(&RunRow) -> String,
     val: impl Fn(&RunRow) -> Option<i64>,
 ) -> String {
-    let mut groups: BTreeMap<String, Vec<(i64, f64)>> = BTreeMap::new();
+    type Setting = (Vec<String>, Option<i64>, Option<String>);
+    let mut groups: BTreeMap<String, Vec<(i64, f64, Setting)>> = BTreeMap::new();
     for r in rows {
         if let Some(v) = val(r).filter(|v| *v > 0) {
             groups
                 .entry(group(r))
                 .or_default()
-                .push((r.time_unix, v as f64));
+                .push((r.time_unix, v as f64, setting(r)));
         }
     }
     let mut o = String::new();
@@ -156,7 +182,7 @@ fn plot(
         by = H - 8.0,
         cy = T + (H - T - B) / 2.0,
     );
-    let pts: Vec<&(i64, f64)> = groups.values().flatten().collect();
+    let pts: Vec<(i64, f64)> = groups.values().flatten().map(|p| (p.0, p.1)).collect();
     if pts.is_empty() {
         let _ = write!(
             o,
@@ -211,21 +237,34 @@ fn plot(
     }
     for (i, (name, ps)) in groups.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let line: Vec<String> = ps
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
-            .collect();
-        let _ = write!(
-            o,
-            r#"<polyline fill="none" stroke="{c}" stroke-width="1" points="{}"/>"#,
-            line.join(" ")
-        );
-        for p in ps {
+        // A line joins consecutive runs of the same load, period and preemption model only:
+        // where they change, the line breaks (the runs measured something else).
+        for seg in ps.chunk_by(|a, b| a.2 == b.2) {
+            if seg.len() < 2 {
+                continue;
+            }
+            let line: Vec<String> = seg
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", x(p.0), y(p.1)))
+                .collect();
             let _ = write!(
                 o,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                r#"<polyline fill="none" stroke="{c}" stroke-width="1" points="{}"/>"#,
+                line.join(" ")
+            );
+        }
+        for p in ps {
+            let load = if p.2 .0.is_empty() {
+                "no load".to_string()
+            } else {
+                p.2 .0.join("+")
+            };
+            let _ = write!(
+                o,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"><title>{}</title></circle>"#,
                 x(p.0),
-                y(p.1)
+                y(p.1),
+                esc(&format!("{name}: {} ({load})", Human(p.1 as u64)))
             );
         }
         let ly = T + 14.0 + i as f64 * 16.0;
@@ -256,23 +295,25 @@ pub fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
         rows.len(),
         esc(db)
     );
-    b.push_str("<h2>By kernel</h2>");
+    b.push_str("<h2>By kernel</h2><p class=\"meta\">A line joins runs of one kernel under the same load, period and preemption model; it breaks where they change.</p><h3>Maximum latency per run</h3>");
     b.push_str(&plot(
         "Maximum latency per run, by kernel",
         rows,
         kernel,
         |r| r.max_ns,
     ));
+    b.push_str("<h3>p99.9 per run</h3>");
     b.push_str(&plot("p99.9 per run, by kernel", rows, kernel, |r| {
         r.p999_ns
     }));
-    b.push_str("<h2>By machine</h2>");
+    b.push_str("<h2>By machine</h2><h3>Maximum latency per run</h3>");
     b.push_str(&plot(
         "Maximum latency per run, by machine",
         rows,
         machine,
         |r| r.max_ns,
     ));
+    b.push_str("<h3>p99.9 per run</h3>");
     b.push_str(&plot("p99.9 per run, by machine", rows, machine, |r| {
         r.p999_ns
     }));
@@ -284,16 +325,19 @@ pub fn html(db: &str, rows: &[RunRow]) -> Vec<u8> {
         }
         b.push_str("</ul>");
     }
-    b.push_str("<h2>Runs</h2><table><tr><th class=\"k\">started</th><th class=\"k\">run id</th><th class=\"k\">machine</th><th class=\"k\">kernel</th><th class=\"k\">label</th><th>p99</th><th>p99.9</th><th>max</th><th>missed</th></tr>");
+    b.push_str("<h2>Runs</h2><table class=\"nowrap\"><tr><th class=\"k\">started</th><th class=\"k\">run id</th><th class=\"k\">machine</th><th class=\"k\">kernel</th><th class=\"k\">label</th><th class=\"k\">load</th><th>duration</th><th>p99</th><th>p99.9</th><th>max</th><th>missed</th></tr>");
     for r in rows {
         let _ = write!(
             b,
-            "<tr><td class=\"k\">{}</td><td class=\"k\"><code>{}</code></td><td class=\"k\">{}</td><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"k\">{}</td><td class=\"k\"><code title=\"{}\">{}</code></td><td class=\"k\">{}</td><td class=\"k\">{}</td><td class=\"k\">{}</td><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&started(r)),
             esc(&r.run_id),
+            esc(&r.run_id.chars().take(8).collect::<String>()),
             esc(&machine(r)),
             esc(&kernel(r)),
             esc(&r.label),
+            esc(&load(r)),
+            esc(&duration(r)),
             esc(&ns(r.p99_ns)),
             esc(&ns(r.p999_ns)),
             esc(&ns(r.max_ns)),
@@ -321,6 +365,8 @@ mod tests {
             started_at: None,
             time_unix: t,
             duration_ns: Some(1_000_000_000),
+            loads: vec![],
+            interval_ns: Some(1_000_000),
             complete: true,
             cpus: 2,
             samples: 2000,
@@ -376,11 +422,55 @@ mod tests {
         assert!(!page.contains("<script>"), "the label is escaped");
         assert!(page.contains("&lt;script&gt;"));
         assert!(page.contains("/tmp/db&amp;x"));
-        // Four plots (max and p99.9, by kernel and by machine): 2 + 2 + 1 + 1 lines.
-        assert_eq!(page.matches("<polyline").count(), 6, "{page}");
+        // Four plots (max and p99.9, by kernel and by machine), each labelled: a line per
+        // group of two runs or more (6.1's single run is a point), 1 + 1 + 1 + 1.
+        assert_eq!(page.matches("<polyline").count(), 4, "{page}");
         assert_eq!(page.matches("<circle").count(), 12);
+        assert_eq!(page.matches("<h3>Maximum latency per run</h3>").count(), 2);
+        assert_eq!(page.matches("<h3>p99.9 per run</h3>").count(), 2);
         let empty = String::from_utf8(html("db", &[])).unwrap();
         assert_eq!(empty.matches(">no runs</text>").count(), 4);
+    }
+
+    /// Runs under another load or period are not a trend: the line breaks where they change,
+    /// and the table (text and HTML) says which load and how long each run measured.
+    #[test]
+    fn lines_break_where_the_load_or_the_period_changes() {
+        let mut rows: Vec<RunRow> = (0..6)
+            .map(|i| {
+                row(
+                    &format!("r{i}"),
+                    "l",
+                    "6.12.0",
+                    1_700_000_000 + i * 600,
+                    Some(90_000),
+                )
+            })
+            .collect();
+        for r in &mut rows[2..4] {
+            r.loads = vec!["hackbench".into()];
+        }
+        rows[5].interval_ns = Some(500_000);
+        let page = String::from_utf8(html("db", &rows)).unwrap();
+        // Per plot: r0-r1 alone, r2-r3 under hackbench, r4 alone (a point), r5 at 500 µs (a
+        // point): 2 lines in each of the 4 plots.
+        assert_eq!(page.matches("<polyline").count(), 8, "{page}");
+        assert!(page.contains("<td class=\"k\">hackbench</td>"), "{page}");
+        assert!(page.contains("<table class=\"nowrap\">"));
+        let out = String::from_utf8(text(&rows)).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].contains(" load ") && lines[0].contains(" duration "),
+            "{out}"
+        );
+        assert!(
+            lines[3].contains("hackbench") && lines[3].contains(" 1s "),
+            "{out}"
+        );
+        assert!(
+            !lines[1].contains("hackbench") && lines[1].contains(" - "),
+            "{out}"
+        );
     }
 
     #[test]

@@ -445,7 +445,7 @@ pub trait Store {
         let mut sql = String::from(
             "SELECT r.run_id, r.label, r.machine_id, m.hostname, r.kernel_release, r.kernel_version, \
              r.preemption, r.source, r.started_at, COALESCE(r.started_unix, r.stored_unix), r.duration_ns, \
-             r.complete, r.cpus, r.samples, r.p99_ns, r.p999_ns, r.max_ns, r.missed \
+             r.complete, r.cpus, r.samples, r.p99_ns, r.p999_ns, r.max_ns, r.missed, r.config_json \
              FROM runs r JOIN machines m ON m.machine_id = r.machine_id WHERE 1 = 1",
         );
         let mut p = vec![];
@@ -470,12 +470,26 @@ pub trait Store {
         let rows = self.query(
             &sql,
             &p,
-            &[T, T, T, T, T, T, T, T, T, I, I, I, I, I, I, I, I, I],
+            &[T, T, T, T, T, T, T, T, T, I, I, I, I, I, I, I, I, I, T],
         )?;
         Ok(rows
             .into_iter()
             .map(|r| {
                 let s = |i: usize| r[i].text().map(str::to_string);
+                // The loads and the period, from the stored configuration (a record of any
+                // age: what is missing or not a string is left out).
+                let config: serde_json::Value = r[18]
+                    .text()
+                    .and_then(|c| serde_json::from_str(c).ok())
+                    .unwrap_or_default();
+                let loads = config["loads"]
+                    .as_array()
+                    .map(|l| {
+                        l.iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 RunRow {
                     run_id: s(0).unwrap_or_default(),
                     label: s(1).unwrap_or_default(),
@@ -488,6 +502,8 @@ pub trait Store {
                     started_at: s(8),
                     time_unix: r[9].int().unwrap_or(0),
                     duration_ns: r[10].int(),
+                    loads,
+                    interval_ns: config["interval_ns"].as_i64(),
                     complete: r[11].int() == Some(1),
                     cpus: r[12].int().unwrap_or(0),
                     samples: r[13].int().unwrap_or(0),

@@ -328,12 +328,22 @@ fn peers_on_the_same_kernel_agree_in_structure() {
 fn rtla_timerlat_top_stops_with_its_trace_on_the_same_cpu() {
     let Some(g) = guest() else { return };
     let rc = g.read("rtla-top.rc");
-    assert_eq!(rc.trim(), "0", "{}", g.read("rtla-top.err"));
-    assert!(
-        g.read("rtla-top.out").contains("hit stop tracing"),
-        "{}",
-        g.read("rtla-top.out")
-    );
+    let out = g.read("rtla-top.out");
+    assert!(out.contains("hit stop tracing"), "{out}");
+    // rtla 6.1 itself sometimes dies of SIGSEGV (status 139) after "Saving trace to …", its
+    // trace already written (seen in a fresh-clone run on 2026-11-28: a bug of that rtla, not of
+    // the kernel or latlab). What this test asks of rtla — it stopped and saved its trace —
+    // holds either way; any other status, or a crash before the save, fails.
+    match rc.trim() {
+        "0" => {}
+        "139" if out.contains("Saving trace to") => {
+            eprintln!("rtla timerlat top: stopped, saved its trace, then segfaulted (rtla 6.1)")
+        }
+        other => panic!(
+            "rtla timerlat top exited {other}: {}",
+            g.read("rtla-top.err")
+        ),
+    }
     // rtla 6.1 saves it as timerlat_trace.txt in its working directory (/lab).
     let trace = g.read("timerlat_trace.txt");
     let on_cpu1: Vec<&str> = trace

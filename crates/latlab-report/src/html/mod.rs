@@ -38,7 +38,7 @@ const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-w
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.2em;margin-top:1.8em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:.5em 0;max-width:100%}td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}\
 th{background:#f4f4f4}td.k,th.k{text-align:left}td.k{overflow-wrap:break-word;max-width:32em}.meta{color:#444}.warn{color:#a00}code,pre{font-family:ui-monospace,monospace;font-size:12px}\
-table.fit{table-layout:fixed;width:100%}table.fit td{overflow-wrap:anywhere;max-width:none}\
+table.nowrap td{white-space:nowrap;max-width:none}table.fit{table-layout:fixed;width:100%}table.fit td{overflow-wrap:anywhere;max-width:none}\
 pre{white-space:pre-wrap;word-break:break-all}svg.plot{max-width:100%;height:auto;display:block;margin:.5em 0}\
 details{margin:.5em 0}@media print{body{max-width:none;margin:0}h2{break-after:avoid}svg.plot,table{break-inside:avoid}}";
 
