@@ -39,6 +39,7 @@ pub mod scenario_record;
 pub mod secrets;
 pub mod sim;
 pub mod stats;
+pub mod suggest;
 pub mod tail;
 pub mod timeline;
 pub mod trace;

@@ -86,8 +86,46 @@ fn usage_error(e: clap::Error) -> ExitCode {
             );
             ExitCode::from(1)
         }
-        _ => {
+        // `latlab` alone, `latlab bench`: the help, as a usage error.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             let _ = e.print();
+            ExitCode::from(1)
+        }
+        // A mistyped command: one line, with the command it is one typo away from.
+        ErrorKind::InvalidSubcommand => {
+            let word = match e.get(ContextKind::InvalidSubcommand) {
+                Some(ContextValue::String(w)) => w.clone(),
+                _ => String::new(),
+            };
+            let cmd = <cli::Cli as clap::CommandFactory>::command();
+            let names: Vec<String> = cmd
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            let hint = latlab_core::suggest::closest(&word, names.iter().map(String::as_str))
+                .map(|c| format!("; did you mean '{c}'?"))
+                .unwrap_or_default();
+            eprintln!(
+                "latlab: error: unknown command '{}'{hint} (latlab --help lists the commands)",
+                latlab_core::escape::escape(&word)
+            );
+            ExitCode::from(1)
+        }
+        // Everything else clap refuses (an unknown flag, a missing argument, a value not among
+        // the choices): clap's first line and its tip, in latlab's one-line form.
+        _ => {
+            let text = e.render().to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("invalid command line");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let rest: Vec<&str> = lines
+                .filter(|l| l.starts_with("tip:") || l.starts_with("[possible values"))
+                .collect();
+            let mut line = latlab_core::escape::escape(first);
+            if !rest.is_empty() {
+                line = format!("{line}; {}", latlab_core::escape::escape(&rest.join("; ")));
+            }
+            eprintln!("latlab: error: {line} (add --help for usage)");
             ExitCode::from(1)
         }
     }

@@ -373,8 +373,13 @@ impl Resolved {
 /// Why a profile cannot run here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
-    #[error("unknown load profile '{name}'; known profiles: {known}")]
-    Unknown { name: String, known: String },
+    #[error("unknown load profile '{name}'{hint}; known profiles: {known}")]
+    Unknown {
+        name: String,
+        /// " (did you mean 'X'?)" when a profile is a typo away, else empty.
+        hint: String,
+        known: String,
+    },
     #[error("load 'cmd:' needs a command, e.g. --load 'cmd:make -j3 -C ~/src/linux'")]
     EmptyCommand,
     #[error("{bin} not found: apt-get install {package}")]
@@ -396,6 +401,9 @@ pub fn resolve(name: &str) -> Result<Resolved, ProfileError> {
         .map(Resolved::Builtin)
         .ok_or_else(|| ProfileError::Unknown {
             name: name.to_string(),
+            hint: latlab_core::suggest::closest(name, PROFILES.iter().map(|p| p.name))
+                .map(|p| format!(" (did you mean '{p}'?)"))
+                .unwrap_or_default(),
             known: known_names(),
         })
 }

@@ -129,8 +129,12 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run directory or its run.json, or a run id from the results database
-    pub run: PathBuf,
+    /// A run directory or its run.json, or a run id from the results database; without it, the
+    /// latest run in --results
+    pub run: Option<PathBuf>,
+    /// Where to look for the latest run when RUN is not given
+    #[arg(long, default_value = "latlab-results", value_name = "DIR")]
+    pub results: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
     /// Write to this file instead of stdout

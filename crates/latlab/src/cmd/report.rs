@@ -8,11 +8,24 @@ use std::process::ExitCode;
 use crate::cli::{ReportArgs, ReportFormat};
 
 pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let model = super::db::load_run_arg(&args.run, &args.db)?;
+    let run = match &args.run {
+        Some(r) => r.clone(),
+        None => {
+            let r = latest_run(&args.results)?;
+            // Said on stderr: stdout is the report (a file or a pipe).
+            eprintln!(
+                "latlab: no RUN given: reporting the latest run in {}, {}",
+                latlab_core::escape::escape(&args.results.display().to_string()),
+                latlab_core::escape::escape(&r.display().to_string())
+            );
+            r
+        }
+    };
+    let model = super::db::load_run_arg(&run, &args.db)?;
     if args.format == ReportFormat::Cyclictest && model.cpus.is_empty() {
         anyhow::bail!(
             "{}: no latency was measured (a `latlab profile --no-measure` run has only the profile): the cyclictest format has no histogram to show; use --format text, markdown, json or html",
-            args.run.display()
+            run.display()
         );
     }
     let fmt = match args.format {
@@ -23,9 +36,9 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Cyclictest => latlab_report::Format::Cyclictest,
     };
     let bytes = if fmt == latlab_report::Format::Html {
-        let series = profile_series(&args.run, &model);
+        let series = profile_series(&run, &model);
         if let Some(Err(e)) = &series {
-            warnln!("{}: no heat maps: {e}", args.run.display());
+            warnln!("{}: no heat maps: {e}", run.display());
         }
         latlab_report::html::render_with(
             &model,
@@ -36,6 +49,36 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     crate::stdout::emit(&bytes, args.output.as_deref())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The latest run directory in `results`: run directories are named by their start time in
+/// UTC (`20261128T010258Z-label`), so the greatest such name holding a run.json.
+fn latest_run(results: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let entries = std::fs::read_dir(results).map_err(|e| {
+        anyhow::anyhow!(
+            "no RUN given and {} cannot be read ({e}): give a run directory, its run.json or a run id, or --results DIR",
+            results.display()
+        )
+    })?;
+    let latest = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.len() > 17
+                && n.as_bytes()[..8].iter().all(u8::is_ascii_digit)
+                && n.as_bytes()[8] == b'T'
+                && e.file_type().is_ok_and(|t| t.is_dir())
+                && e.path().join("run.json").is_file()
+        })
+        .map(|e| e.path())
+        .max();
+    latest.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no RUN given and no run in {}: give a run directory, its run.json or a run id, or --results DIR",
+            results.display()
+        )
+    })
 }
 
 /// The largest `profile/series.bin` read (256 CPUs of 2²⁰ pixels and the switch points fit).

@@ -5,6 +5,10 @@ use anyhow::bail;
 use latlab_core::cpulist::format_cpu_list;
 use latlab_core::trace::raw::TimerlatContext;
 
+/// The smallest `--trace-threshold`: every wake-up takes longer (a clock read, the return from
+/// clock_nanosleep), so a lower one traces every period.
+const MIN_TRACE_THRESHOLD_NS: u64 = 1_000;
+
 use latlab_core::hist::Layout;
 use latlab_core::units::{format_duration, Nanos};
 use latlab_engine::run::plan::Plan;
@@ -114,6 +118,12 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         );
     }
     let trace_threshold_ns = a.trace_threshold.map(|t| t.0);
+    if let Some(t) = trace_threshold_ns.filter(|t| *t < MIN_TRACE_THRESHOLD_NS) {
+        bail!(
+            "--trace-threshold {}: below 1 µs every wake-up is a spike (no wake-up is quicker than a clock read and the return from clock_nanosleep), so the recorder would stop at every period and its own work would become the latency; give the latency worth a trace, e.g. --trace-threshold 100us",
+            latlab_core::units::Human(t)
+        );
+    }
     let max_latency_ns = a.max_latency.map(|t| t.0);
     if a.max_latency_of.is_some() && a.backend != "timerlat" {
         bail!(
