@@ -213,6 +213,9 @@ fn sigkill_leaves_a_readable_checkpoint() {
         return;
     };
     let t = tempfile::tempdir().unwrap();
+    // Its own runtime directory: the ledgers a SIGKILL leaves (the run's and its claim on CPU
+    // 0) are this test's to clean, never /run/latlab's.
+    let rt = tempfile::tempdir().unwrap();
     let mut reap = Reap(
         Command::new(bin())
             .args([
@@ -225,6 +228,7 @@ fn sigkill_leaves_a_readable_checkpoint() {
                 "--results",
             ])
             .arg(t.path())
+            .env("LATLAB_RUNTIME_DIR", rt.path())
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
@@ -259,6 +263,22 @@ fn sigkill_leaves_a_readable_checkpoint() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("INCOMPLETE"));
-    // The dead run's ledger is left for `latlab cleanup`; remove it here so no state leaks.
-    let _ = std::fs::remove_file(format!("/run/latlab/{}.json", child.id()));
+    // The dead run's ledgers are left for `latlab cleanup`, as after any kill -9.
+    assert!(std::fs::read_dir(rt.path()).unwrap().next().is_some());
+    let out = Command::new(bin())
+        .arg("cleanup")
+        .env("LATLAB_RUNTIME_DIR", rt.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(rt.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left after cleanup: {left:?}");
 }
