@@ -71,7 +71,7 @@ step profile latlab profile --cpus 2-5 --duration 2s --interval 10ms --load "cmd
 state >state-after-profile
 # Killed with SIGKILL while it measures, traced, under a load; then cleanup.
 a=$(up)
-latlab run --cpus 2-5 --duration 60s --interval 10ms --trace-threshold 3ms --load "cmd:$STRESS" --results /lab/killed --no-db -q >killed.out 2>killed.err &
+latlab run --cpus 2-5 --duration 60s --warmup 200ms --interval 10ms --trace-threshold 3ms --load "cmd:$STRESS" --results /lab/killed --no-db -q >killed.out 2>killed.err &
 r=$!
 while ! grep -qs '^latlab-cpu2$' /proc/$r/task/*/comm && kill -0 $r 2>/dev/null; do usleep 20000; done
 sleep 1
