@@ -102,6 +102,28 @@ pub fn utc_now() -> (String, String) {
     )
 }
 
+/// The latest run directory in `results`: run directories are named by their start time in UTC
+/// ([`utc_now`]'s `20261128T010258Z`, then `-label`), so the greatest such name holding a
+/// run.json. None when there is none (or `results` cannot be read: the caller says so).
+pub fn latest_run_dir(results: &Path) -> std::io::Result<Option<PathBuf>> {
+    let latest = std::fs::read_dir(results)?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.as_encoded_bytes();
+            n.len() > 16
+                && n[..8].iter().all(u8::is_ascii_digit)
+                && n[8] == b'T'
+                && n[9..15].iter().all(u8::is_ascii_digit)
+                && n[15] == b'Z'
+                && e.file_type().is_ok_and(|t| t.is_dir())
+                && e.path().join("run.json").is_file()
+        })
+        .map(|e| e.path())
+        .max();
+    Ok(latest)
+}
+
 /// A label made safe for a directory name.
 pub fn sanitize_label(label: &str) -> String {
     let s: String = label

@@ -51,34 +51,17 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The latest run directory in `results`: run directories are named by their start time in
-/// UTC (`20261128T010258Z-label`), so the greatest such name holding a run.json.
+/// The latest run in `results` (RUN not given), or what to give instead.
 fn latest_run(results: &Path) -> anyhow::Result<std::path::PathBuf> {
-    let entries = std::fs::read_dir(results).map_err(|e| {
-        anyhow::anyhow!(
-            "no RUN given and {} cannot be read ({e}): give a run directory, its run.json or a run id, or --results DIR",
+    let what = "give a run directory, its run.json or a run id, or --results DIR";
+    match latlab_engine::rundir::latest_run_dir(results) {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => anyhow::bail!("no RUN given and no run in {}: {what}", results.display()),
+        Err(e) => anyhow::bail!(
+            "no RUN given and {} cannot be read ({e}): {what}",
             results.display()
-        )
-    })?;
-    let latest = entries
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.len() > 17
-                && n.as_bytes()[..8].iter().all(u8::is_ascii_digit)
-                && n.as_bytes()[8] == b'T'
-                && e.file_type().is_ok_and(|t| t.is_dir())
-                && e.path().join("run.json").is_file()
-        })
-        .map(|e| e.path())
-        .max();
-    latest.ok_or_else(|| {
-        anyhow::anyhow!(
-            "no RUN given and no run in {}: give a run directory, its run.json or a run id, or --results DIR",
-            results.display()
-        )
-    })
+        ),
+    }
 }
 
 /// The largest `profile/series.bin` read (256 CPUs of 2²⁰ pixels and the switch points fit).
