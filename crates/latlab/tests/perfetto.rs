@@ -465,7 +465,8 @@ fn spike_windows_export_with_their_slices() {
             "0",
             "-q",
             "--trace-threshold",
-            "1ns",
+            // The smallest threshold latlab takes: every wake-up is above it.
+            "1us",
             "--trace-max-spikes",
             "2",
             "--results",
