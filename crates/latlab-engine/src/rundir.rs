@@ -124,6 +124,22 @@ pub fn latest_run_dir(results: &Path) -> std::io::Result<Option<PathBuf>> {
     Ok(latest)
 }
 
+/// The latest run in `results` (`report` without RUN), or what to give instead.
+pub fn latest_run(results: &Path) -> crate::Result<PathBuf> {
+    let what = "give a run directory, its run.json or a run id, or --results DIR";
+    match latest_run_dir(results) {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => Err(crate::Error::msg(format!(
+            "no RUN given and no run in {}: {what}",
+            results.display()
+        ))),
+        Err(e) => Err(crate::Error::msg(format!(
+            "no RUN given and {} cannot be read ({e}): {what}",
+            results.display()
+        ))),
+    }
+}
+
 /// A label made safe for a directory name.
 pub fn sanitize_label(label: &str) -> String {
     let s: String = label
@@ -352,6 +368,58 @@ pub fn load_run(run: &Path) -> crate::Result<RunModel> {
     let r = load_record(run)?;
     let p = run_json_path(run)?;
     Ok(RunModel::new(r).with_context(|| format!("{}", p.display()))?)
+}
+
+/// The largest `profile/series.bin` read (256 CPUs of 2²⁰ pixels and the switch points fit).
+const MAX_SERIES_BYTES: u64 = 512 << 20;
+
+/// A profile run's heat-map series (run.json `profile.series`, a file inside the run
+/// directory): None when the run has none or is not a directory here (a database id).
+pub fn profile_series(
+    run: &Path,
+    model: &latlab_core::model::RunModel,
+) -> Option<Result<latlab_core::profile::Series, String>> {
+    let rel = model.record.profile.as_ref()?.series.as_deref()?;
+    let meta = std::fs::symlink_metadata(run).ok()?;
+    let dir = if meta.is_dir() {
+        run.to_path_buf()
+    } else {
+        run.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    // run.json is input: only a path inside the run directory is read.
+    if rel.is_empty()
+        || !Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Some(Err(format!("{rel}: not a path inside the run directory")));
+    }
+    let p = dir.join(rel);
+    let read = || -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&p)?;
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::other("not a regular file"));
+        }
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_SERIES_BYTES + 1), &mut b)?;
+        if b.len() as u64 > MAX_SERIES_BYTES {
+            return Err(std::io::Error::other(format!(
+                "larger than {} MiB",
+                MAX_SERIES_BYTES >> 20
+            )));
+        }
+        Ok(b)
+    };
+    Some(match read() {
+        Ok(b) => latlab_core::profile::Series::from_bytes(&b).ok_or_else(|| {
+            format!("{rel}: not a series file this latlab reads (damaged, or from a newer latlab)")
+        }),
+        Err(e) => Err(format!("{rel}: {e}")),
+    })
 }
 
 #[cfg(test)]
