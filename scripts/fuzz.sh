@@ -4,6 +4,8 @@
 # (store_rows), every renderer, compare, histogram merge, the ledger file `latlab cleanup`
 # reads, unit and CPU-list parsing.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   scripts/fuzz.sh build        (installs what it needs and builds every target, runs none:
+#                                 scripts/test starts this beside its other steps)
 # Seeds: fuzz/corpus/TARGET/ (kept in the repository, never written to) plus, for the importers
 # and the trace target, the test fixtures; the run.json readers use fuzz/dict/run_json.dict. libFuzzer grows a working copy under
 # $CARGO_TARGET_DIR/fuzz-corpus/TARGET (fuzz/target/… without CARGO_TARGET_DIR), kept between
@@ -15,6 +17,8 @@
 set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-20}
+build_only=0
+[ "$secs" = build ] && build_only=1 && secs=0
 case $secs in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$secs'" >&2; exit 1 ;; esac
 [ $# -gt 0 ] && shift
 
@@ -30,6 +34,7 @@ fi
 start=$(date +%s)
 cargo +nightly fuzz build -a
 echo "fuzz: targets built in $(($(date +%s) - start)) s"
+[ "$build_only" = 1 ] && exit 0
 
 targets=${*:-$(cargo +nightly fuzz list)}
 # Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N sets how many): each libFuzzer
