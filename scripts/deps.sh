@@ -10,7 +10,7 @@
 # prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text),
 # and for the kernel lab (scripts/kernel-lab: Debian kernels booted under QEMU by the lab_*
 # tests) qemu-system-x86, busybox-static, cpio, xz-utils, rtla and util-linux (chrt, taskset in
-# the guests), mold (scripts/test links with it: the ~60 test and fuzz binaries); then the lab's kernels are fetched into its cache when missing (apt-get download
+# the guests); then the lab's kernels are fetched into its cache when missing (apt-get download
 # of Debian's 6.12-rt, 6.1 and 6.1-rt kernel packages, about 250 MB once; `apt-get update`
 # first as root when apt does not know them).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
@@ -30,7 +30,6 @@ needs=(
     prometheus:prometheus promtool:prometheus
     qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils
     rtla:rtla chrt:util-linux taskset:util-linux
-    mold:mold
 )
 missing=()
 for n in "${needs[@]}"; do
