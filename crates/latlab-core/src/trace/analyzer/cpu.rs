@@ -151,11 +151,20 @@ impl<'a> CpuState<'a> {
     }
 
     /// `sched_waking`: `task` is made runnable (W), from the timer interrupt that expired its
-    /// timer (L, the outermost open context) for a sleeping RT thread. An RT thread woken
-    /// without a window (its arming is not in the trace) gets one from E = the expiring
-    /// timer's `now` at best.
+    /// timer (L) for a sleeping RT thread. L is the start of the open interrupt context (the
+    /// timer vector), else the expiring hrtimer's `now` (a kernel without `irq_vectors`), else
+    /// W — never a softirq or other context the interrupt came inside of, which may have begun
+    /// long before the timer was due. An RT thread woken without a window (its arming is not
+    /// in the trace) gets one from E = the expiring timer's `now` at best.
     pub(super) fn sched_waking(&mut self, t: Nanos, task: &TaskRef<'a>) {
-        let l = self.stack.first().map(|c| c.start).unwrap_or(t);
+        let l = self
+            .stack
+            .iter()
+            .find(|c| c.kind == CauseKind::Irq)
+            .map(|c| c.start)
+            .or(self.expiring)
+            .unwrap_or(t)
+            .min(t);
         match self.windows.iter_mut().find(|w| w.pid == task.pid) {
             Some(w) => {
                 if w.woken.is_none() && t >= w.e {

@@ -1090,3 +1090,88 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_timer_irq_is_the_interrupt_not_the_softirq_it_interrupted() {
+    // An RCU softirq began 810 µs before E in x's context; the timer interrupt that wakes τ
+    // came inside it at E + 5 µs. The timeline's timer IRQ is that interrupt, not the
+    // softirq's start (it was shown at -809.9 µs, before the timer was due).
+    let x = task("x", 200, 120);
+    let mut b = B::new();
+    b.sleep(x.clone()).push(
+        E - 810_000,
+        200,
+        "..s1.",
+        EventKind::SoftirqEntry {
+            vec: 9,
+            name: "RCU".into(),
+        },
+    );
+    b.timer_irq(E + 5_000, E + 8_000, 200).push(
+        E + 20_000,
+        200,
+        "..s1.",
+        EventKind::SoftirqExit {
+            vec: 9,
+            name: "RCU".into(),
+        },
+    );
+    b.switch(E + 30_000, x, task("tau", TAU, 19))
+        .marker(E + 31_000, E + 30_500);
+    let a = b.run(false, SampleMode::Markers);
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert_eq!(s.timer_irq_ns, Some(E + 5_000));
+    assert_eq!(s.wakeup_ns, Some(E + 5_002));
+}
+
+#[test]
+fn without_the_interrupt_events_the_timer_irq_is_the_expiry_time() {
+    // A kernel without irq_vectors: the hrtimer's expiry (`now`, the interrupt's clock) stands
+    // for the interrupt, not the softirq open around it.
+    let x = task("x", 200, 120);
+    let mut b = B::new();
+    b.sleep(x.clone())
+        .push(
+            E - 810_000,
+            200,
+            "..s1.",
+            EventKind::SoftirqEntry {
+                vec: 9,
+                name: "RCU".into(),
+            },
+        )
+        .push(
+            E + 6_000,
+            200,
+            "d.h1.",
+            EventKind::HrtimerExpireEntry {
+                hrtimer: "h".into(),
+                function: "hrtimer_wakeup".into(),
+                now: E + 4_000,
+            },
+        )
+        .push(
+            E + 6_002,
+            200,
+            "d.h2.",
+            EventKind::SchedWaking {
+                task: task("tau", TAU, 19),
+                target_cpu: Some(1),
+            },
+        )
+        .push(
+            E + 20_000,
+            200,
+            "..s1.",
+            EventKind::SoftirqExit {
+                vec: 9,
+                name: "RCU".into(),
+            },
+        );
+    b.switch(E + 30_000, x, task("tau", TAU, 19))
+        .marker(E + 31_000, E + 30_500);
+    let a = b.run(false, SampleMode::Markers);
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    assert_eq!(a.spikes[0].timer_irq_ns, Some(E + 4_000));
+}
