@@ -464,12 +464,13 @@ fn measuring(o: &mut String, p: &ProfileRecord) {
     o.push_str("</table>\n");
     let _ = writeln!(
         o,
-        "<p class=\"meta\">Wake-ups: {}. A wake-up is the thread's <code>sched_waking</code> (else <code>sched_wakeup</code>); its cycle should be the measuring interval, and its run-queue wait is the scheduling part of each sample's latency.</p>",
+        "<p class=\"meta\">Wake-ups: {}. A wake-up is the thread's <code>sched_waking</code> (else <code>sched_wakeup</code>); its cycle should be the measuring interval, and its run-queue wait is the scheduling part of each sample's latency. {}</p>",
         p.measuring
             .iter()
             .map(|m| format!("CPU {} {}", m.cpu, m.wakeups))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        esc(&preemption_note(p))
     );
     for (what, pick) in kinds {
         let series: Vec<(String, svg::Buckets)> = p
@@ -503,6 +504,36 @@ fn measuring(o: &mut String, p: &ProfileRecord) {
             step as f64 / 1e9,
         ));
     }
+}
+
+/// The measuring threads' preemptions (switched out while runnable, so switched in again
+/// without a wake-up) and who took the CPU: "Preempted: CPU 2 3 times (migration/2 2,
+/// ksoftirqd/2 1), CPU 3 never." Plain text, escaped by the caller.
+pub(crate) fn preemption_note(p: &ProfileRecord) -> String {
+    let per: Vec<String> = p
+        .measuring
+        .iter()
+        .map(|m| match m.preemptions {
+            0 => format!("CPU {} never", m.cpu),
+            n => {
+                let by: Vec<String> = m
+                    .preempted_by
+                    .iter()
+                    .map(|b| format!("{} {}", b.comm, b.count))
+                    .collect();
+                let times = if n == 1 {
+                    "once".to_string()
+                } else {
+                    format!("{n} times")
+                };
+                format!("CPU {} {times} ({})", m.cpu, by.join(", "))
+            }
+        })
+        .collect();
+    format!(
+        "Preempted (switched out while runnable, then switched in without a wake-up): {}.",
+        per.join(", ")
+    )
 }
 
 #[cfg(test)]

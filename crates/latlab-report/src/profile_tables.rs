@@ -112,12 +112,13 @@ pub fn tables(p: &ProfileRecord, waits: usize) -> Vec<crate::tables::Table> {
             }
         }
         t.note = Some(format!(
-            "Wake-ups: {}. The run-queue wait is the scheduling part of each sample's latency.",
+            "Wake-ups: {}. The run-queue wait is the scheduling part of each sample's latency. {}",
             p.measuring
                 .iter()
                 .map(|m| format!("CPU {} {}", m.cpu, m.wakeups))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            crate::profile::preemption_note(p)
         ));
         out.push(t);
     }

@@ -32,7 +32,7 @@ fn switch(prev: i64, prev_prio: i64, next: i64, next_prio: i64) -> Ev {
 }
 
 /// A profile of 1 ms on CPUs 0 and 1: latlab's measuring thread (tid 9) wakes five times on
-/// CPU 0 and waits 2 µs each time; a task `<hog>` (pid 50) waits 30 µs on CPU 1 three times.
+/// CPU 0 and waits 2 µs each time, preempted once by pid 77; a task `<hog>` (pid 50) waits 30 µs on CPU 1 three times.
 fn profile() -> ProfileRecord {
     let mut p = Profiler::new(&[0, 1], 1_000, 1_000_000);
     p.watch(9, 0);
@@ -46,6 +46,19 @@ fn profile() -> ProfileRecord {
         };
         p.event(&ev(t, 0, wake(9, 4, 0)));
         p.event(&ev(t + 2_000, 0, switch(0, 120, 9, 4)));
+        if k == 4 {
+            // Preempted once by pid 77, switched in again without a wake-up.
+            let preempted = Ev::Switch {
+                prev_pid: 9,
+                prev_prio: 4,
+                prev_runnable: true,
+                prev_dead: false,
+                next_pid: 77,
+                next_prio: 2,
+            };
+            p.event(&ev(t + 5_000, 0, preempted));
+            p.event(&ev(t + 6_000, 0, switch(77, 2, 9, 4)));
+        }
         p.event(&ev(t + 9_000, 0, switch(9, 4, 0, 120)));
         if k < 3 {
             p.event(&ev(t, 1, wake(50, 120, 1)));
@@ -151,6 +164,12 @@ fn text_shows_the_profile_before_the_statistics() {
         .find(|l| l.contains("run-queue wait"))
         .unwrap();
     assert!(wait.contains("2 µs"), "{wait}");
+    // Its preemption, and who preempted it.
+    assert!(
+        text[measuring..stats].contains("switched in without a wake-up): CPU 0 once (task 77 1)."),
+        "{}",
+        &text[measuring..stats]
+    );
 }
 
 #[test]

@@ -53,6 +53,11 @@ impl Profiler {
                     if prev_runnable {
                         t.since = Some((e.ts, WaitKind::Preempt));
                         self.place(prev_pid, Some(e.cpu), e.ts);
+                        if let Some(&w) = self.watch_of.get(&prev_pid) {
+                            let w = &mut self.watched[w];
+                            w.preemptions += 1;
+                            *w.preemptors.entry(next_pid.max(0)).or_default() += 1;
+                        }
                     } else {
                         t.since = None;
                         self.place(prev_pid, None, e.ts);

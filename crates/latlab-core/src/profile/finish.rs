@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::record::{MeasuringThread, ProfileCpu, ProfileRecord, WaitRow};
+use super::record::{MeasuringThread, Preemptor, ProfileCpu, ProfileRecord, WaitRow};
 use super::series::{cut, Series};
 use super::watched::{K_RQ, K_SWITCH, K_WAKE};
 use super::{Profiler, SERIES_NAMES, SERIES_NAME_BYTES};
@@ -85,6 +85,8 @@ impl Profiler {
                 bucket_ns: self.bucket_ns,
                 wakeups: w.wakeups,
                 switch_ins: w.switch_ins,
+                preemptions: w.preemptions,
+                preempted_by: preemptors(&w.preemptors, &comm),
                 wake_interval: w.kinds[K_WAKE].record(),
                 switch_interval: w.kinds[K_SWITCH].record(),
                 rq_wait: w.kinds[K_RQ].record(),
@@ -134,4 +136,18 @@ impl Profiler {
         };
         (record, series)
     }
+}
+
+/// The tasks that preempted a measuring thread, most often first (ties by pid), at most 5.
+fn preemptors(by: &HashMap<i64, u64>, comm: &impl Fn(i64) -> String) -> Vec<Preemptor> {
+    let mut v: Vec<(i64, u64)> = by.iter().map(|(&p, &n)| (p, n)).collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter()
+        .take(5)
+        .map(|(pid, count)| Preemptor {
+            pid,
+            comm: if pid == 0 { "idle".into() } else { comm(pid) },
+            count,
+        })
+        .collect()
 }

@@ -39,7 +39,7 @@ mod series;
 mod wait_hist;
 mod watched;
 
-pub use record::{MeasuringKind, MeasuringThread, ProfileCpu, ProfileRecord, WaitRow};
+pub use record::{MeasuringKind, MeasuringThread, Preemptor, ProfileCpu, ProfileRecord, WaitRow};
 pub use series::Series;
 use wait_hist::WaitHist;
 use watched::Watched;

@@ -50,12 +50,28 @@ pub struct MeasuringThread {
     /// switch-ins.
     pub wakeups: u64,
     pub switch_ins: u64,
+    /// Times it was switched out still runnable (preempted: `prev_state` R), each followed by
+    /// a switch-in without a wake-up, so switch-ins ≈ wake-ups + preemptions.
+    #[serde(default)]
+    pub preemptions: u64,
+    /// The tasks switched to when it was preempted, most often first (at most 5).
+    #[serde(default)]
+    pub preempted_by: Vec<Preemptor>,
     /// Time from one wake-up (`sched_waking`, else `sched_wakeup`) to the next.
     pub wake_interval: MeasuringKind,
     /// Time from one switch-in to the next.
     pub switch_interval: MeasuringKind,
     /// Wake-up → switch-in: the time it waited in the run queue.
     pub rq_wait: MeasuringKind,
+}
+
+/// A task that preempted a measuring thread: the task switched to, and how often.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Preemptor {
+    pub pid: i64,
+    /// Its name (`idle` for pid 0).
+    pub comm: String,
+    pub count: u64,
 }
 
 /// The values of one kind: count, quantiles, the histogram and the values over time.

@@ -540,3 +540,30 @@ fn tasks_seen_counts_tasks_that_exited() {
     let (r, _) = p.finish(1_000, 10, |_| String::new(), 0, 0);
     assert_eq!(r.tasks_seen, 3);
 }
+
+/// A watched thread preempted twice by one task and once by another: its switch-ins are its
+/// wake-ups plus its preemptions, and the preemptors are named, most often first.
+#[test]
+fn preemptions_of_a_watched_thread_are_counted_and_named() {
+    let mut p = Profiler::new(&[0], 0, 1_000_000);
+    p.watch(9, 0);
+    p.event(&wake(100, 0, 9, 0));
+    p.event(&sw(200, 0, 0, false, 9));
+    // Preempted by 50 (R), back, by 50 again, back, by 60, back, then sleeps.
+    for (i, by) in [50, 50, 60].into_iter().enumerate() {
+        let t = 1_000 * (i as u64 + 1);
+        p.event(&sw(t, 0, 9, true, by));
+        p.event(&sw(t + 500, 0, by, false, 9));
+    }
+    p.event(&sw(9_000, 0, 9, false, 0));
+    let (r, _) = p.finish(10_000, 10, |pid| format!("task{pid}"), 0, 0);
+    let m = &r.measuring[0];
+    assert_eq!((m.wakeups, m.switch_ins, m.preemptions), (1, 4, 3));
+    assert_eq!(m.switch_ins, m.wakeups + m.preemptions);
+    let by: Vec<(i64, &str, u64)> = m
+        .preempted_by
+        .iter()
+        .map(|p| (p.pid, p.comm.as_str(), p.count))
+        .collect();
+    assert_eq!(by, vec![(50, "task50", 2), (60, "task60", 1)]);
+}

@@ -78,6 +78,9 @@ pub(super) struct Watched {
     pub(super) last_in: Option<u64>,
     pub(super) wakeups: u64,
     pub(super) switch_ins: u64,
+    pub(super) preemptions: u64,
+    /// The task switched to at each preemption: pid → count.
+    pub(super) preemptors: std::collections::HashMap<i64, u64>,
     pub(super) kinds: [KindAcc; 3],
 }
 
@@ -97,6 +100,8 @@ impl Profiler {
             last_in: None,
             wakeups: 0,
             switch_ins: 0,
+            preemptions: 0,
+            preemptors: std::collections::HashMap::new(),
             kinds: [KindAcc::new(), KindAcc::new(), KindAcc::new()],
         });
     }
