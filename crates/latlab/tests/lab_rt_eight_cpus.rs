@@ -5,7 +5,8 @@
 //! - `latlab check`: the RT model and its lazy mode, the isolated, tickless and RCU-offloaded
 //!   CPUs (no finding against them), the IRQ threads, the RT tracers;
 //! - a traced `latlab run --cpus 2-5` under a small hackbench (`cmd:`, 9 processes): 4 CPUs
-//!   measured, 4 for housekeeping, the recorder on every measured CPU (spikes traced on
+//!   measured (every period a sample or a missed period, at least 5 % samples), 4 for
+//!   housekeeping, the recorder on every measured CPU (spikes traced on
 //!   several), the load on every housekeeping CPU;
 //! - `latlab profile --cpus 2-5` under the same hackbench: heat maps for all 8 CPUs (16 in the
 //!   page), per-CPU tables, and the measuring threads' switch-ins where the kernel traces
@@ -176,6 +177,12 @@ fn a_traced_run_on_four_of_eight_cpus_under_hackbench() {
                 (periods * 0.95 - 2.0..=periods * 1.05 + 2.0).contains(&n),
                 "CPU {}: {n} of {periods}",
                 c["cpu"]
+            );
+            assert!(
+                c["samples"].as_f64().unwrap() >= periods * 0.05,
+                "CPU {}: {} samples of {periods}",
+                c["cpu"],
+                c["samples"]
             );
             c["cpu"].as_u64().unwrap()
         })

@@ -165,33 +165,6 @@ fn rt_6_1_runs_traces_checks_and_cleans_up() {
     smoke("rt_6_1_runs_traces_checks_and_cleans_up", "rt-6.1", "rt");
 }
 
-#[test]
-fn eight_cpus_measure_four_and_keep_four_for_housekeeping() {
-    // 8 emulated CPUs on 2 cores: a long interval, or most periods are missed.
-    let script = r#"
-latlab run --cpus 2-5 --duration 3s --interval 10ms --results /lab/results --no-db -q >run.out 2>run.err
-echo $? >run.rc
-"#;
-    let test = "eight_cpus_measure_four_and_keep_four_for_housekeeping";
-    let Some(g) = lab::run(test, "rt-6.12", 8, script, 300) else {
-        return;
-    };
-    assert_eq!(g.exit, 0, "{}", g.job_log);
-    step_ok(&g, "run");
-    let (_, run) = run_json(&g);
-    assert_eq!(
-        run["machine"]["cpus_online"],
-        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
-    );
-    assert_eq!(run["config"]["cpus"], serde_json::json!([2, 3, 4, 5]));
-    assert_eq!(cpus_of(&run), vec![2, 3, 4, 5]);
-    assert_eq!(
-        run["config"]["housekeeping_cpus"],
-        serde_json::json!([0, 1, 6, 7])
-    );
-    counts_consistent(&run);
-}
-
 /// `scripts/kernel-lab` with the given cache directory.
 fn kernel_lab(cache: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(lab::script())
