@@ -125,6 +125,7 @@ pub enum ReportFormat {
     Json,
     Html,
     Cyclictest,
+    RtTestsJson,
 }
 
 #[derive(Debug, Args)]
