@@ -18,6 +18,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod lanes;
+pub mod lava;
 pub mod loads;
 pub mod markdown;
 pub mod modes;
@@ -42,6 +43,8 @@ pub enum Format {
     Cyclictest,
     /// rt-tests' `--json` file ([`rt_tests`]).
     RtTestsJson,
+    /// LAVA result lines ([`lava`]).
+    Lava,
 }
 
 /// Why `model` has nothing to render in `format` (one line, for an error), None when it has:
@@ -50,6 +53,7 @@ pub fn refusal(model: &RunModel, format: Format) -> Option<String> {
     match format {
         Format::Cyclictest if model.cpus.is_empty() => Some("no latency was measured (a `latlab profile --no-measure` run has only the profile): the cyclictest format has no histogram to show; use --format text, markdown, json or html".into()),
         Format::RtTestsJson => rt_tests::refusal(model, "rt-tests-json"),
+        Format::Lava => rt_tests::refusal(model, "lava"),
         _ => None,
     }
 }
@@ -63,5 +67,6 @@ pub fn render(model: &RunModel, format: Format) -> Vec<u8> {
         Format::Html => html::render(model),
         Format::Cyclictest => cyclictest::render(model),
         Format::RtTestsJson => rt_tests::render(model),
+        Format::Lava => lava::render(model),
     }
 }

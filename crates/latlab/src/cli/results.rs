@@ -126,6 +126,7 @@ pub enum ReportFormat {
     Html,
     Cyclictest,
     RtTestsJson,
+    Lava,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +152,7 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Html,
+    Lava,
 }
 
 #[derive(Debug, Args)]

@@ -26,6 +26,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Html => latlab_report::Format::Html,
         ReportFormat::Cyclictest => latlab_report::Format::Cyclictest,
         ReportFormat::RtTestsJson => latlab_report::Format::RtTestsJson,
+        ReportFormat::Lava => latlab_report::Format::Lava,
     };
     if let Some(why) = latlab_report::refusal(&model, fmt) {
         anyhow::bail!("{}: {why}", run.display());
