@@ -60,20 +60,18 @@ fn analyze_dat(
     threshold: Option<u64>,
     virtualized: bool,
 ) -> anyhow::Result<Analysis> {
-    use latlab_core::trace::raw::{decode_all, decoder_for};
+    use latlab_core::trace::raw::decoder_for;
     use latlab_core::trace::tracedat;
     let dat = tracedat::read(bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (dec, mut comms) = decoder_for(&dat).map_err(|e| {
+    let (dec, comms) = decoder_for(&dat).map_err(|e| {
         anyhow::anyhow!("{e} (latlab analyze reads the layouts latlab records; trace-cmd report -i FILE gives text that it reads)")
     })?;
-    let (events, lost, (bad_pages, unknown)) =
-        decode_all(&dec, &dat, &mut comms).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let markers = events.iter().any(|e| {
-        matches!(&e.kind, latlab_core::trace::EventKind::Marker { text } if latlab_core::trace::parse_marker(text).is_some())
-    });
-    let opts = analyze_options(markers, threshold, virtualized);
-    let mut a = latlab_core::trace::analyze_events(&events, &lost, &opts)
-        .map_err(|e| anyhow::anyhow!("{}", e.msg))?;
+    // Streamed: each event decoded where it lies in the pages and fed to the analyzer at once.
+    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
+    let (mut a, (bad_pages, unknown)) =
+        latlab_core::trace::raw::analyze_dat(&dec, &dat, comms, opts_for)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .map_err(|e| anyhow::anyhow!("{}", e.msg))?;
     if bad_pages > 0 || unknown > 0 {
         a.warnings.push(format!(
             "binary trace: {bad_pages} inconsistent page(s) (their rest skipped), {unknown} event(s) of unknown ID"

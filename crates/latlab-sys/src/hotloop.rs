@@ -27,21 +27,22 @@ pub enum Backend {
 pub const TOP_N: usize = 16;
 
 /// The tracefs hook: on a sample at or above `threshold_ns`, a thread writes one marker to
-/// the fd in `marker_fd`.
+/// the fd in `armed_fd` (the armed instance's `trace_marker`; -1 while none is armed).
 ///
 /// - With `marks` (the default recorder, which never stops), every such sample writes its
-///   marker while `armed` is set (the recorder clears it at `--trace-max-spikes`), then counts
+///   marker while an fd is there (the recorder sets -1 at `--trace-max-spikes`), then counts
 ///   it in `marks[cpu]` (Release), which tells the recorder's copier that the CPU's ring holds
 ///   a marker to read.
-/// - Without (instances taking turns), the first thread to take `armed` writes the marker,
-///   which stops the armed instance in the kernel. The fd is an atomic because the recorder
-///   switches instances: it stores the standby's fd, then sets `armed` (Release), so a thread
-///   that takes `armed` (Acquire) always writes to the instance that is running.
+/// - Without (instances taking turns), the first thread to swap the fd out (leaving -1)
+///   writes the marker, which stops that instance in the kernel. Disarming and taking the fd
+///   are one atomic step: with two atomics (a flag taken, then the fd loaded), the recorder's
+///   re-arm thread could see the flag down and switch to the next instance between the two,
+///   and the marker went to the instance just armed, stopping it, while the one the spike
+///   was due to kept recording (seen under load: a spike's capture without its marker).
 #[derive(Clone)]
 pub struct TraceHook {
-    pub marker_fd: Arc<AtomicI32>,
+    pub armed_fd: Arc<AtomicI32>,
     pub threshold_ns: u64,
-    pub armed: Arc<AtomicBool>,
     /// Markers written, by CPU number (the recorder that never stops).
     pub marks: Option<Arc<[AtomicU64]>>,
 }
@@ -181,13 +182,12 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
             let mut wrote = false;
             if lat >= trace_thr {
                 if let Some(t) = &p.trace {
-                    let take = match &t.marks {
-                        Some(_) => t.armed.load(Acquire),
-                        None => t.armed.swap(false, AcqRel),
+                    let fd = match &t.marks {
+                        Some(_) => t.armed_fd.load(Acquire),
+                        None => t.armed_fd.swap(-1, AcqRel),
                     };
-                    if take {
+                    if fd >= 0 {
                         let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
-                        let fd = t.marker_fd.load(Acquire);
                         // SAFETY: fd was opened before the run and stays open until the
                         // engine is joined; buffer is valid for n bytes.
                         unsafe { libc::write(fd, marker.as_ptr().cast(), n) };

@@ -2,7 +2,7 @@
 //! [`Recorder`] trait both strategies implement.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64};
+use std::sync::atomic::{AtomicI32, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,17 +26,17 @@ pub struct TraceOptions {
     pub defer_files: bool,
 }
 
-/// What the measuring threads' hook holds. On a sample above the threshold a thread does `if
-/// armed.swap(false)` (instances taking turns; the recorder that never stops leaves it set)
-/// `{ write(marker_fd.load(), "LATLAB_STOP cpu=<c> intended=<ns> actual=<ns> latency=<ns>\n")
-/// }` (one write syscall; no allocation), and counts the marker in `marks[cpu]` when there
-/// are marks.
+/// What the measuring threads' hook holds. On a sample above the threshold a thread does
+/// `fd = armed_fd.swap(-1)` (instances taking turns; the recorder that never stops only loads
+/// it) and `if fd >= 0 { write(fd, "LATLAB_STOP cpu=<c> intended=<ns> actual=<ns>
+/// latency=<ns>\n") }` (one write syscall; no allocation), and counts the marker in
+/// `marks[cpu]` when there are marks.
 #[derive(Clone)]
 pub struct Hook {
-    /// The armed instance's pre-opened `trace_marker` fd.
-    pub marker_fd: Arc<AtomicI32>,
-    /// True while the armed instance runs and may take a marker.
-    pub armed: Arc<AtomicBool>,
+    /// The armed instance's pre-opened `trace_marker` fd; -1 while no instance may take a
+    /// marker. One atomic, so that disarming and taking the fd are one step
+    /// (latlab_sys::hotloop::TraceHook).
+    pub armed_fd: Arc<AtomicI32>,
     /// Markers written, by CPU number: the recorder that never stops only.
     pub marks: Option<Arc<[AtomicU64]>>,
 }
@@ -46,14 +46,18 @@ pub trait Recorder: Send {
     /// What the measuring threads' hook holds.
     fn hook(&self) -> &Hook;
 
-    /// The armed instance's `trace_marker` fd, an atomic the recorder switches.
-    fn marker_fd(&self) -> Arc<AtomicI32> {
-        self.hook().marker_fd.clone()
+    /// The armed instance's `trace_marker` fd (-1: none armed), an atomic the recorder
+    /// switches and a spike's thread swaps out.
+    fn armed_fd(&self) -> Arc<AtomicI32> {
+        self.hook().armed_fd.clone()
     }
 
-    /// True while the armed instance runs and may be stopped by a marker.
-    fn armed(&self) -> Arc<AtomicBool> {
-        self.hook().armed.clone()
+    /// True while an instance is armed and may take a marker.
+    fn is_armed(&self) -> bool {
+        self.hook()
+            .armed_fd
+            .load(std::sync::atomic::Ordering::Acquire)
+            >= 0
     }
 
     /// The markers' counters: Some when the recorder never stops (every spike writes its

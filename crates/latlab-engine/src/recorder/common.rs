@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use latlab_core::record::SpikeRecord;
@@ -124,8 +124,7 @@ impl Common {
             info,
             instances,
             hook: Hook {
-                marker_fd: Arc::new(AtomicI32::new(-1)),
-                armed: Arc::new(AtomicBool::new(false)),
+                armed_fd: Arc::new(AtomicI32::new(-1)),
                 marks: None,
             },
             cpus: cpus.to_vec(),
@@ -199,7 +198,7 @@ impl Common {
     /// Remove the instances (and unmount tracefs if the session mounted it), write the files
     /// kept until the end, and return the summary stored as run.json's `"trace"`.
     pub fn finish(&mut self, f: Figures) -> TraceSummary {
-        self.hook.armed.store(false, Ordering::SeqCst);
+        self.hook.armed_fd.store(-1, Ordering::SeqCst);
         let removal = self.instances.remove().err().map(|e| e.to_string());
         // The measuring threads have stopped: the spikes' files now.
         self.write_pending();
@@ -263,7 +262,7 @@ impl Drop for Common {
     /// The panic path (after the strategy stopped its thread): the instances are removed, and
     /// the spikes kept in memory are written, best effort (not lost with the collector).
     fn drop(&mut self) {
-        self.hook.armed.store(false, Ordering::SeqCst);
+        self.hook.armed_fd.store(-1, Ordering::SeqCst);
         let _ = self.instances.remove();
         self.write_pending();
     }

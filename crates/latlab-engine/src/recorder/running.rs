@@ -74,9 +74,8 @@ impl Running {
         }
         common
             .hook
-            .marker_fd
+            .armed_fd
             .store(rec.marker_fd(), Ordering::Release);
-        common.hook.armed.store(true, Ordering::Release);
         common.hook.marks = Some(tapes.marks());
         Ok(Running {
             copier: copier.then(|| tape::spawn_copier(tapes.clone())).flatten(),
@@ -206,7 +205,7 @@ impl Recorder for Running {
         let n = self.traced;
         if n >= self.common.max_spikes {
             // The last one: the threads write no more markers.
-            self.common.hook.armed.store(false, Ordering::Release);
+            self.common.hook.armed_fd.store(-1, Ordering::Release);
         }
         let taken = self.tapes.take(k, self.handed[k]);
         if let Some(d) = taken.read_done_ns.map(|t| t.saturating_sub(s.actual_ns)) {

@@ -105,12 +105,13 @@ pub(super) fn mark(s: &dyn Recorder, cpu: u32) -> (u64, u64) {
     }
     let r = mono_ns();
     let e = r - 300_000;
-    assert!(s.armed().swap(false, Ordering::SeqCst), "not armed");
+    // Disarm and take the fd in one step, as the hot loop does.
+    let fd = s.armed_fd().swap(-1, Ordering::SeqCst);
+    assert!(fd >= 0, "not armed");
     let m = format!(
         "LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={}\n",
         r - e
     );
-    let fd = s.marker_fd().load(Ordering::SeqCst);
     let n = unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
     assert_eq!(n as usize, m.len());
     (e, r)
@@ -128,7 +129,7 @@ pub(super) fn wait(what: &str, f: &dyn Fn() -> bool) {
 /// Write `text` to the armed instance's marker on `cpu` (a plain marker: no stop).
 pub(super) fn note(s: &dyn Recorder, cpu: u32, text: &str) {
     latlab_sys::rt::set_affinity(&[cpu]).unwrap();
-    let fd = s.marker_fd().load(Ordering::SeqCst);
+    let fd = s.armed_fd().load(Ordering::SeqCst);
     // SAFETY: plain syscall with a valid buffer.
     let n = unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
     assert_eq!(n as usize, text.len());
@@ -140,12 +141,12 @@ pub(super) fn mark_running(s: &dyn Recorder, cpu: u32) -> (u64, u64) {
     latlab_sys::rt::set_affinity(&[cpu]).unwrap();
     let r = mono_ns();
     let e = r - 300_000;
-    assert!(s.armed().load(Ordering::SeqCst), "not armed");
+    let fd = s.armed_fd().load(Ordering::SeqCst);
+    assert!(fd >= 0, "not armed");
     let m = format!(
         "LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={}\n",
         r - e
     );
-    let fd = s.marker_fd().load(Ordering::SeqCst);
     // SAFETY: plain syscall with a valid buffer.
     let n = unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
     assert_eq!(n as usize, m.len());

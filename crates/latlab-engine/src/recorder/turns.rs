@@ -96,8 +96,7 @@ impl Turns {
             dirs: all.iter().map(|r| r.dir().to_path_buf()).collect(),
             cpus: common.cpus.clone(),
             raw_page: common.binary.as_ref().ok().map(|d| d.page_size()),
-            armed: common.hook.armed.clone(),
-            marker_fd: common.hook.marker_fd.clone(),
+            armed_fd: common.hook.armed_fd.clone(),
             trigger: all.iter().all(|r| r.trigger),
             max_spikes: common.max_spikes,
             quit: AtomicBool::new(false),
@@ -362,7 +361,7 @@ impl Turns {
     pub(super) fn finish(mut self) -> TraceSummary {
         // The thread first: it would take a disarmed recorder for a marker and arm another.
         self.stop_rearm();
-        self.common.hook.armed.store(false, Ordering::SeqCst);
+        self.common.hook.armed_fd.store(-1, Ordering::SeqCst);
         let (in_use, copied): (Vec<usize>, Vec<(u32, u64)>) = {
             let a = self.arm.lock();
             let not_copied = a.pending.iter().filter(|p| p.copy.is_none());
@@ -438,7 +437,7 @@ impl Recorder for Turns {
     /// When a marker has disarmed the recorder, move the stopped instance to the pending
     /// queue and arm a standby at once. Cheap when nothing happened (one atomic load).
     fn poll(&mut self) {
-        if self.common.hook.armed.load(Ordering::Acquire) {
+        if self.common.hook.armed_fd.load(Ordering::Acquire) >= 0 {
             return;
         }
         let mut a = self.arm.lock();

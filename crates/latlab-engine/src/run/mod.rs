@@ -165,9 +165,8 @@ fn start(
     };
     let trace: Option<TraceHook> = match (&tracer, p.trace_threshold_ns) {
         (Some(t), Some(threshold_ns)) => Some(TraceHook {
-            marker_fd: t.marker_fd(),
+            armed_fd: t.armed_fd(),
             threshold_ns,
-            armed: t.armed(),
             marks: t.marks(),
         }),
         _ => None,

@@ -348,13 +348,12 @@ impl Reader {
         if lat >= self.spike_threshold {
             let mut wrote = false;
             if let Some(t) = self.trace.as_ref().filter(|t| lat >= t.threshold_ns) {
-                let take = match &t.marks {
-                    Some(_) => t.armed.load(Acquire),
-                    None => t.armed.swap(false, AcqRel),
+                let fd = match &t.marks {
+                    Some(_) => t.armed_fd.load(Acquire),
+                    None => t.armed_fd.swap(-1, AcqRel),
                 };
-                if take {
+                if fd >= 0 {
                     let n = format_marker(&mut self.marker, sh.cpu, intended, s.ts, lat);
-                    let fd = t.marker_fd.load(Acquire);
                     // SAFETY: the marker fd stays open until the measurement is joined.
                     unsafe { libc::write(fd, self.marker.as_ptr().cast(), n) };
                     wrote = true;

@@ -2,10 +2,10 @@
 
 use std::borrow::Cow;
 
+use super::flags::flags_of;
 use super::read::{int, string};
-use super::{flag_chars, Comms, Known, RawDecoder, Shape, F};
+use super::{Comms, Known, RawDecoder, Shape, F};
 use crate::trace::event::{Event, EventKind, TaskRef};
-use crate::trace::line::Flags;
 
 /// Where a record sits: its CPU, its time, and its ordinal among the events decoded (the
 /// event's `line`).
@@ -25,24 +25,36 @@ impl RawDecoder {
         comms: &'a Comms,
         at: Slot,
     ) -> Option<Event<'a>> {
+        self.event_named(k, d, |pid| comms.get(pid), at)
+    }
+
+    /// [`RawDecoder::event`] with the TASK column's name of a pid from `name`.
+    #[inline]
+    pub(super) fn event_named<'a>(
+        &'a self,
+        k: &'a Known,
+        d: &'a [u8],
+        name: impl FnOnce(i64) -> &'a str,
+        at: Slot,
+    ) -> Option<Event<'a>> {
         let Slot { cpu, ts, line } = at;
         let pid = int(d, &k.pid)?;
         let flags = int(d, &k.flags)? as u8;
         let preempt = int(d, &k.preempt)? as u8;
-        let col = flag_chars(flags, preempt);
-        let flags = Flags::parse(std::str::from_utf8(&col).ok()?)?;
+        let flags = flags_of(flags, preempt);
         let kind = self.kind(k, d)?;
         Some(Event {
             line,
             cpu,
             ts,
-            task_comm: Cow::Borrowed(comms.get(pid)),
+            task_comm: Cow::Borrowed(name(pid)),
             pid,
             flags,
             kind,
         })
     }
 
+    #[inline]
     fn kind<'a>(&'a self, k: &'a Known, d: &'a [u8]) -> Option<EventKind<'a>> {
         let task = |comm: &F, pid: &F, prio: &F| -> Option<TaskRef<'a>> {
             Some(TaskRef {

@@ -1,5 +1,7 @@
 //! The latency-format flags column of an event.
 
+use crate::trace::line::Flags;
+
 /// The latency-format flags column (`d..2.`) of `common_flags` and `common_preempt_count`, as
 /// the kernel prints it (`trace_print_lat_fmt`, kernel 6.13 and later: bit 0 irqs off, 1
 /// need-resched-lazy, 2 need-resched, 3 hardirq, 4 softirq, 5 preempt-resched, 6 NMI, 7 BH
@@ -49,6 +51,22 @@ pub fn flag_chars(flags: u8, preempt: u8) -> [u8; 5] {
     [c0, c1, c2, hex(preempt & 0xf), hex(preempt >> 4)]
 }
 
+/// [`flag_chars`] as the text parser reads that column (`Flags::parse`), straight from the
+/// bits: the decoder's per-event shortcut (a test checks every pair of bytes against the
+/// column).
+#[inline]
+pub(crate) fn flags_of(flags: u8, preempt: u8) -> Flags {
+    let (nmi, hard, soft) = (flags & 0x40 != 0, flags & 0x08 != 0, flags & 0x10 != 0);
+    Flags {
+        irqs_off: flags & 0x01 != 0,
+        need_resched: flags & 0x26 != 0,
+        hardirq: hard && !nmi,
+        softirq: soft && !nmi,
+        nmi,
+        preempt_depth: preempt & 0xf,
+    }
+}
+
 /// The flags column of PREEMPT_RT kernels before 6.12, whose RT patch brought its own lazy
 /// preemption and records `common_preempt_lazy_count` in every event (6.1-rt): seven columns
 /// (the patch's `trace_print_lat_fmt`): irqs-off (`d`, `D`, `b` as above, `X` for bit 1), need-resched (`n`:
@@ -74,4 +92,24 @@ pub fn flag_chars_rt_lazy(flags: u8, preempt: u8, lazy_count: u8) -> String {
     }
     s.push(five[4] as char);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_from_the_bits_are_those_of_the_column() {
+        for flags in 0..=255u8 {
+            for preempt in 0..=255u8 {
+                let col = flag_chars(flags, preempt);
+                let parsed = Flags::parse(std::str::from_utf8(&col).unwrap());
+                assert_eq!(
+                    parsed,
+                    Some(flags_of(flags, preempt)),
+                    "{flags:#x} {preempt:#x}"
+                );
+            }
+        }
+    }
 }

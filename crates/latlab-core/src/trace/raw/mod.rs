@@ -37,6 +37,7 @@ mod pages;
 mod read;
 mod render;
 mod shape;
+mod stream;
 mod timerlat;
 
 use std::collections::HashMap;
@@ -49,6 +50,7 @@ pub use header::{parse_header_event, parse_header_page, EventHeader, PageLayout}
 pub use names::{Comms, Symbols};
 pub(crate) use read::{bytes, int, string};
 pub(crate) use shape::{Known, F};
+pub use stream::{analyze_dat, learn_all, DatAnalysis, Merged, MergedRef, Stream};
 pub use timerlat::{MissedActivations, TimerlatContext, TimerlatDecoder, TimerlatSample};
 
 use decode::Slot;
@@ -107,7 +109,10 @@ pub struct RawDecoder {
     header: EventHeader,
     /// The `common_type` field (the event ID), the same in every format.
     type_field: (usize, usize),
-    by_id: HashMap<u16, Known>,
+    /// The known events, and by ID the place of each in it plus one (0: unknown; IDs beyond
+    /// the table are unknown too): one read per event instead of a hash.
+    known: Vec<Known>,
+    slots: Vec<u16>,
     symbols: Symbols,
     /// Pointers (`%p`) are shown mixed with this key, never as kernel addresses.
     pointer_key: u64,
@@ -127,7 +132,7 @@ impl RawDecoder {
     ) -> Result<RawDecoder, RawError> {
         let page = parse_header_page(header_page)?;
         let header = parse_header_event(header_event)?;
-        let mut by_id = HashMap::new();
+        let mut by_id: HashMap<u16, Known> = HashMap::new();
         let mut type_field = None;
         for text in formats {
             let fmt = parse_format(text)?;
@@ -146,11 +151,21 @@ impl RawDecoder {
                 return Err(err("two formats with one ID"));
             }
         }
+        let type_field = type_field.ok_or_else(|| err("no event formats"))?;
+        let mut known: Vec<Known> = by_id.into_values().collect();
+        known.sort_by_key(|k| k.fmt.id);
+        let top = known.last().map_or(0, |k| k.fmt.id as usize);
+        let mut slots = vec![0u16; top + 1];
+        for (i, k) in known.iter().enumerate() {
+            // At most 65 536 distinct IDs, so `i + 1` fits unless every ID is used.
+            slots[k.fmt.id as usize] = u16::try_from(i + 1).map_err(|_| err("too many formats"))?;
+        }
         Ok(RawDecoder {
             page,
             header,
-            type_field: type_field.ok_or_else(|| err("no event formats"))?,
-            by_id,
+            type_field,
+            known,
+            slots,
             symbols: Symbols::default(),
             pointer_key: 0,
         })
@@ -183,15 +198,17 @@ impl RawDecoder {
 
     /// The names of the events it knows.
     pub fn event_names(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.by_id.values().map(|k| k.fmt.name.as_str()).collect();
+        let mut v: Vec<&str> = self.known.iter().map(|k| k.fmt.name.as_str()).collect();
         v.sort();
         v
     }
 
+    #[inline]
     fn known_of(&self, data: &[u8]) -> Option<&Known> {
         let (off, size) = self.type_field;
         let id = rd_uint(data, off, size)?;
-        self.by_id.get(&u16::try_from(id).ok()?)
+        let slot = *self.slots.get(usize::try_from(id).ok()?)?;
+        self.known.get(usize::from(slot).checked_sub(1)?)
     }
 
     /// Name the pids of the scheduler events in `pages` in `comms` (those without a name yet).

@@ -1,14 +1,16 @@
 //! Names for what the pages hold as numbers: pids (`saved_cmdlines` and the scheduler
 //! events) and kernel text addresses (`/proc/kallsyms`).
 
-use std::collections::HashMap;
 use std::fmt::Write;
+
+use crate::trace::pid_map::PidMap;
 
 /// pid → comm for the TASK column: `saved_cmdlines` first (what the kernel's text shows),
 /// then the comms the scheduler events name. pid 0 is `<idle>`, an unknown pid `<...>`.
 #[derive(Debug, Clone, Default)]
 pub struct Comms {
-    map: HashMap<i64, String>,
+    /// Looked up for every event decoded: a pid hash, not SipHash.
+    map: PidMap<String>,
 }
 
 impl Comms {
@@ -32,6 +34,12 @@ impl Comms {
         }
     }
 
+    /// Whether `pid` has a name already.
+    pub fn has(&self, pid: i64) -> bool {
+        self.map.contains_key(&pid)
+    }
+
+    #[inline]
     pub fn get(&self, pid: i64) -> &str {
         if pid == 0 {
             return "<idle>";

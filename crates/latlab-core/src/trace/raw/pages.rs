@@ -18,31 +18,124 @@ pub(super) enum Item<'p> {
     },
 }
 
-impl RawDecoder {
-    /// Walk one CPU's pages: `f` gets each record (lost marks and events) in order.
-    pub(super) fn walk<'p>(
-        &self,
-        pages: &'p [u8],
-        stats: &mut CpuStats,
-        mut f: impl FnMut(Item<'p>, &mut CpuStats),
-    ) -> Result<(), RawError> {
-        let ps = self.page.page_size();
-        if !pages.len().is_multiple_of(ps) {
-            return Err(err(format!(
-                "{} bytes of pages: not a whole number of {ps}-byte pages",
-                pages.len()
-            )));
+/// One CPU's pages walked record by record, pulled one at a time (the merge of several CPUs
+/// pulls from each in turn); [`RawDecoder::walk`] pushes the same records to a closure.
+pub(super) struct Walker<'p> {
+    page: super::PageLayout,
+    h: super::EventHeader,
+    tl_mask: u32,
+    pages: std::slice::ChunksExact<'p, u8>,
+    /// The current page's data, the place in it, its time so far, and where the records of
+    /// the next event start with the time before them.
+    data: &'p [u8],
+    pos: usize,
+    ts: u64,
+    group: usize,
+    base: u64,
+}
+
+// The commit's size bits (below the flag bits 30 and 31): 27 as the kernel's.
+const COMMIT_MASK: u64 = (1 << 27) - 1;
+const MISSED: u64 = 1 << 31;
+const STORED: u64 = 1 << 30;
+const TS_MSB: u64 = 0xf8 << 56;
+
+impl<'p> Walker<'p> {
+    /// The next record, None after the last page. Inconsistent pages are counted in `stats`
+    /// (their rest skipped), as are pages, bytes and losses.
+    #[inline]
+    pub(super) fn next(&mut self, stats: &mut CpuStats) -> Option<Item<'p>> {
+        loop {
+            if self.pos + 4 > self.data.len() {
+                if let Some(lost) = self.next_page(stats)? {
+                    return Some(Item::Lost(lost));
+                }
+                continue;
+            }
+            let (h, data, pos) = (self.h, self.data, self.pos);
+            let w = rd_u32(data, pos);
+            let type_len = w & self.tl_mask;
+            let delta = (w >> h.type_len_bits) as u64;
+            let arr = |i: usize| -> Option<u32> {
+                let at = pos + 4 + 4 * i;
+                (at + 4 <= data.len()).then(|| rd_u32(data, at))
+            };
+            if type_len == h.padding {
+                if delta == 0 {
+                    self.pos = data.len(); // the rest of the page is padding
+                    continue;
+                }
+                let Some(len) = arr(0) else {
+                    self.bad(stats);
+                    continue;
+                };
+                self.pos = pos + 4 + len as usize; // a discarded event
+                continue;
+            }
+            if type_len == h.time_extend || type_len == h.time_stamp {
+                let Some(hi) = arr(0) else {
+                    self.bad(stats);
+                    continue;
+                };
+                let v = ((hi as u64) << h.time_delta_bits) + delta;
+                if type_len == h.time_extend {
+                    self.ts = self.ts.wrapping_add(v);
+                } else {
+                    let mut abs = v;
+                    if self.ts & TS_MSB != 0 {
+                        abs |= self.ts & TS_MSB;
+                        if abs < self.ts {
+                            abs = abs.wrapping_add(1 << 59);
+                        }
+                    }
+                    self.ts = abs;
+                }
+                self.pos = pos + 8;
+                continue;
+            }
+            let (start, len, next) = if type_len == 0 {
+                let Some(l) = arr(0).and_then(|l| (l as usize).checked_sub(4)) else {
+                    self.bad(stats);
+                    continue;
+                };
+                (pos + 8, l, pos + 8 + l.div_ceil(4) * 4)
+            } else if type_len <= h.data_max {
+                let l = type_len as usize * 4;
+                (pos + 4, l, pos + 4 + l)
+            } else {
+                self.bad(stats);
+                continue;
+            };
+            if start + len > data.len() {
+                self.bad(stats);
+                continue;
+            }
+            self.ts = self.ts.wrapping_add(delta);
+            let item = Item::Event {
+                ts: self.ts,
+                data: &data[start..start + len],
+                group: self.group,
+                base: self.base,
+                end: next.min(data.len()),
+            };
+            self.pos = next;
+            (self.group, self.base) = (next, self.ts);
+            return Some(item);
         }
-        let h = self.header;
-        let tl_mask = (1u32 << h.type_len_bits) - 1;
-        // The commit's size bits (below the flag bits 30 and 31): 27 as the kernel's.
-        const COMMIT_MASK: u64 = (1 << 27) - 1;
-        const MISSED: u64 = 1 << 31;
-        const STORED: u64 = 1 << 30;
-        const TS_MSB: u64 = 0xf8 << 56;
-        for page in pages.chunks_exact(ps) {
+    }
+
+    /// The rest of this page is inconsistent: counted, skipped.
+    fn bad(&mut self, stats: &mut CpuStats) {
+        stats.bad_pages += 1;
+        self.pos = self.data.len();
+    }
+
+    /// Start the next page (None: there is none); Some(Some(loss)) when it says events were
+    /// lost before it (how many, when it stores the count).
+    fn next_page(&mut self, stats: &mut CpuStats) -> Option<Option<Option<u64>>> {
+        loop {
+            let page = self.pages.next()?;
             stats.pages += 1;
-            let mut ts = rd_u64(page, self.page.ts_offset);
             let commit = rd_u64(page, self.page.commit_offset);
             let size = (commit & COMMIT_MASK) as usize;
             let data_end = self.page.data_offset + size;
@@ -51,97 +144,60 @@ impl RawDecoder {
                 continue;
             }
             stats.bytes += size as u64;
-            if commit & MISSED != 0 {
-                stats.lost_pages += 1;
-                let n = if commit & STORED != 0 && data_end + 8 <= ps {
-                    Some(rd_u64(page, data_end))
-                } else {
-                    None
-                };
-                match n {
-                    Some(n) => stats.lost_events = stats.lost_events.saturating_add(n),
-                    None => stats.lost_unknown += 1,
-                }
-                f(Item::Lost(n), stats);
+            self.ts = rd_u64(page, self.page.ts_offset);
+            self.data = &page[self.page.data_offset..data_end];
+            (self.pos, self.group, self.base) = (0, 0, self.ts);
+            if commit & MISSED == 0 {
+                return Some(None);
             }
-            let data = &page[self.page.data_offset..data_end];
-            let mut pos = 0usize;
-            let (mut group, mut base) = (0usize, ts);
-            while pos + 4 <= data.len() {
-                let w = rd_u32(data, pos);
-                let type_len = w & tl_mask;
-                let delta = (w >> h.type_len_bits) as u64;
-                let arr = |i: usize| -> Option<u32> {
-                    let at = pos + 4 + 4 * i;
-                    (at + 4 <= data.len()).then(|| rd_u32(data, at))
-                };
-                if type_len == h.padding {
-                    if delta == 0 {
-                        break; // the rest of the page is padding
-                    }
-                    let Some(len) = arr(0) else {
-                        stats.bad_pages += 1;
-                        break;
-                    };
-                    pos = pos + 4 + len as usize; // a discarded event
-                    continue;
-                }
-                if type_len == h.time_extend || type_len == h.time_stamp {
-                    let Some(hi) = arr(0) else {
-                        stats.bad_pages += 1;
-                        break;
-                    };
-                    let v = ((hi as u64) << h.time_delta_bits) + delta;
-                    if type_len == h.time_extend {
-                        ts = ts.wrapping_add(v);
-                    } else {
-                        let mut abs = v;
-                        if ts & TS_MSB != 0 {
-                            abs |= ts & TS_MSB;
-                            if abs < ts {
-                                abs = abs.wrapping_add(1 << 59);
-                            }
-                        }
-                        ts = abs;
-                    }
-                    pos += 8;
-                    continue;
-                }
-                let (start, len, next) = if type_len == 0 {
-                    let Some(l) = arr(0) else {
-                        stats.bad_pages += 1;
-                        break;
-                    };
-                    let Some(l) = (l as usize).checked_sub(4) else {
-                        stats.bad_pages += 1;
-                        break;
-                    };
-                    (pos + 8, l, pos + 8 + l.div_ceil(4) * 4)
-                } else if type_len <= h.data_max {
-                    let l = type_len as usize * 4;
-                    (pos + 4, l, pos + 4 + l)
-                } else {
-                    stats.bad_pages += 1;
-                    break;
-                };
-                if start + len > data.len() {
-                    stats.bad_pages += 1;
-                    break;
-                }
-                ts = ts.wrapping_add(delta);
-                f(
-                    Item::Event {
-                        ts,
-                        data: &data[start..start + len],
-                        group,
-                        base,
-                        end: next.min(data.len()),
-                    },
-                    stats,
-                );
-                pos = next;
-                (group, base) = (pos, ts);
+            stats.lost_pages += 1;
+            let n = if commit & STORED != 0 && data_end + 8 <= page.len() {
+                Some(rd_u64(page, data_end))
+            } else {
+                None
+            };
+            match n {
+                Some(n) => stats.lost_events = stats.lost_events.saturating_add(n),
+                None => stats.lost_unknown += 1,
             }
+            return Some(Some(n));
+        }
+    }
+}
+
+impl RawDecoder {
+    /// A walker of one CPU's pages. Err when `pages` is not a whole number of pages.
+    pub(super) fn walker<'p>(&self, pages: &'p [u8]) -> Result<Walker<'p>, RawError> {
+        let ps = self.page.page_size();
+        if !pages.len().is_multiple_of(ps) {
+            return Err(err(format!(
+                "{} bytes of pages: not a whole number of {ps}-byte pages",
+                pages.len()
+            )));
+        }
+        Ok(Walker {
+            page: self.page,
+            h: self.header,
+            tl_mask: (1u32 << self.header.type_len_bits) - 1,
+            pages: pages.chunks_exact(ps),
+            data: &[],
+            pos: 0,
+            ts: 0,
+            group: 0,
+            base: 0,
+        })
+    }
+
+    /// Walk one CPU's pages: `f` gets each record (lost marks and events) in order.
+    pub(super) fn walk<'p>(
+        &self,
+        pages: &'p [u8],
+        stats: &mut CpuStats,
+        mut f: impl FnMut(Item<'p>, &mut CpuStats),
+    ) -> Result<(), RawError> {
+        let mut w = self.walker(pages)?;
+        while let Some(item) = w.next(stats) {
+            f(item, stats);
         }
         Ok(())
     }
@@ -159,8 +215,6 @@ impl RawDecoder {
         if !pages.len().is_multiple_of(ps) {
             return pages.to_vec();
         }
-        const MISSED: u64 = 1 << 31;
-        const STORED: u64 = 1 << 30;
         const FLAGS: u64 = MISSED | STORED;
         let mut out = Vec::with_capacity(pages.len());
         for page in pages.chunks_exact(ps) {

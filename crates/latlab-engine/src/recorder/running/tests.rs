@@ -1,7 +1,6 @@
 //! The recorder that never stops, on real tracefs (root).
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use latlab_sys::ledger::Ledger;
@@ -165,10 +164,7 @@ fn the_running_recorder_stops_marking_at_the_cap() {
     let (e, r) = mark_running(&s, 0);
     let run = t.path().join("rundir");
     s.on_spike(&ev(0, e, r, true), &run).expect("traced");
-    assert!(
-        !s.armed().load(Ordering::SeqCst),
-        "still marking after the cap"
-    );
+    assert!(!s.is_armed(), "still marking after the cap");
     assert!(s
         .on_spike(&ev(0, e + 1_000_000, r + 1_000_000, false), &run)
         .is_none());

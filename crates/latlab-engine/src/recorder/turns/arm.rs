@@ -74,8 +74,8 @@ pub(super) struct Arm {
     pub(super) dirs: Vec<PathBuf>,
     pub(super) cpus: Vec<u32>,
     pub(super) raw_page: Option<usize>,
-    pub(super) armed: Arc<AtomicBool>,
-    pub(super) marker_fd: Arc<AtomicI32>,
+    /// The hook's armed fd (-1: disarmed), shared with the measuring threads.
+    pub(super) armed_fd: Arc<AtomicI32>,
     pub(super) trigger: bool,
     pub(super) max_spikes: u32,
     pub(super) quit: AtomicBool,
@@ -101,10 +101,11 @@ impl Arm {
     /// happened (one atomic load).
     pub(super) fn step(&self, a: &mut Arming) {
         if let Some(x) = a.active {
-            if self.armed.load(Ordering::Acquire) {
+            if self.armed_fd.load(Ordering::Acquire) >= 0 {
                 return;
             }
-            // A marker went to instance `x`. Without the trigger, stop it ourselves.
+            // A marker went to instance `x` (the fd a thread swapped out can only be `x`'s:
+            // it is there only while `x` is active). Without the trigger, stop it ourselves.
             if !self.trigger {
                 let _ = set_on(self.fds[x].0, false);
             }
@@ -131,9 +132,8 @@ impl Arm {
             a.standby.push(next);
             return;
         }
-        self.marker_fd.store(self.fds[next].1, Ordering::Release);
         a.active = Some(next);
-        self.armed.store(true, Ordering::Release);
+        self.armed_fd.store(self.fds[next].1, Ordering::Release);
         let now = mono_ns();
         for p in a.pending.iter_mut().filter(|p| p.rearmed_ns.is_none()) {
             p.rearmed_ns = Some(now);
@@ -263,7 +263,7 @@ pub(super) fn spawn_rearm(arm: Arc<Arm>) -> Option<std::thread::JoinHandle<()>> 
             while !arm.quit.load(Ordering::Acquire) {
                 let hot = hot_until.is_some_and(|t| Instant::now() < t);
                 std::thread::sleep(if hot { HOT_SLICE } else { REARM_SLICE });
-                if !arm.armed.load(Ordering::Acquire) {
+                if arm.armed_fd.load(Ordering::Acquire) < 0 {
                     hot_until = Some(Instant::now() + HOT_FOR);
                     let mut a = arm.lock();
                     arm.step(&mut a);

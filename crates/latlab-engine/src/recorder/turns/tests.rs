@@ -59,11 +59,9 @@ fn real_session_marker_spike_finish_and_panic() {
     let opts = opts(1, 2);
     let mut s = turns_stepped(&opts, l.clone(), &mut w);
     assert_eq!(s.common.instances.all()[0].clock, "mono");
-    assert!(s.armed().load(Ordering::SeqCst));
-    let fd = s.marker_fd().load(Ordering::SeqCst);
-    assert!(fd >= 0);
+    assert!(s.is_armed());
     assert_eq!(instances_left().len(), 2, "the ping-pong pair");
-    let armed = s.armed();
+    let armed_fd = s.armed_fd();
     // Stand in for the measurement thread, pinned to CPU 0.
     let (e, r) = std::thread::spawn(move || {
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -84,7 +82,8 @@ fn real_session_marker_spike_finish_and_panic() {
             "LATLAB_STOP cpu=0 intended={e} actual={r} latency={}\n",
             r - e
         );
-        assert!(armed.swap(false, Ordering::SeqCst));
+        let fd = armed_fd.swap(-1, Ordering::SeqCst);
+        assert!(fd >= 0, "not armed");
         let n = unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
         assert_eq!(n as usize, m.len());
         (e, r)
@@ -107,7 +106,7 @@ fn real_session_marker_spike_finish_and_panic() {
     assert!(sp.causes.iter().map(|c| c.ns).sum::<u64>() <= sp.latency_ns);
     // max_spikes reached: no instance re-armed; later spikes are counted.
     assert!(s.common.instances.all().iter().all(|r| !r.is_on()));
-    assert!(!s.armed().load(Ordering::SeqCst));
+    assert!(!s.is_armed());
     assert!(s.on_spike(&ev(0, e, r, false), &run).is_none());
     let v = serde_json::to_value(s.finish()).unwrap();
     // Read as binary pages, decoded and rendered by latlab.
@@ -160,14 +159,14 @@ fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
     // Both instances in the ledger (plus the mount, when the session mounted tracefs).
     let mount = s.common.instances.mounted() as usize;
     assert_eq!(l.lock().unwrap().entries().count(), 2 + mount);
-    let fd_a = s.marker_fd().load(Ordering::SeqCst);
+    let fd_a = s.armed_fd().load(Ordering::SeqCst);
     assert_eq!(fd_a, s.common.instances.all()[0].marker_fd());
     let (e1, r1) = mark(&s, 0);
     assert!(!s.common.instances.all()[0].is_on(), "the marker stopped A");
     s.poll();
-    assert!(s.armed().load(Ordering::SeqCst), "re-armed before the copy");
+    assert!(s.is_armed(), "re-armed before the copy");
     assert_eq!(
-        s.marker_fd().load(Ordering::SeqCst),
+        s.armed_fd().load(Ordering::SeqCst),
         s.common.instances.all()[1].marker_fd()
     );
     assert!(s.common.instances.all()[1].is_on());
@@ -182,8 +181,8 @@ fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
     // Ring full: B's marker is written, its spike record never arrives.
     let _ = mark(&s, 1);
     s.poll();
-    assert!(s.armed().load(Ordering::SeqCst), "A took over");
-    assert_eq!(s.marker_fd().load(Ordering::SeqCst), fd_a);
+    assert!(s.is_armed(), "A took over");
+    assert_eq!(s.armed_fd().load(Ordering::SeqCst), fd_a);
     // Only a drain that began well after the stop may call B an orphan.
     s.reap(Instant::now());
     assert!(s.wants_collector());
@@ -193,7 +192,7 @@ fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
     // A's next marker: B (recycled) takes over again; the recorder never stays disarmed.
     let (e3, r3) = mark(&s, 0);
     s.poll();
-    assert!(s.armed().load(Ordering::SeqCst));
+    assert!(s.is_armed());
     assert!(s.common.instances.all()[1].is_on());
     let sp = s.on_spike(&ev(0, e3, r3, true), &run).expect("traced");
     assert_eq!(sp.trace_file.as_deref(), Some("spikes/002/trace.txt"));
@@ -266,11 +265,9 @@ fn the_rearm_thread_rearms_and_copies_without_the_collector() {
     };
     let (t, _l, mut s) = session_with_rearm(2);
     let (e1, r1) = mark(&s, 0);
-    wait("B armed by the thread", &|| {
-        s.armed().load(Ordering::SeqCst)
-    });
+    wait("B armed by the thread", &|| s.is_armed());
     assert_eq!(
-        s.marker_fd().load(Ordering::SeqCst),
+        s.armed_fd().load(Ordering::SeqCst),
         s.common.instances.all()[1].marker_fd()
     );
     assert!(s.common.instances.all()[1].is_on());
@@ -279,11 +276,9 @@ fn the_rearm_thread_rearms_and_copies_without_the_collector() {
     });
     assert!(s.arm.lock().pending[0].rearmed_ns.expect("re-armed") > r1);
     let (e2, r2) = mark(&s, 1);
-    wait("A armed again by the thread", &|| {
-        s.armed().load(Ordering::SeqCst)
-    });
+    wait("A armed again by the thread", &|| s.is_armed());
     assert_eq!(
-        s.marker_fd().load(Ordering::SeqCst),
+        s.armed_fd().load(Ordering::SeqCst),
         s.common.instances.all()[0].marker_fd()
     );
     assert!(s.wants_collector());
@@ -420,13 +415,13 @@ fn a_third_instance_is_armed_during_a_copy() {
     let _ = mark(&s, 0);
     s.poll();
     assert_eq!(
-        s.marker_fd().load(Ordering::SeqCst),
+        s.armed_fd().load(Ordering::SeqCst),
         s.common.instances.all()[1].marker_fd(),
         "B armed"
     );
     // B's spike comes while A is still waiting for its copy: nothing polls but the copy.
     let _ = mark(&s, 0);
-    assert!(!s.armed().load(Ordering::SeqCst));
+    assert!(!s.is_armed());
     let c = s.drain_polling(0).expect("a binary copy");
     let pages = &c.pages.iter().find(|p| p.0 == 0).expect("CPU 0's pages").1;
     assert!(
@@ -434,9 +429,9 @@ fn a_third_instance_is_armed_during_a_copy() {
         "A's copy holds {} bytes, fewer than one poll interval",
         pages.len()
     );
-    assert!(s.armed().load(Ordering::SeqCst), "C armed during the copy");
+    assert!(s.is_armed(), "C armed during the copy");
     assert_eq!(
-        s.marker_fd().load(Ordering::SeqCst),
+        s.armed_fd().load(Ordering::SeqCst),
         s.common.instances.all()[2].marker_fd()
     );
     assert!(s.common.instances.all()[2].is_on());
