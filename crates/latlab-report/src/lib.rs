@@ -17,6 +17,7 @@ pub mod gates;
 pub mod history;
 pub mod html;
 pub mod json;
+pub mod kcidb;
 pub mod lanes;
 pub mod lava;
 pub mod loads;
