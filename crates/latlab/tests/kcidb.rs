@@ -306,4 +306,17 @@ fn bad_input_is_one_line() {
         assert!(!t.path().join("x.json").exists());
     }
     support::unwritable_outputs(&["export", "--format", "kcidb"], &run, t.path());
+    // A run without a measured CPU has no tests to give.
+    edit_run_json(&run, |rec| rec["cpus"] = serde_json::json!([]));
+    let o = latlab()
+        .args(["export", "--format", "kcidb", "-o"])
+        .arg(t.path().join("x.json"))
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no per-CPU latency"), "{err}");
+    assert!(!t.path().join("x.json").exists());
 }

@@ -19,8 +19,11 @@ pub fn export(run: &Path, origin: &str) -> crate::Result<Vec<u8>> {
     let json = crate::rundir::run_json_path(run)?;
     let bytes = crate::rundir::read_run_json(&json)?;
     let model = crate::rundir::load_run(run)?;
-    if let Some(why) = latlab_report::rt_tests::refusal(&model, "kcidb") {
-        bail!("{}: {why}", json.display());
+    if model.record.cpus.is_empty() {
+        bail!(
+            "{}: no per-CPU latency in this run (a `latlab profile --no-measure` run, or a record whose cpus[] is empty): the kcidb format's tests are each CPU's figures; `latlab report` shows what the run has",
+            json.display()
+        );
     }
     let dir = std::path::absolute(super::perfetto::run_dir(run))?;
     let present = |rel: &Path| {
