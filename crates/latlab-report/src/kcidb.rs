@@ -155,7 +155,7 @@ fn environment(r: &RunRecord) -> Value {
         "virtualized": m.virtualized, "kernel_release": m.kernel_release,
         "kernel_version": m.kernel_version,
     });
-    for (k, p) in [("dmi", "/dmi"), ("vendor", "/virt/vendor")] {
+    for (k, p) in [("dmi", "/dmi_id"), ("vendor", "/virt/vendor")] {
         if let Some(v) = at(p).filter(|v| !v.is_null()) {
             misc[k] = v;
         }
@@ -169,9 +169,8 @@ fn environment(r: &RunRecord) -> Value {
     if !parts.is_empty() {
         env.insert("comment".into(), parts.join(", ").into());
     }
-    let compatible: Vec<Value> = ["/device_tree/compatible", "/devicetree/compatible"]
-        .iter()
-        .find_map(|p| at(p).and_then(|v| v.as_array().cloned()))
+    let compatible: Vec<Value> = at("/device_tree/compatible")
+        .and_then(|v| v.as_array().cloned())
         .unwrap_or_default()
         .into_iter()
         .filter(|v| {
@@ -496,7 +495,7 @@ mod tests {
         r.started_at = Some("2026-11-28T06:00:00Z".into());
         r.inventory = Some(
             json!({"device_tree": {"compatible": ["acme,board", "bad one", "acme,soc"]},
-            "virt": {"vendor": "QEMU"}}),
+            "virt": {"vendor": "QEMU"}, "dmi_id": {"product_name": "Board 1"}}),
         );
         r.refresh().unwrap();
         RunModel::new(r).unwrap()
@@ -550,6 +549,7 @@ mod tests {
             json!(["acme,board", "acme,soc"])
         );
         assert_eq!(max["environment"]["misc"]["vendor"], "QEMU");
+        assert_eq!(max["environment"]["misc"]["dmi"]["product_name"], "Board 1");
         assert_eq!(
             test(&d, "latlab.wakeup.all.missed_periods")["number"]["unit"],
             "periods"

@@ -232,6 +232,10 @@ fn an_import_and_a_traced_run_validate() {
             "cpu": 0, "at_ns": 9_000, "latency_ns": 90_000, "causes": [],
             "trace_file": "../../etc/passwd"
         }]);
+        // What the inventory reads on a board with a device tree and DMI.
+        rec["inventory"]["device_tree"] = serde_json::json!({"compatible": ["raspberrypi,4-model-b", "brcm,bcm2711"], "model": null});
+        rec["inventory"]["dmi_id"] =
+            serde_json::json!({"sys_vendor": "Acme", "product_name": null});
     });
     let escapes = t.path().join("escapes");
     std::fs::create_dir_all(&escapes).unwrap();
@@ -258,6 +262,12 @@ fn an_import_and_a_traced_run_validate() {
     for c in rec["cpus"].as_array().unwrap() {
         test(&i, &format!("latlab.timer.cpu{}.max", c["cpu"]));
     }
+    let env = &test(&tr, "latlab.timer.all.max")["environment"];
+    assert_eq!(
+        env["compatible"],
+        serde_json::json!(["raspberrypi,4-model-b", "brcm,bcm2711"])
+    );
+    assert_eq!(env["misc"]["dmi"]["sys_vendor"], "Acme");
     let spikes = test(&tr, "latlab.trace.spikes");
     assert_eq!(spikes["number"]["value"], 2);
     let s = test(&tr, "latlab.trace.spikes.001");
