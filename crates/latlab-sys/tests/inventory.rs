@@ -286,6 +286,6 @@ fn dmi_and_the_device_tree_are_read_where_present() {
     let t = inv.device_tree.unwrap();
     assert_eq!(t.compatible, ["raspberrypi,4-model-b", "brcm,bcm2711"]);
     assert_eq!(t.model.as_deref(), Some("Raspberry Pi 4 Model B Rev 1.4"));
-    let v = serde_json::to_value(&collect(d.path())).unwrap();
+    let v = serde_json::to_value(collect(d.path())).unwrap();
     assert!(v.get("dmi_id").is_none(), "absent, not null, without DMI");
 }
