@@ -8,6 +8,8 @@
 # (the results-database tests start their own server from /usr/lib/postgresql/*/bin), man-db and
 # groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test),
 # prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text),
+# python3 and python3-venv (tests/kcidb.rs makes a venv, target/kcidb-venv, and installs the
+# kcidb-io package from PyPI into it with pip to validate `latlab export --format kcidb`),
 # and for the kernel lab (scripts/kernel-lab: Debian kernels booted under QEMU by the lab_*
 # tests) qemu-system-x86, busybox-static, cpio, xz-utils, rtla and util-linux (chrt, taskset in
 # the guests); then the lab's kernels are fetched into its cache when missing (apt-get download
@@ -38,6 +40,10 @@ for n in "${needs[@]}"; do
         case " ${missing[*]-} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
     fi
 done
+# `python3 -m venv` needs ensurepip, which Debian ships in python3-venv.
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    missing+=(python3-venv)
+fi
 # PostgreSQL's server binaries are not on PATH.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     missing+=(postgresql)

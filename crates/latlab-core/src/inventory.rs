@@ -56,6 +56,13 @@ pub struct Inventory {
     #[serde(default)]
     pub cgroup: Vec<CgroupLimit>,
     pub tracing: Tracing,
+    /// The machine's DMI identity (`/sys/class/dmi/id/`); absent without DMI (most ARM
+    /// boards) and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dmi_id: Option<DmiId>,
+    /// The device tree's root node (`/proc/device-tree/`); absent without a device tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_tree: Option<DeviceTree>,
     /// Files that could not be read (absolute paths as on the machine).
     #[serde(default)]
     pub unreadable: Vec<String>,
@@ -234,6 +241,29 @@ pub struct IrqInfo {
     pub count: u64,
     pub affinity: Option<String>,
     pub effective_affinity: Option<String>,
+}
+
+/// `/sys/class/dmi/id/`'s world-readable identity files (the serial numbers are left out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DmiId {
+    pub sys_vendor: Option<String>,
+    pub product_name: Option<String>,
+    pub product_version: Option<String>,
+    pub board_vendor: Option<String>,
+    pub board_name: Option<String>,
+    pub bios_vendor: Option<String>,
+    pub bios_version: Option<String>,
+    pub bios_date: Option<String>,
+}
+
+/// The device tree's root node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DeviceTree {
+    /// `compatible`'s NUL-separated strings, in order (most specific first).
+    #[serde(default)]
+    pub compatible: Vec<String>,
+    /// `model`, when present.
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

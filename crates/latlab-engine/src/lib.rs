@@ -20,6 +20,7 @@ pub mod bench;
 pub mod claim;
 pub mod cleanup;
 mod error;
+pub mod export;
 pub mod instances;
 pub mod loads;
 pub mod loads_alone;

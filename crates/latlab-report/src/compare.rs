@@ -27,6 +27,8 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Html,
+    /// `--fail-if`'s checks as LAVA result lines ([`crate::lava::checks`]); nothing without.
+    Lava,
 }
 
 fn value(c: &Cell, limit: u64) -> String {
@@ -571,5 +573,6 @@ pub fn render(runs: &[RunModel], format: CompareFormat) -> Vec<u8> {
             v
         }
         CompareFormat::Html => html(&c, runs),
+        CompareFormat::Lava => Vec::new(),
     }
 }

@@ -17,13 +17,16 @@ pub mod gates;
 pub mod history;
 pub mod html;
 pub mod json;
+pub mod kcidb;
 pub mod lanes;
+pub mod lava;
 pub mod loads;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;
 pub mod profile;
 pub mod profile_tables;
+pub mod rt_tests;
 pub mod scenario;
 pub mod svg;
 pub mod tables;
@@ -39,6 +42,21 @@ pub enum Format {
     Json,
     Html,
     Cyclictest,
+    /// rt-tests' `--json` file ([`rt_tests`]).
+    RtTestsJson,
+    /// LAVA result lines ([`lava`]).
+    Lava,
+}
+
+/// Why `model` has nothing to render in `format` (one line, for an error), None when it has:
+/// the formats of samples (cyclictest, rt-tests JSON) need a measured CPU.
+pub fn refusal(model: &RunModel, format: Format) -> Option<String> {
+    match format {
+        Format::Cyclictest if model.cpus.is_empty() => Some("no latency was measured (a `latlab profile --no-measure` run has only the profile): the cyclictest format has no histogram to show; use --format text, markdown, json or html".into()),
+        Format::RtTestsJson => rt_tests::refusal(model, "rt-tests-json"),
+        Format::Lava => rt_tests::refusal(model, "lava"),
+        _ => None,
+    }
 }
 
 /// Render one run.
@@ -49,5 +67,7 @@ pub fn render(model: &RunModel, format: Format) -> Vec<u8> {
         Format::Json => json::render(model),
         Format::Html => html::render(model),
         Format::Cyclictest => cyclictest::render(model),
+        Format::RtTestsJson => rt_tests::render(model),
+        Format::Lava => lava::render(model),
     }
 }

@@ -263,3 +263,29 @@ fn live_machine_is_read_without_changes() {
     assert!(!inv.cpus.online.is_empty());
     assert!(inv.kernel.arch.is_some());
 }
+
+#[test]
+fn dmi_and_the_device_tree_are_read_where_present() {
+    let inv = tree("debian-6.12-rt");
+    let dmi = inv.dmi_id.expect("the lab's QEMU has DMI");
+    assert!(dmi.sys_vendor.is_some(), "{dmi:?}");
+    assert_eq!(inv.device_tree, None);
+    assert_eq!(tree("desktop").dmi_id, None);
+    // A board with a device tree and no DMI.
+    let d = tempfile::tempdir().unwrap();
+    let dt = d.path().join("proc/device-tree");
+    std::fs::create_dir_all(&dt).unwrap();
+    std::fs::write(
+        dt.join("compatible"),
+        b"raspberrypi,4-model-b\0brcm,bcm2711\0",
+    )
+    .unwrap();
+    std::fs::write(dt.join("model"), b"Raspberry Pi 4 Model B Rev 1.4\0").unwrap();
+    let inv = collect(d.path());
+    assert_eq!(inv.dmi_id, None);
+    let t = inv.device_tree.unwrap();
+    assert_eq!(t.compatible, ["raspberrypi,4-model-b", "brcm,bcm2711"]);
+    assert_eq!(t.model.as_deref(), Some("Raspberry Pi 4 Model B Rev 1.4"));
+    let v = serde_json::to_value(collect(d.path())).unwrap();
+    assert!(v.get("dmi_id").is_none(), "absent, not null, without DMI");
+}

@@ -28,6 +28,7 @@ use crate::compare::{ratio_interval, value_interval, Comparison, MIN_TAIL};
 use crate::units::{parse_latency, Human};
 
 mod junit;
+pub mod limit;
 
 pub use junit::{junit, xml_escape};
 

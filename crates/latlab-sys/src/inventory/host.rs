@@ -9,6 +9,46 @@ use super::reader::{Need::*, Reader};
 use super::Options;
 
 impl Reader {
+    /// The DMI identity and the device tree's root node, where the machine has them.
+    pub(super) fn firmware(&mut self, out: &mut Inventory) {
+        let mut d = DmiId::default();
+        for (field, name) in [
+            (&mut d.sys_vendor, "sys_vendor"),
+            (&mut d.product_name, "product_name"),
+            (&mut d.product_version, "product_version"),
+            (&mut d.board_vendor, "board_vendor"),
+            (&mut d.board_name, "board_name"),
+            (&mut d.bios_vendor, "bios_vendor"),
+            (&mut d.bios_version, "bios_version"),
+            (&mut d.bios_date, "bios_date"),
+        ] {
+            *field = self.line(&format!("sys/class/dmi/id/{name}"), Optional);
+        }
+        if d != DmiId::default() {
+            out.dmi_id = Some(d);
+        }
+        let dt = ["proc/device-tree", "sys/firmware/devicetree/base"]
+            .into_iter()
+            .find(|b| self.exists(b));
+        if let Some(base) = dt {
+            let strings = |s: String| -> Vec<String> {
+                s.split('\0')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            };
+            let compatible = self
+                .read(&format!("{base}/compatible"), Optional)
+                .map(strings)
+                .unwrap_or_default();
+            let model = self
+                .read(&format!("{base}/model"), Optional)
+                .and_then(|m| strings(m).into_iter().next());
+            out.device_tree = Some(DeviceTree { compatible, model });
+        }
+    }
+
     pub(super) fn virt(&mut self, out: &mut Inventory, opts: &Options) {
         out.virt.vendor = self
             .line("sys/hypervisor/type", Optional)

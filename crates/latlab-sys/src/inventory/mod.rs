@@ -70,6 +70,7 @@ pub fn collect_with(root: &Path, opts: &Options) -> Inventory {
     r.irqs(&mut out);
     r.processes(&mut out);
     r.virt(&mut out, opts);
+    r.firmware(&mut out);
     r.cgroup(&mut out);
     r.tracing(&mut out);
     out.unreadable = r.unreadable.into_iter().collect();

@@ -110,12 +110,17 @@ pub struct ExportArgs {
     /// Where to write (refused if it exists and is not a regular file)
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
+    /// --format kcidb: the submitting CI system, the prefix of every id ([a-z0-9_]+)
+    #[arg(long, value_name = "ORIGIN", default_value = "latlab")]
+    pub kcidb_origin: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     /// Perfetto's protobuf trace (ui.perfetto.dev)
     Perfetto,
+    /// KCIDB I/O JSON (schema 5.3): checkout, build and tests for KernelCI's database
+    Kcidb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -125,6 +130,8 @@ pub enum ReportFormat {
     Json,
     Html,
     Cyclictest,
+    RtTestsJson,
+    Lava,
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +157,7 @@ pub enum CompareFormat {
     Markdown,
     Json,
     Html,
+    Lava,
 }
 
 #[derive(Debug, Args)]

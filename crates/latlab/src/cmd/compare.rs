@@ -33,6 +33,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         CompareFormat::Markdown => F::Markdown,
         CompareFormat::Json => F::Json,
         CompareFormat::Html => F::Html,
+        CompareFormat::Lava => F::Lava,
     };
     if args.fail_if.is_empty() {
         crate::stdout::emit(
@@ -52,6 +53,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
             b
         }
         F::Markdown | F::Html => latlab_report::compare::render(&runs, fmt),
+        F::Lava => latlab_report::lava::checks(&checks),
     };
     // The JUnit file first: a CI job reads it even when stdout is gone.
     if let Some(p) = &args.junit {

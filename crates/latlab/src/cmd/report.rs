@@ -19,19 +19,18 @@ pub fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let model = super::db::load_run_arg(&run, &args.db)?;
-    if args.format == ReportFormat::Cyclictest && model.cpus.is_empty() {
-        anyhow::bail!(
-            "{}: no latency was measured (a `latlab profile --no-measure` run has only the profile): the cyclictest format has no histogram to show; use --format text, markdown, json or html",
-            run.display()
-        );
-    }
     let fmt = match args.format {
         ReportFormat::Text => latlab_report::Format::Text,
         ReportFormat::Markdown => latlab_report::Format::Markdown,
         ReportFormat::Json => latlab_report::Format::Json,
         ReportFormat::Html => latlab_report::Format::Html,
         ReportFormat::Cyclictest => latlab_report::Format::Cyclictest,
+        ReportFormat::RtTestsJson => latlab_report::Format::RtTestsJson,
+        ReportFormat::Lava => latlab_report::Format::Lava,
     };
+    if let Some(why) = latlab_report::refusal(&model, fmt) {
+        anyhow::bail!("{}: {why}", run.display());
+    }
     let bytes = if fmt == latlab_report::Format::Html {
         let series = latlab_engine::rundir::profile_series(&run, &model);
         if let Some(Err(e)) = &series {

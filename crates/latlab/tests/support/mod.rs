@@ -122,3 +122,101 @@ pub fn wait_for_wakeups(pid: u32, n: usize, wakeups: u64) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// A simulated run (`run --backend sim --duration 1s -q --no-db`, labelled `label`, plus
+/// `extra`) under `results`: its directory.
+pub fn sim_run_dir(results: &Path, label: &str, extra: &[&str]) -> PathBuf {
+    let o = latlab()
+        .args([
+            "run",
+            "--backend",
+            "sim",
+            "--duration",
+            "1s",
+            "-q",
+            "--no-db",
+        ])
+        .args(["--label", label, "--results"])
+        .arg(results)
+        .args(extra)
+        .output()
+        .unwrap();
+    let code = o.status.code();
+    assert!(
+        matches!(code, Some(0 | 2)),
+        "{code:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dirs: Vec<PathBuf> = run_dirs(results)
+        .into_iter()
+        .filter(|d| d.to_string_lossy().ends_with(&format!("-{label}")))
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// An import fixture of latlab-core (`crates/latlab-core/tests/fixtures/import/NAME`).
+pub fn import_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../latlab-core/tests/fixtures/import")
+        .join(name)
+}
+
+/// `latlab import FILE --results RESULTS --no-db --label LABEL`: the run directory.
+pub fn import_dir(results: &Path, file: &Path, label: &str) -> PathBuf {
+    let out = latlab()
+        .arg("import")
+        .arg(file)
+        .args(["--no-db", "--label", label, "--results"])
+        .arg(results)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Rewrite a run directory's run.json with `f`.
+pub fn edit_run_json(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join("run.json");
+    let mut v = read_json(&p);
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// `latlab ARGS -o OUT RUN` with an OUT that cannot be written: on a full device
+/// (`/dev/full`) and in a read-only directory (unless this user writes there anyway: root).
+/// Each is one `latlab: error:` line, exit 1, no panic, and the run directory is as it was.
+pub fn unwritable_outputs(args: &[&str], run: &Path, tmp: &Path) {
+    let before = std::fs::read(run.join("run.json")).unwrap();
+    let ro = tmp.join("read-only");
+    std::fs::create_dir_all(&ro).unwrap();
+    let mut outs = vec![PathBuf::from("/dev/full")];
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        if std::fs::write(ro.join("probe"), b"x").is_err() {
+            outs.push(ro.join("out"));
+        } else {
+            eprintln!("a read-only directory is writable here (root): only /dev/full checked");
+        }
+    }
+    for out in &outs {
+        let o = latlab()
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .arg(run)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(1), "{out:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{out:?}: {err}");
+        assert!(err.starts_with("latlab: error: "), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
+}
