@@ -21,6 +21,7 @@ pub mod kcidb;
 pub mod lanes;
 pub mod lava;
 pub mod loads;
+pub mod manual;
 pub mod markdown;
 pub mod modes;
 pub mod perfetto;

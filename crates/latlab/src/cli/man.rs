@@ -85,10 +85,33 @@ pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
             }
         };
     }
-    let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
-    crate::stdout::write(&page)?;
+    crate::stdout::write(&page(cmd, &args.command.join(" "))?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cmd`'s page: clap_mangen's sections, its notes (`after_help`) as NOTES with indented
+/// lines kept, then latlab's EXAMPLES and EXIT STATUS (latlab_report::manual).
+fn page(cmd: &clap::Command, path: &str) -> std::io::Result<Vec<u8>> {
+    use latlab_report::manual;
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut o = Vec::new();
+    man.render_title(&mut o)?;
+    man.render_name_section(&mut o)?;
+    man.render_synopsis_section(&mut o)?;
+    man.render_description_section(&mut o)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut o)?;
+    }
+    if cmd.get_subcommands().any(|c| !c.is_hide_set()) {
+        man.render_subcommands_section(&mut o)?;
+    }
+    if let Some(h) = cmd.get_after_long_help().or(cmd.get_after_help()) {
+        o.extend(manual::notes_section(&h.to_string()).bytes());
+    }
+    o.extend(manual::examples_section(path).bytes());
+    o.extend(manual::exit_status_section(path).bytes());
+    man.render_version_section(&mut o)?;
+    Ok(o)
 }
 
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
@@ -108,6 +131,45 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
+    /// A command line split as sh would (single quotes only).
+    fn words(line: &str) -> Vec<String> {
+        let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+        for c in line.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => out.extend((!cur.is_empty()).then(|| std::mem::take(&mut cur))),
+                c => cur.push(c),
+            }
+        }
+        out.extend((!cur.is_empty()).then_some(cur));
+        out
+    }
+
+    #[test]
+    fn every_example_is_a_valid_command_line() {
+        let root = built();
+        let mut all = vec![vec![]];
+        paths(&root, &[], &mut all);
+        let mut n = 0;
+        for p in &all {
+            for (_, line) in latlab_report::manual::examples(&p.join(" ")) {
+                let w = words(line);
+                assert_eq!(w[0], "latlab", "{line}");
+                if let Err(e) = <Cli as clap::Parser>::try_parse_from(&w) {
+                    panic!("{line}: {e}");
+                }
+                if w[1] == "cyclictest" {
+                    // Its flags are cyclictest's, parsed by the front end (CPUs 0-3 usable).
+                    if let Err(e) = crate::cli::cyclictest::parse::parse(&w[2..], &[0, 1, 2, 3]) {
+                        panic!("{line}: {e}");
+                    }
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 20, "{n} examples");
+    }
+
     #[test]
     fn every_page_renders_with_its_full_name() {
         let root = built();
@@ -120,9 +182,8 @@ mod tests {
             for n in p {
                 c = c.find_subcommand(n).unwrap();
             }
-            let mut page = Vec::new();
-            clap_mangen::Man::new(c.clone()).render(&mut page).unwrap();
-            let page = String::from_utf8(page).unwrap();
+            let page = String::from_utf8(page(c, &p.join(" ")).unwrap()).unwrap();
+            assert!(page.contains(".SH \"EXIT STATUS\""), "{p:?}");
             let title = format!(".TH latlab-{} 1", p.join("-"));
             assert!(
                 page.contains(&title),

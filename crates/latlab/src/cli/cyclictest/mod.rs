@@ -12,7 +12,7 @@ use latlab_engine::actions::Action;
 use super::run::RunArgs;
 use super::values::{CpuList, CpuSel, Duration, Latency, Policy};
 
-mod parse;
+pub(crate) mod parse;
 
 pub use parse::{parse, Opts};
 
