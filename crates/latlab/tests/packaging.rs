@@ -143,6 +143,14 @@ fn bash_completion_completes_commands_and_formats() {
     f.sort();
     assert_eq!(f, vec!["oslat", "oslat-json"]);
     assert_eq!(bash_complete(&["latlab", "completions", "z"]), vec!["zsh"]);
+    // The load profiles, for --load and `loads run` (the flag still takes cmd:COMMAND).
+    assert_eq!(
+        bash_complete(&["latlab", "run", "--load", "hack"]),
+        vec!["hackbench"]
+    );
+    let mut stress = bash_complete(&["latlab", "loads", "run", "stress-c"]);
+    stress.sort();
+    assert_eq!(stress, vec!["stress-cpu", "stress-cpu8"]);
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub enum LoadsCommand {
     List,
     /// Run a load alone (for use with another tool)
     Run {
+        #[arg(value_parser = super::values::LoadProfile, hide_possible_values = true)]
         profile: String,
         #[arg(long, default_value = "60s")]
         duration: Duration,
@@ -125,7 +126,7 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 6)]
         pairs: u32,
         /// Load profile to run during both (repeatable); see `latlab loads list`
-        #[arg(long = "load", value_name = "PROFILE")]
+        #[arg(long = "load", value_name = "PROFILE", value_parser = super::values::LoadProfile, hide_possible_values = true)]
         loads: Vec<String>,
         #[arg(long, value_enum, default_value_t = RunFormat::Text)]
         format: RunFormat,

@@ -39,7 +39,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "10ms", value_name = "T")]
     pub hist_limit: Latency,
     /// Load profile to run during the measurement (repeatable); see `latlab loads list`
-    #[arg(long = "load", value_name = "PROFILE")]
+    #[arg(long = "load", value_name = "PROFILE", value_parser = super::values::LoadProfile, hide_possible_values = true)]
     pub loads: Vec<String>,
     /// Trace every sample above this latency with the tracefs flight recorder
     #[arg(long, value_name = "T")]

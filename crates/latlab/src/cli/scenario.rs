@@ -62,7 +62,7 @@ pub struct IoReadArgs {
     pub iosched: Option<String>,
     /// Load profile of a loaded phase (repeatable: one phase each, after the phase alone);
     /// default io-write; `none` measures alone only
-    #[arg(long = "load", value_name = "PROFILE")]
+    #[arg(long = "load", value_name = "PROFILE", value_parser = super::values::LoadProfile, hide_possible_values = true)]
     pub loads: Vec<String>,
     /// Measurements of each phase (big file, then small files, cache dropped before each)
     #[arg(long, default_value_t = 3)]
@@ -99,7 +99,7 @@ pub struct FairnessArgs {
     #[arg(long)]
     pub force: bool,
     /// Load profile to run during the measurement (repeatable); see `latlab loads list`
-    #[arg(long = "load", value_name = "PROFILE")]
+    #[arg(long = "load", value_name = "PROFILE", value_parser = super::values::LoadProfile, hide_possible_values = true)]
     pub loads: Vec<String>,
     #[command(flatten)]
     pub common: ScenarioCommon,

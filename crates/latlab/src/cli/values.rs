@@ -187,3 +187,29 @@ mod tests {
             .contains("not a latency"));
     }
 }
+
+/// `--load PROFILE`: any text (a profile or `cmd:COMMAND`, resolved by the load session), with
+/// the built-in profiles' names as its possible values, so shell completion offers them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadProfile;
+
+impl clap::builder::TypedValueParser for LoadProfile {
+    type Value = String;
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            latlab_sys::loads::profiles::PROFILES
+                .iter()
+                .map(|p| clap::builder::PossibleValue::new(p.name)),
+        ))
+    }
+}
