@@ -170,6 +170,66 @@ fn interrupted_run(sig: i32, name: &str) {
     }
     assert!(v["warnings"].to_string().contains("interrupted"));
     assert!(only_run_dir(t.path()).join("histogram.txt").exists());
+    assert_eq!(v["config"]["dma_latency_us"], 0, "held at the default");
+}
+
+/// `--dma-latency off`: the run measures with the CPUs' idle states as they are (it never
+/// opens /dev/cpu_dma_latency) and says so; `--dma-latency 20` is held and recorded.
+#[test]
+fn dma_latency_off_leaves_the_idle_states_alone() {
+    let Some(_g) = privileged::guard("dma_latency_off_leaves_the_idle_states_alone") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let mut reap = Reap(
+        Command::new(bin())
+            .args([
+                "run",
+                "--cpus",
+                "0",
+                "--duration",
+                "60s",
+                "--dma-latency",
+                "off",
+            ])
+            .args(["--no-db", "--quiet", "--results"])
+            .arg(t.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut reap.0;
+    wait_for_threads(child, 1);
+    support::wait_for_wakeups(child.id(), 1, 200);
+    assert!(
+        !dma_holders().contains(&child.id()),
+        "--dma-latency off, yet /dev/cpu_dma_latency is held"
+    );
+    // SAFETY: plain syscall.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(child.wait().unwrap().success());
+    let v = read_json(&only_run_dir(t.path()).join("run.json"));
+    assert!(v["config"]["dma_latency_us"].is_null(), "{}", v["config"]);
+
+    let t = tempfile::tempdir().unwrap();
+    let st = Command::new(bin())
+        .args([
+            "run",
+            "--cpus",
+            "0",
+            "--duration",
+            "1s",
+            "--dma-latency",
+            "20us",
+        ])
+        .args(["--no-db", "--quiet", "--results"])
+        .arg(t.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "{st:?}");
+    let v = read_json(&only_run_dir(t.path()).join("run.json"));
+    assert_eq!(v["config"]["dma_latency_us"], 20);
 }
 
 #[test]

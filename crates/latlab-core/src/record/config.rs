@@ -78,6 +78,11 @@ pub struct RunConfig {
     /// Parameters of the `wakeup`, `jitter` and `audio` modes (absent for `timer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode_params: Option<crate::modes::ModeParams>,
+    /// The value (µs) `/dev/cpu_dma_latency` was held at while measuring; null when it was
+    /// not held (`--dma-latency off`, no measuring thread on the machine, the device could
+    /// not be opened), absent in runs before the key.
+    #[serde(default)]
+    pub dma_latency_us: Option<i64>,
 }
 
 fn timer() -> String {

@@ -37,10 +37,6 @@ pub trait Hooks {
     fn event_threshold_ns(&self) -> u64 {
         u64::MAX
     }
-    /// The value `/dev/cpu_dma_latency` is held at (µs).
-    fn dma_latency_us(&self) -> i32 {
-        0
-    }
     /// Measuring has started at `t0_ns` (CLOCK_MONOTONIC); `dma` is the value held, if any.
     fn on_start(&mut self, _t0_ns: u64, _dma: Option<i32>) {}
     /// Samples drained from the threads (in CPU order, each CPU's in time order).
@@ -89,7 +85,7 @@ fn run_with(plan: RunPlan, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
     let RunPlan {
         measure: mut p,
         mode: mut mp,
-        session: rp,
+        session: mut rp,
     } = plan;
     // `profile --no-measure`: no measuring thread (its flags were refused by the parser).
     let no_measure = rp.profile.as_ref().is_some_and(|o| o.no_measure);
@@ -97,8 +93,9 @@ fn run_with(plan: RunPlan, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
         p.cpus.clear();
         mp.name = "none";
     }
-    let dma_us = hooks.dma_latency_us();
-    let mut prep = prepare::prepare(&rp, &mut p, &mp, no_measure, dma_us)?;
+    let mut prep = prepare::prepare(&rp, &mut p, &mp, no_measure)?;
+    // The record keeps what was held, not what was asked.
+    rp.dma_latency_us = rp.dma_latency_us.filter(|_| prep.dma.is_some());
     let mut s = begin(&rp, &p, std::mem::take(&mut prep.warnings))?;
     let dir = s.dir().to_path_buf();
     let cx = Ctx {
@@ -121,7 +118,7 @@ fn run_with(plan: RunPlan, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
         }
     }
     let (c, profiler) = start(&mut s, &cx, hooks, no_measure, prep.metrics.take())?;
-    hooks.on_start(c.m.t0_ns(), prep.dma.as_ref().map(|_| dma_us));
+    hooks.on_start(c.m.t0_ns(), rp.dma_latency_us);
     end(s, &cx, hooks, c, profiler)
 }
 

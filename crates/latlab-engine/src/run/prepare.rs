@@ -34,7 +34,6 @@ pub(super) fn prepare(
     p: &mut Plan,
     mp: &ModePlan,
     no_measure: bool,
-    dma_us: i32,
 ) -> anyhow::Result<Prepared> {
     let on_machine = rp.backend.on_the_machine();
     if !no_measure {
@@ -80,7 +79,7 @@ pub(super) fn prepare(
     let dma = if no_measure || !on_machine {
         None
     } else {
-        probe(p, dma_us, &mut warnings)?
+        probe(p, rp.dma_latency_us, &mut warnings)?
     };
     Ok(Prepared {
         _claim: claim,
@@ -92,10 +91,10 @@ pub(super) fn prepare(
 }
 
 /// Probe what this machine allows before anything is changed, and hold what the measurement
-/// needs (memory locked, `/dev/cpu_dma_latency` at 0); warnings for what it cannot have.
+/// needs (memory locked, `/dev/cpu_dma_latency` at `--dma-latency`, 0 by default); warnings for what it cannot have.
 fn probe(
     p: &Plan,
-    dma_us: i32,
+    dma_us: Option<i32>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Option<rt::DmaLatency>> {
     if p.policy.is_rt() && !rt::can_use_rt() {
@@ -132,6 +131,10 @@ fn probe(
             "mlockall failed ({e}): page faults may add latency"
         ));
     }
+    // `--dma-latency off`: the CPUs' idle states as they are.
+    let Some(dma_us) = dma_us else {
+        return Ok(None);
+    };
     Ok(match rt::DmaLatency::hold(dma_us) {
         Ok(d) => Some(d),
         Err(e) => {

@@ -55,6 +55,7 @@ fn run_config(a: &SessionPlan, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> R
         sim_seed: a.backend.generated().then_some(a.seed),
         measured_ns: Some(measured_ns),
         mode_params: mp.params.clone(),
+        dma_latency_us: a.dma_latency_us.map(i64::from),
     }
 }
 

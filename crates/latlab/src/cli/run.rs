@@ -10,7 +10,9 @@ use latlab_engine::actions::{Action, Actions};
 use latlab_engine::run::backend;
 
 use super::results::RecordDb;
-use super::values::{CpuList, CpuSel, Duration, Latency, LatencyOf, Policy, RunFormat, Size};
+use super::values::{
+    CpuList, CpuSel, DmaLatency, Duration, Latency, LatencyOf, Policy, RunFormat, Size,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -47,6 +49,10 @@ pub struct RunArgs {
     /// Exit with code 2 if any sample exceeds this latency
     #[arg(long, value_name = "T")]
     pub max_latency: Option<Latency>,
+    /// Hold /dev/cpu_dma_latency at this while measuring (µs; 0 keeps the CPUs out of deep
+    /// C-states), or `off` to measure with the idle states as they are
+    #[arg(long, default_value = "0", value_name = "US|off")]
+    pub dma_latency: DmaLatency,
     /// With --backend timerlat: the latency --max-latency judges (default: thread)
     #[arg(long, value_enum, value_name = "CONTEXT", requires = "max_latency")]
     pub max_latency_of: Option<LatencyOf>,
@@ -181,8 +187,9 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 28] = [
+const NO_MEASURE_CONFLICTS: [&str; 29] = [
     "interval",
+    "dma_latency",
     "until",
     "cpus",
     "priority",

@@ -159,6 +159,29 @@ impl fmt::Display for CpuSel {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn dma_latency_is_whole_microseconds_or_off() {
+        use super::DmaLatency;
+        assert_eq!("off".parse::<DmaLatency>(), Ok(DmaLatency(None)));
+        assert_eq!("0".parse::<DmaLatency>(), Ok(DmaLatency(Some(0))));
+        assert_eq!("20us".parse::<DmaLatency>(), Ok(DmaLatency(Some(20))));
+        assert_eq!("1ms".parse::<DmaLatency>(), Ok(DmaLatency(Some(1000))));
+        assert!("1500ns"
+            .parse::<DmaLatency>()
+            .unwrap_err()
+            .contains("whole"));
+        assert!("-1".parse::<DmaLatency>().is_err());
+        assert!("often"
+            .parse::<DmaLatency>()
+            .unwrap_err()
+            .contains("or off"));
+        assert!("3000s"
+            .parse::<DmaLatency>()
+            .unwrap_err()
+            .contains("too large"));
+        assert_eq!(DmaLatency(None).to_string(), "off");
+    }
     use super::*;
 
     #[test]
@@ -211,5 +234,38 @@ impl clap::builder::TypedValueParser for LoadProfile {
                 .iter()
                 .map(|p| clap::builder::PossibleValue::new(p.name)),
         ))
+    }
+}
+
+/// `--dma-latency US|off`: the value `/dev/cpu_dma_latency` is held at while measuring, in
+/// whole µs (a latency: `0`, `20us`; a bare number is µs), or `off` to leave the CPUs' idle
+/// states as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaLatency(pub Option<i32>);
+
+impl FromStr for DmaLatency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "off" {
+            return Ok(DmaLatency(None));
+        }
+        let ns = parse_latency(s).map_err(|e| format!("{e} (or off)"))?;
+        if ns % 1_000 != 0 {
+            return Err(format!(
+                "'{s}' is not a whole number of µs (the device takes µs)"
+            ));
+        }
+        let us = i32::try_from(ns / 1_000)
+            .map_err(|_| format!("'{s}' is too large for /dev/cpu_dma_latency"))?;
+        Ok(DmaLatency(Some(us)))
+    }
+}
+
+impl fmt::Display for DmaLatency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str("off"),
+            Some(us) => write!(f, "{us}us"),
+        }
     }
 }

@@ -48,7 +48,6 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
     let started = jiff::Zoned::now();
     let mut hooks = CtHooks {
         live: Live::new(&o.out),
-        dma_us: o.latency_us,
         err: None,
     };
     let outcome = run::run_with(run_args, None, &mut hooks)
@@ -112,7 +111,6 @@ fn write_file(flag: &str, path: &str, bytes: &[u8]) -> anyhow::Result<()> {
 /// The run's hooks: what cyclictest prints while it runs (`front::Live`), on stdout.
 struct CtHooks {
     live: Live,
-    dma_us: i32,
     /// The first write to stdout that failed.
     err: Option<anyhow::Error>,
 }
@@ -130,9 +128,6 @@ impl CtHooks {
 impl Hooks for CtHooks {
     fn event_threshold_ns(&self) -> u64 {
         self.live.event_threshold_ns()
-    }
-    fn dma_latency_us(&self) -> i32 {
-        self.dma_us
     }
     fn on_start(&mut self, t0_ns: u64, dma: Option<i32>) {
         let online = latlab_sys::rt::online_cpus().map_or(0, |c| c.len());

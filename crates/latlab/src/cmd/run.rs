@@ -46,9 +46,6 @@ impl Hooks for Summary<'_> {
             .as_ref()
             .map_or(u64::MAX, |h| h.event_threshold_ns())
     }
-    fn dma_latency_us(&self) -> i32 {
-        self.inner.as_ref().map_or(0, |h| h.dma_latency_us())
-    }
     fn on_start(&mut self, t0_ns: u64, dma: Option<i32>) {
         if let Some(h) = self.inner.as_mut() {
             h.on_start(t0_ns, dma);

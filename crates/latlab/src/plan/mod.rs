@@ -60,6 +60,7 @@ pub fn run_plan(a: RunArgs, profile: Option<ProfileOpts>) -> anyhow::Result<RunP
             db: a.record_db.target(),
             actions,
             profile,
+            dma_latency_us: a.dma_latency.0,
             command: format!(
                 "latlab {}",
                 std::env::args().nth(1).unwrap_or_else(|| "run".into())

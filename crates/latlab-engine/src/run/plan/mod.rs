@@ -45,4 +45,7 @@ pub struct SessionPlan {
     pub profile: Option<ProfileOpts>,
     /// The command, as another run's refusal names it (`latlab run`).
     pub command: String,
+    /// `--dma-latency`: the value (µs) `/dev/cpu_dma_latency` is held at while measuring, or
+    /// None to leave the CPUs' idle states as they are.
+    pub dma_latency_us: Option<i32>,
 }

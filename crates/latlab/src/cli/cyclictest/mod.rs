@@ -104,6 +104,8 @@ impl Opts {
             a.actions.on_threshold = vec![Action::Stop];
         }
         a.aligned = self.secaligned;
+        // --latency PM_QOS (cyclictest's default 0).
+        a.dma_latency = super::values::DmaLatency(Some(self.latency_us));
         a.ct.priospread = self.out.priospread;
         if let Some(r) = &self.results {
             a.results = PathBuf::from(r);
