@@ -19,6 +19,7 @@ pub mod analyze;
 pub mod bench;
 pub mod claim;
 pub mod cleanup;
+pub mod cyclictest_cli;
 mod error;
 pub mod export;
 pub mod instances;

@@ -160,7 +160,7 @@ mod tests {
                 }
                 if w[1] == "cyclictest" {
                     // Its flags are cyclictest's, parsed by the front end (CPUs 0-3 usable).
-                    if let Err(e) = crate::cli::cyclictest::parse::parse(&w[2..], &[0, 1, 2, 3]) {
+                    if let Err(e) = latlab_engine::cyclictest_cli::parse(&w[2..], &[0, 1, 2, 3]) {
                         panic!("{line}: {e}");
                     }
                 }

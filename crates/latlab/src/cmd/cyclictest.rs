@@ -13,7 +13,7 @@ use latlab_engine::run::{Hooks, Outcome};
 use latlab_report::cyclictest::front::{self, End, Live, Sample};
 use latlab_sys::measure::SpikeEvent;
 
-use crate::cli::cyclictest::{long_help, parse, CyclictestArgs, Opts};
+use crate::cli::cyclictest::{long_help, parse, CyclictestArgs, Opts, OptsExt};
 use crate::cmd::run;
 
 pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {

@@ -12,9 +12,7 @@ use latlab_engine::actions::Action;
 use super::run::RunArgs;
 use super::values::{CpuList, CpuSel, Duration, Latency, Policy};
 
-pub(crate) mod parse;
-
-pub use parse::{parse, Opts};
+pub use latlab_engine::cyclictest_cli::{parse, Opts};
 
 /// `latlab cyclictest`'s arguments: cyclictest's, taken raw (cyclictest's `-h` is its
 /// histogram, not help; `--help` prints this command's help).
@@ -53,7 +51,17 @@ pub fn long_help() -> String {
     sub.render_long_help().to_string()
 }
 
-impl Opts {
+/// What the CLI does with cyclictest's parsed options (the parser is the engine's:
+/// `latlab_engine::cyclictest_cli`): `latlab run`'s arguments, refusals in cyclictest's terms.
+pub trait OptsExt {
+    fn typed<'a>(&'a self, flag: &'a str) -> &'a str;
+    fn value<T: FromStr<Err = String>>(&self, flag: &str, given: String) -> anyhow::Result<T>;
+    fn run_args(&self) -> anyhow::Result<RunArgs>;
+    fn duration(&self) -> anyhow::Result<Option<Duration>>;
+    fn in_cyclictest_terms(&self, msg: &str) -> String;
+}
+
+impl OptsExt for Opts {
     /// How the user typed the cyclictest flag that gave `latlab run`'s `flag` (`-h 100`).
     fn typed<'a>(&'a self, flag: &'a str) -> &'a str {
         self.origins
@@ -74,7 +82,7 @@ impl Opts {
 
     /// `latlab run`'s arguments for this run: run's defaults (as its flags define them), with
     /// what these options set.
-    pub fn run_args(&self) -> anyhow::Result<RunArgs> {
+    fn run_args(&self) -> anyhow::Result<RunArgs> {
         let defaults = RunArgs::augment_args(clap::Command::new("run")).get_matches_from(["run"]);
         let mut a = RunArgs::from_arg_matches(&defaults).expect("run's defaults");
         let us = |flag: &str, us: u64| self.value::<Latency>(flag, format!("{us}us"));
@@ -151,7 +159,7 @@ impl Opts {
     /// A refusal of `latlab run`'s plan in the terms the user typed: `--hist-limit 1m40s: must
     /// be …` → `-h 100000000: must be …`; a message about no flag these options gave is
     /// returned as it is.
-    pub fn in_cyclictest_terms(&self, msg: &str) -> String {
+    fn in_cyclictest_terms(&self, msg: &str) -> String {
         for (flag, typed) in self.origins.iter().rev() {
             if let Some(rest) = msg.strip_prefix(flag) {
                 if rest.starts_with(' ') || rest.starts_with(':') {
@@ -162,5 +170,24 @@ impl Opts {
             }
         }
         msg.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(s: &str) -> RunArgs {
+        let args: Vec<String> = s.split_whitespace().map(String::from).collect();
+        parse(&args, &[0, 1]).unwrap().run_args().unwrap()
+    }
+
+    #[test]
+    fn loops_and_breaktrace_become_run_flags() {
+        let a = run_args("-t1 -a1 -mq -l100 -i 200");
+        assert_eq!(a.duration, Duration(20_000_000));
+        let a = run_args("-a 0-1 -D1 -b 50 --latency 7");
+        assert_eq!(a.max_latency, Some(Latency(50_000)));
+        assert_eq!(a.dma_latency, super::super::values::DmaLatency(Some(7)));
     }
 }

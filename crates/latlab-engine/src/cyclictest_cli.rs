@@ -1,9 +1,8 @@
-//! cyclictest 2.x's command line, parsed as its getopt_long does: short flags cluster (`-mq`),
+//! cyclictest 2.x's command line (`latlab cyclictest`), parsed as its getopt_long does: short flags cluster (`-mq`),
 //! a required value is attached or the next argument (`-p95`, `-p 95`, `--json=x`, `--json x`),
 //! an optional value is attached only (`-t4`, `-a1`, `--threads=4`) or, as cyclictest does
 //! for `-a`/`-t`/`--secaligned`, the next argument when it starts with a digit (`-t 4`).
 
-use anyhow::bail;
 use latlab_core::cpulist::parse_cpu_list;
 use latlab_report::cyclictest::front::Options;
 
@@ -131,8 +130,13 @@ fn cpuset(flag: &str, v: &str, usable: &[u32]) -> anyhow::Result<Vec<u32>> {
     Ok(set)
 }
 
-/// Parse cyclictest's arguments; `usable` are the CPUs this process may run on.
-pub fn parse(args: &[String], usable: &[u32]) -> anyhow::Result<Opts> {
+/// Parse cyclictest's arguments; `usable` are the CPUs this process may run on. An error is
+/// one line in cyclictest's terms.
+pub fn parse(args: &[String], usable: &[u32]) -> crate::Result<Opts> {
+    parse_args(args, usable).map_err(crate::Error::from)
+}
+
+fn parse_args(args: &[String], usable: &[u32]) -> anyhow::Result<Opts> {
     // (long name, value) pairs, in order.
     let mut given: Vec<(&'static str, Option<String>)> = Vec::new();
     let mut i = 0;
@@ -476,9 +480,8 @@ fn threads(o: &mut Opts, t: Threads, usable: &[u32]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::values::{Duration, Latency};
 
-    fn p(s: &str) -> anyhow::Result<Opts> {
+    fn p(s: &str) -> crate::Result<Opts> {
         let args: Vec<String> = s.split_whitespace().map(String::from).collect();
         parse(&args, &[0, 1])
     }
@@ -494,7 +497,7 @@ mod tests {
         let o = p("-t1 -a1 -mq -l100 -i 200").unwrap();
         assert_eq!(o.out.cpus, vec![1]);
         assert_eq!(o.policy, "other");
-        assert_eq!(o.run_args().unwrap().duration, Duration(20_000_000));
+        assert_eq!((o.loops, o.out.interval_us), (Some(100), 200));
         let o = p("-t 2 -h100 -D 1 --json=x.json").unwrap();
         assert_eq!((o.out.cpus.len(), o.out.distance_us), (2, 0));
         assert_eq!(o.json.as_deref(), Some("x.json"));
@@ -507,7 +510,7 @@ mod tests {
         );
         let o = p("-a 0-1 -D1 -b 50").unwrap();
         assert_eq!(o.out.cpus, vec![0]);
-        assert_eq!(o.run_args().unwrap().max_latency, Some(Latency(50_000)));
+        assert_eq!(o.breaktrace_us, Some(50));
     }
 
     #[test]
