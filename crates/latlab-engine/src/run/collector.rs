@@ -56,7 +56,7 @@ pub(super) struct Collector {
     /// `--until`: the watch, and its record once the threads have ended.
     until: Option<Watch>,
     until_record: Option<latlab_core::until::UntilRecord>,
-    live: Live,
+    pub(super) live: Live,
     events: Vec<SpikeEvent>,
     loads_read: Instant,
     last_second: Instant,
@@ -104,6 +104,7 @@ impl Collector {
                 enabled: !cx.rp.quiet && std::io::stderr().is_terminal(),
                 lines: 0,
                 total_ns: cx.p.duration_ns,
+                extra: String::new(),
             },
             m,
             threads,
@@ -234,16 +235,24 @@ impl Collector {
     /// The loads: a required one that keeps crashing ends the run; their figures for the
     /// metrics every 2 s.
     fn loads(&mut self, s: &mut Session) {
+        let spikes = self
+            .tracer
+            .as_ref()
+            .map(|t| (self.spikes.len() as u64, t.not_traced()));
         if let Some(m) = &self.metrics {
-            m.set_spikes(
-                self.spikes.len() as u64,
-                self.tracer.as_ref().map_or(0, |t| t.not_traced()),
-            );
-            // The loads' logs are read every 2 s, not every tick.
-            if self.loads_read.elapsed() >= Duration::from_secs(2) {
-                m.set_loads(s.live_loads());
-                self.loads_read = Instant::now();
+            m.set_spikes(self.spikes.len() as u64, spikes.map_or(0, |(_, n)| n));
+        }
+        // The loads' logs are read every 2 s, not every tick, for the metrics and the live
+        // display.
+        if (self.metrics.is_some() || self.live.enabled)
+            && self.loads_read.elapsed() >= Duration::from_secs(2)
+        {
+            let loads = s.live_loads();
+            self.live.extra = super::live::extra_line(spikes, &loads);
+            if let Some(m) = &self.metrics {
+                m.set_loads(loads);
             }
+            self.loads_read = Instant::now();
         }
         if let Err(e) = s.poll_loads() {
             if self.load_error.is_none() {

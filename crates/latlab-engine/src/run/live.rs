@@ -14,6 +14,42 @@ pub(super) struct Live {
     pub enabled: bool,
     pub lines: usize,
     pub total_ns: u64,
+    /// Below the CPUs: the spikes traced and the loads' state (empty: no line).
+    pub extra: String,
+}
+
+/// The line under the CPUs: spikes seen and not traced (with a recorder), each load with its
+/// restarts and failures. Empty when there is neither.
+pub(super) fn extra_line(spikes: Option<(u64, u64)>, loads: &[crate::loads::LiveLoad]) -> String {
+    let mut parts = Vec::new();
+    if let Some((seen, not_traced)) = spikes {
+        parts.push(match not_traced {
+            0 => format!("spikes {seen}"),
+            n => format!("spikes {seen} ({n} not traced)"),
+        });
+    }
+    if !loads.is_empty() {
+        let l: Vec<String> = loads
+            .iter()
+            .map(|l| {
+                let name = if l.profile.starts_with(&l.part) {
+                    l.profile.clone()
+                } else {
+                    format!("{} {}", l.profile, l.part)
+                };
+                let mut s = latlab_core::escape::escape(&name);
+                if l.restarts > 0 {
+                    s.push_str(&format!(", {} restarts", l.restarts));
+                }
+                if l.failures > 0 {
+                    s.push_str(&format!(", {} failed", l.failures));
+                }
+                s
+            })
+            .collect();
+        parts.push(format!("loads: {}", l.join("; ")));
+    }
+    parts.join("   ")
 }
 
 /// `m:ss`, or `h:mm:ss` from an hour on (whole seconds).
@@ -48,6 +84,14 @@ fn status_line(elapsed_ns: u64, total_ns: u64, done: bool) -> String {
 }
 
 impl Live {
+    /// What latlab does between the measurement and the record (writing spike captures, the
+    /// profile), on the terminal the live display is on; nothing elsewhere.
+    pub fn say(&self, what: &str) {
+        if self.enabled {
+            eprintln!("latlab: {what}");
+        }
+    }
+
     pub fn show(&mut self, threads: &[Arc<measure::ThreadShared>], elapsed_ns: u64, done: bool) {
         if !self.enabled {
             return;
@@ -78,6 +122,10 @@ impl Live {
             );
         }
         self.lines = threads.len() + 1;
+        if !self.extra.is_empty() {
+            let _ = writeln!(s, "\x1b[2K{}", self.extra);
+            self.lines += 1;
+        }
         // Cosmetic: a terminal that went away does not end the run (the record is what counts).
         use std::io::Write as _;
         let mut o = std::io::stderr().lock();
@@ -87,7 +135,33 @@ impl Live {
 
 #[cfg(test)]
 mod tests {
-    use super::status_line;
+    use super::{extra_line, status_line};
+    use crate::loads::LiveLoad;
+
+    #[test]
+    fn the_extra_line_names_spikes_and_loads_escaped() {
+        assert_eq!(extra_line(None, &[]), "");
+        assert_eq!(extra_line(Some((3, 0)), &[]), "spikes 3");
+        let compile = LiveLoad {
+            profile: "stress-kernel".into(),
+            part: "compile".into(),
+            restarts: 0,
+            failures: 0,
+            throughput: None,
+        };
+        assert_eq!(extra_line(None, &[compile]), "loads: stress-kernel compile");
+        let l = |part: &str, restarts, failures| LiveLoad {
+            profile: part.into(),
+            part: part.into(),
+            restarts,
+            failures,
+            throughput: None,
+        };
+        assert_eq!(
+            extra_line(Some((7, 2)), &[l("hackbench", 0, 0), l("dd\x1b[31m", 2, 1)]),
+            "spikes 7 (2 not traced)   loads: hackbench; dd\\u{1b}[31m, 2 restarts, 1 failed"
+        );
+    }
 
     #[test]
     fn status_line_shows_elapsed_and_time_left() {

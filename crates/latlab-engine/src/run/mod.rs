@@ -8,6 +8,7 @@
 //! What the measuring threads are is a back end ([`backend`]): the run sees only the
 //! [`backend::Measurement`] it starts.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use latlab_core::model::RunModel;
@@ -107,6 +108,12 @@ fn run_with(plan: RunPlan, hooks: &mut dyn Hooks) -> anyhow::Result<Outcome> {
     // Loads start first; measurement starts after the warm-up, so the histogram holds the
     // loaded state only.
     if let Some(l) = prep.loads.take() {
+        if p.warmup_ns > 0 && !rp.quiet && std::io::stderr().is_terminal() {
+            eprintln!(
+                "latlab: the loads warm up for {} before measuring",
+                latlab_core::units::format_duration(p.warmup_ns)
+            );
+        }
         if let Err(e) = s.start_loads(l, &dir.join("loads"), p.warmup_ns) {
             // Nothing was measured, but the run directory says why (and holds the loads'
             // records and logs): a run.json marked incomplete, with the reason as a warning.
@@ -214,9 +221,14 @@ fn end(
     collector::close_intervals(&mut c, measured_ns);
     let mut record = c.record(&s, cx, measured_ns, Some(&results), true);
     if let Some(tr) = c.tracer.take() {
+        c.live.say(&format!(
+            "writing the spikes' captures and their analyses ({} spikes)",
+            c.spikes.len()
+        ));
         record.trace = Some(tr.finish());
     }
     if let Some(pr) = profiler {
+        c.live.say("writing the scheduler profile");
         record.profile = pr.finish(cx.dir, &mut record.warnings);
     }
     if let Some(e) = c.load_error.take() {
