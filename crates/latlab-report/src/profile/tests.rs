@@ -36,7 +36,7 @@ fn colour_at(palette: &[u8], i: u8) -> [u8; 3] {
 #[test]
 fn known_series_gives_known_pixel_colours() {
     let mut px = vec![1u8; 1500];
-    px[..8].copy_from_slice(&[0, 1, 2, 3, 4, 5, 9, PIXEL_UNKNOWN]);
+    px[..12].copy_from_slice(&[0, 1, 2, 3, 4, 5, 8, 9, 16, 17, 254, PIXEL_UNKNOWN]);
     let sc = scale(10_000, px.len(), 2);
     assert_eq!(
         sc,
@@ -50,17 +50,22 @@ fn known_series_gives_known_pixel_colours() {
     let idx = rq_pixels(&px, &sc);
     let (w, h, got, pal) = decode(&png(&idx, LINE_PIXELS, &RQ_COLOURS));
     assert_eq!((w, h), (1000, 2));
-    let want_len = [0usize, 1, 2, 3, 4, 5, 5, 6];
+    // Levels: idle, 1, 2, 3–4, 5–8, 9–16, > 16, unknown.
+    let want_len = [0usize, 1, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7];
     for (i, &k) in want_len.iter().enumerate() {
         assert_eq!(colour_at(&pal, got[i]), rgb(RQ_COLOURS[k]), "pixel {i}");
     }
     // Line 2 starts at pixel 1000 (10 ms): 1 task up to 1500, then past the end: unknown.
     assert_eq!(colour_at(&pal, got[1000]), rgb(RQ_COLOURS[1]));
     assert_eq!(colour_at(&pal, got[1499]), rgb(RQ_COLOURS[1]));
-    assert_eq!(colour_at(&pal, got[1500]), rgb(RQ_COLOURS[6]));
-    assert_eq!(colour_at(&pal, got[1999]), rgb(RQ_COLOURS[6]));
-    // The gap colour is none of the scale's.
-    assert!(!RQ_COLOURS[..6].contains(&RQ_COLOURS[6]));
+    assert_eq!(colour_at(&pal, got[1500]), rgb(RQ_COLOURS[7]));
+    assert_eq!(colour_at(&pal, got[1999]), rgb(RQ_COLOURS[7]));
+    // Every level has its own colour, and the gap colour is none of the scale's.
+    let mut c = RQ_COLOURS.to_vec();
+    c.dedup();
+    c.sort_unstable();
+    c.dedup();
+    assert_eq!(c.len(), RQ_COLOURS.len());
 }
 
 /// Merging pixels keeps the largest known length; unknown only when all merged are.
@@ -85,7 +90,7 @@ fn merged_pixels_keep_the_largest_known() {
         2,
     ];
     let idx = rq_pixels(&px, &sc);
-    assert_eq!(&idx[..4], &[3, 6, 2, 6]);
+    assert_eq!(&idx[..4], &[3, 7, 2, 7]);
 }
 
 /// The scale: ELC's 10 µs × 10 ms while a map fits 1000 lines, then the next 1-2-5 merge,
@@ -269,6 +274,10 @@ fn section_has_maps_legends_and_measuring_plots() {
     assert!(!html.contains("<b>seven"));
     assert!(html.contains("latlab-cpu0&lt;i&gt;"));
     assert!(html.contains("≥ 5 tasks") && html.contains("unknown (lost events"));
+    assert!(
+        html.contains("9–16 tasks") && html.contains("&gt; 16 tasks"),
+        "the map legend's levels"
+    );
     for src in html.split("src=\"data:image/png;base64,").skip(1) {
         let b64 = &src[..src.find('"').unwrap()];
         let bytes = base64::engine::general_purpose::STANDARD
