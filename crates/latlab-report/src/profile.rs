@@ -299,16 +299,27 @@ pub fn section(p: &ProfileRecord, series: Result<&Series, String>) -> String {
     }
     measuring(&mut o, p);
 
-    if !p.wait.is_empty() {
-        let shown = p.wait.len().min(20);
-        let _ = writeln!(
-            o,
-            "<h3>Run-queue waits, worst p99 first ({shown} of {} tasks)</h3>",
-            p.wait.len() as u64 + p.wait_dropped
-        );
+    let (own, others) = split_waits(p);
+    for (rows, title, of) in [
+        (
+            &others,
+            "Run-queue waits, worst p99 first",
+            p.wait.len() as u64 - own.len() as u64 + p.wait_dropped,
+        ),
+        (
+            &own,
+            "latlab's own threads' run-queue waits",
+            own.len() as u64,
+        ),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let shown = rows.len().min(20);
+        let _ = writeln!(o, "<h3>{title} ({shown} of {of} tasks)</h3>");
         o.push_str("<table><tr><th class=\"k\">task</th><th>pid</th><th>prio</th><th>wake-ups</th><th>p50</th><th>p99</th><th>max</th><th>preemptions</th><th>p99</th><th>max</th></tr>\n");
         let h = |v: Option<u64>| v.map_or("-".to_string(), |v| Human(v).to_string());
-        for w in p.wait.iter().take(shown) {
+        for w in rows.iter().take(shown) {
             let _ = writeln!(
                 o,
                 "<tr><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -520,6 +531,17 @@ fn measuring(o: &mut String, p: &ProfileRecord) {
             step as f64 / 1e9,
         ));
     }
+}
+
+/// The wait rows of latlab's own threads (named `latlab…`: the measuring threads, the
+/// collector, the loads' supervisor) and the others', each worst p99 first as recorded.
+pub(crate) fn split_waits(
+    p: &ProfileRecord,
+) -> (
+    Vec<&latlab_core::profile::WaitRow>,
+    Vec<&latlab_core::profile::WaitRow>,
+) {
+    p.wait.iter().partition(|w| w.comm.starts_with("latlab"))
 }
 
 /// The measuring threads' preemptions (switched out while runnable, so switched in again

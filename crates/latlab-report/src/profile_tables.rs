@@ -57,13 +57,25 @@ pub fn tables(p: &ProfileRecord, waits: usize) -> Vec<crate::tables::Table> {
         p.seeded_tasks
     ));
     out.push(rq);
-    if !p.wait.is_empty() {
-        let shown = p.wait.len().min(waits);
+    let (own, others) = crate::profile::split_waits(p);
+    for (rows, title, of) in [
+        (
+            &others,
+            "Run-queue waits, worst p99 first",
+            p.wait.len() as u64 - own.len() as u64 + p.wait_dropped,
+        ),
+        (
+            &own,
+            "latlab's own threads' run-queue waits",
+            own.len() as u64,
+        ),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let shown = rows.len().min(waits);
         let mut t = Table::new(
-            format!(
-                "Run-queue waits, worst p99 first ({shown} of {} tasks)",
-                p.wait.len() as u64 + p.wait_dropped
-            ),
+            format!("{title} ({shown} of {of} tasks)"),
             &[
                 "task",
                 "pid",
@@ -77,7 +89,7 @@ pub fn tables(p: &ProfileRecord, waits: usize) -> Vec<crate::tables::Table> {
                 "preempted max",
             ],
         );
-        for w in p.wait.iter().take(shown) {
+        for w in rows.iter().take(shown) {
             t.rows.push(vec![
                 w.comm.clone(),
                 w.pid.to_string(),

@@ -142,6 +142,11 @@ fn text_shows_the_profile_before_the_statistics() {
     let measuring = at("latlab's measuring threads, as the scheduler saw them");
     let stats = at("\nCPU 0\n");
     assert!(rq < waits && waits < measuring && measuring < stats);
+    // latlab's own threads apart from the workload's.
+    let own = at("latlab's own threads' run-queue waits");
+    assert!(waits < own && own < measuring);
+    assert!(text[own..measuring].contains("latlab-cpu0"));
+    assert!(!text[waits..own].contains("latlab-cpu0"));
     // A row per profiled CPU with its shares.
     let rows: Vec<&str> = text[rq..waits]
         .lines()
