@@ -21,7 +21,10 @@ pub const MAX_SEGMENTS_DRAWN: usize = 1024;
 const W: f64 = 760.0;
 const LW: f64 = 96.0; // lane names
 const RM: f64 = 16.0;
-const T: f64 = 46.0; // moment labels, on three rows
+const T: f64 = 46.0; // moment labels: three rows, more when they would overlap
+/// A zoomed picture of the last stretch is added when the moments after the longest quiet
+/// stretch fit in this share of the span (20–50 µs after a 6 ms stall took 5 px).
+const ZOOM_SHARE: f64 = 0.02;
 const ROW: f64 = 24.0;
 
 /// The colour of a cause kind (Okabe–Ito, as the plots).
@@ -131,6 +134,10 @@ struct Geometry {
     hi: f64,
     pw: f64,
     axis_y: f64,
+    /// The top of the lanes (under the moments' labels).
+    top: f64,
+    /// The row of each moment's label (moments sorted by time).
+    label_rows: Vec<usize>,
 }
 
 impl Geometry {
@@ -143,6 +150,50 @@ impl Geometry {
     fn row(&self, l: Lane) -> Option<usize> {
         self.rows.iter().position(|r| *r == l)
     }
+
+    /// Whether `t` ns from E lies in the span drawn.
+    fn shows(&self, t: f64) -> bool {
+        (self.lo..=self.hi).contains(&t)
+    }
+}
+
+/// Each label's row: the first where it clears the label before it by 4 px, else a new row,
+/// so labels never overlap; with the rows used (at least three).
+fn label_rows(xs: &[(f64, usize)]) -> (Vec<usize>, usize) {
+    let mut row_end: Vec<f64> = vec![f64::MIN; 3];
+    let rows = xs
+        .iter()
+        .map(|&(x, chars)| {
+            let half = chars as f64 * 3.2;
+            let r = match (0..row_end.len()).find(|&r| row_end[r] + 4.0 <= x - half) {
+                Some(r) => r,
+                None => {
+                    row_end.push(f64::MIN);
+                    row_end.len() - 1
+                }
+            };
+            row_end[r] = x + half;
+            r
+        })
+        .collect();
+    (rows, row_end.len())
+}
+
+/// The zoomed picture: the first of the moments that follow the longest stretch between two
+/// moments, and the end, when they fit in [`ZOOM_SHARE`] of the span.
+fn zoom_span(moments: &[(f64, &str)], lo: f64, hi: f64) -> Option<(f64, f64)> {
+    let mut t: Vec<f64> = moments.iter().map(|m| m.0).collect();
+    t.sort_by(f64::total_cmp);
+    let (i, _) = t
+        .windows(2)
+        .enumerate()
+        .max_by(|a, b| (a.1[1] - a.1[0]).total_cmp(&(b.1[1] - b.1[0])))?;
+    let tail = &t[i + 1..];
+    let (a, b) = (tail[0], hi);
+    if tail.len() < 2 || b - a <= 0.0 || b - a > (hi - lo) * ZOOM_SHARE {
+        return None;
+    }
+    Some((a, b))
 }
 
 /// The lanes drawn: IRQ, softirq, tasks, measuring always; NMI, stall, other when present.
@@ -193,13 +244,13 @@ fn moments(s: &SpikeRecord) -> Vec<(f64, &'static str)> {
     moments
 }
 
-/// One spike's lanes as an SVG (`class="plot lanes"`).
+/// One spike's lanes as an SVG (`class="plot lanes"`), and a second one (`class="plot lanes
+/// zoom"`) on the last stretch when a long one before it squeezes it into a few pixels.
 pub fn svg(s: &SpikeRecord) -> String {
     let empty = Vec::new();
     let all: &Vec<LaneSegment> = s.lanes.as_ref().map_or(&empty, |l| &l.segments);
     let segs = &all[..all.len().min(MAX_SEGMENTS_DRAWN)];
     let latency = s.latency_ns as f64;
-    let rows = lane_rows(segs);
     let moments = moments(s);
     // The span: E (a little before) to the end of the sample and of what is drawn.
     let lo = segs
@@ -213,10 +264,54 @@ pub fn svg(s: &SpikeRecord) -> String {
         .chain(moments.iter().map(|m| m.0))
         .fold(latency, f64::max);
     let span = (hi - lo).max(1.0);
-    let (lo, hi) = (lo - span * 0.02, hi + span * 0.02);
+    let title = format!(
+        "Spike on CPU {} at {} ns: {} — lanes",
+        s.cpu,
+        s.at_ns,
+        Human(s.latency_ns)
+    );
+    let mut o = picture(
+        s,
+        segs,
+        &moments,
+        (lo - span * 0.02, hi + span * 0.02),
+        &title,
+    );
+    if let Some((a, b)) = zoom_span(&moments, lo, hi) {
+        let zoomed = format!("{title}: the last {}, zoomed", Human((b - a) as u64));
+        let pad = (b - a) * 0.15;
+        let span = (a - pad, b + pad / 5.0);
+        o.push_str(&picture(s, segs, &moments, span, &zoomed).replacen(
+            "class=\"plot lanes\"",
+            "class=\"plot lanes zoom\"",
+            1,
+        ));
+    }
+    o
+}
+
+/// One picture of the spike over `(lo, hi)` ns from E.
+fn picture(
+    s: &SpikeRecord,
+    segs: &[LaneSegment],
+    moments: &[(f64, &'static str)],
+    (lo, hi): (f64, f64),
+    title: &str,
+) -> String {
+    let rows = lane_rows(segs);
     let pw = W - LW - RM;
-    let lanes_h = rows.len() as f64 * ROW;
-    let axis_y = T + lanes_h;
+    let mut ms: Vec<(f64, &str)> = moments
+        .iter()
+        .copied()
+        .filter(|m| (lo..=hi).contains(&m.0))
+        .collect();
+    ms.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let x = |t: f64| LW + (t - lo) / (hi - lo) * pw;
+    let xs: Vec<(f64, usize)> = ms.iter().map(|m| (x(m.0), m.1.len())).collect();
+    let (label_rows, n) = label_rows(&xs);
+    // The lanes' top: three rows of labels, 12 px more for each row beyond.
+    let top = T + 12.0 * n.saturating_sub(3) as f64;
+    let axis_y = top + rows.len() as f64 * ROW;
     let h = axis_y + 62.0;
     let g = Geometry {
         rows,
@@ -224,23 +319,19 @@ pub fn svg(s: &SpikeRecord) -> String {
         hi,
         pw,
         axis_y,
+        top,
+        label_rows,
     };
-    let title = format!(
-        "Spike on CPU {} at {} ns: {} — lanes",
-        s.cpu,
-        s.at_ns,
-        Human(s.latency_ns)
-    );
     let mut o = String::new();
     let _ = write!(
         o,
         r##"<svg xmlns="http://www.w3.org/2000/svg" class="plot lanes" viewBox="0 0 {W} {h}" width="{W}" height="{h}" role="img" aria-label="{t}"><title>{t}</title>"##,
-        t = esc(&title)
+        t = esc(title)
     );
     lanes_and_axis(&mut o, &g);
     segments(&mut o, &g, segs);
     waiting(&mut o, &g, s);
-    moment_marks(&mut o, &g, &moments);
+    moment_marks(&mut o, &g, &ms);
     legend(&mut o, &g, segs);
     o.push_str("</svg>");
     o
@@ -251,7 +342,7 @@ fn lanes_and_axis(o: &mut String, g: &Geometry) {
     let (lo, hi, pw, axis_y) = (g.lo, g.hi, g.pw, g.axis_y);
     // Lane rows.
     for (i, l) in g.rows.iter().enumerate() {
-        let y = T + i as f64 * ROW;
+        let y = g.top + i as f64 * ROW;
         let _ = write!(
             o,
             r##"<rect x="{LW}" y="{y}" width="{pw}" height="{ROW}" fill="{}"/><text x="{}" y="{}" text-anchor="end" font-size="12">{}</text>"##,
@@ -272,7 +363,8 @@ fn lanes_and_axis(o: &mut String, g: &Geometry) {
         let xt = g.x(t);
         let _ = write!(
             o,
-            r##"<line x1="{xt:.1}" y1="{T}" x2="{xt:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xt:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+            r##"<line x1="{xt:.1}" y1="{}" x2="{xt:.1}" y2="{:.1}" stroke="#ddd"/><text x="{xt:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+            g.top,
             axis_y + 4.0,
             axis_y + 16.0,
             us(t)
@@ -294,9 +386,12 @@ fn segments(o: &mut String, geo: &Geometry, segs: &[LaneSegment]) {
             continue;
         };
         let (a, b) = (g.start_ns as f64, (g.end_ns as f64).max(g.start_ns as f64));
-        let (xa, xb) = (geo.x(a), geo.x(b));
+        if b < geo.lo || a > geo.hi {
+            continue;
+        }
+        let (xa, xb) = (geo.x(a.max(geo.lo)), geo.x(b.min(geo.hi)));
         let wpx = (xb - xa).max(2.0);
-        let y = T + row as f64 * ROW + 3.0;
+        let y = geo.top + row as f64 * ROW + 3.0;
         let dur = Human((g.end_ns.saturating_sub(g.start_ns)).max(0) as u64).to_string();
         let label = format!("{} {dur}", g.name);
         let tip = format!(
@@ -346,9 +441,9 @@ fn waiting(o: &mut String, g: &Geometry, s: &SpikeRecord) {
         at(Moment::SwitchedIn),
         g.row(Lane::Measuring),
     ) {
-        if w < sw {
-            let (xa, xb) = (g.x(w as f64), g.x(sw as f64));
-            let y = T + row as f64 * ROW + 5.0;
+        if w < sw && g.shows(sw as f64) {
+            let (xa, xb) = (g.x((w as f64).max(g.lo)), g.x(sw as f64));
+            let y = g.top + row as f64 * ROW + 5.0;
             let dur = Human(sw.abs_diff(w)).to_string();
             let _ = write!(
                 o,
@@ -369,24 +464,11 @@ fn waiting(o: &mut String, g: &Geometry, s: &SpikeRecord) {
     }
 }
 
-/// Moments: vertical marks, each label on the first of three rows where it does not run
-/// into the label before it (else the row that ends first).
-fn moment_marks(o: &mut String, g: &Geometry, moments: &[(f64, &str)]) {
+/// Moments (sorted, in the span): vertical marks, each label on its row ([`label_rows`]).
+fn moment_marks(o: &mut String, g: &Geometry, ms: &[(f64, &str)]) {
     let axis_y = g.axis_y;
-    let mut ms = moments.to_vec();
-    ms.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut row_end = [f64::MIN; 3];
-    for (t, name) in ms.iter() {
+    for ((t, name), row) in ms.iter().zip(&g.label_rows) {
         let xt = g.x(*t);
-        let half = name.len() as f64 * 3.2;
-        let row = (0..3)
-            .find(|&r| row_end[r] + 4.0 <= xt - half)
-            .unwrap_or_else(|| {
-                (0..3)
-                    .min_by(|&a, &b| row_end[a].total_cmp(&row_end[b]))
-                    .unwrap()
-            });
-        row_end[row] = xt + half;
         let c = if *name == "E" || *name == "clock read" {
             "#c00"
         } else {
@@ -395,10 +477,10 @@ fn moment_marks(o: &mut String, g: &Geometry, moments: &[(f64, &str)]) {
         let _ = write!(
             o,
             r##"<line class="moment" x1="{xt:.1}" y1="{:.1}" x2="{xt:.1}" y2="{axis_y}" stroke="{c}" stroke-width="1.2" stroke-dasharray="4 2"><title>{} at {} µs</title></line><text x="{xt:.1}" y="{}" text-anchor="middle" font-size="11" fill="{c}">{}</text>"##,
-            T - 4.0,
+            g.top - 4.0,
             name,
             us(*t),
-            12.0 + 12.0 * row as f64,
+            12.0 + 12.0 * *row as f64,
             name
         );
     }
@@ -568,6 +650,76 @@ mod tests {
         let h = section(&vec![s; MAX_SPIKES_DRAWN + 3]);
         assert_eq!(h.matches("<svg").count(), MAX_SPIKES_DRAWN);
         assert!(h.contains("3 more spikes not drawn."));
+    }
+
+    /// Five moments within a few pixels: each label gets a row of its own, none overlaps.
+    #[test]
+    fn moment_labels_never_overlap() {
+        let xs = [(100.0, 1), (101.0, 9), (102.0, 5), (103.0, 9), (104.0, 10)];
+        let (rows, n) = label_rows(&xs);
+        assert_eq!(n, 5);
+        for i in 0..xs.len() {
+            for j in 0..i {
+                if rows[i] == rows[j] {
+                    let gap = xs[i].0 - xs[i].1 as f64 * 3.2 - (xs[j].0 + xs[j].1 as f64 * 3.2);
+                    assert!(gap >= 4.0, "{i} and {j} overlap");
+                }
+            }
+        }
+        // Far apart: one row.
+        assert_eq!(label_rows(&[(100.0, 5), (300.0, 5)]).0, vec![0, 0]);
+    }
+
+    /// After a 6 ms stall the last 50 µs get a zoomed picture of their own, where the
+    /// measuring thread's stretch is wide; a spike without such a squeeze gets none.
+    #[test]
+    fn a_long_stall_adds_a_zoom_on_the_last_stretch() {
+        let mut s = spike(Some(SpikeLanes {
+            segments: vec![
+                seg(Lane::Other, CauseKind::Hypervisor, "stall", 0, 6_000_000),
+                seg(
+                    Lane::Measuring,
+                    CauseKind::Task,
+                    "switch-to-user (tau)",
+                    6_030_000,
+                    6_050_000,
+                ),
+            ],
+            dropped: 0,
+        }));
+        s.latency_ns = 6_050_000;
+        let at = |offset_ns, what| TimelineEvent {
+            offset_ns,
+            what,
+            task: None,
+            cascade: false,
+        };
+        s.timeline_events = vec![
+            at(0, Moment::TimerDue),
+            at(6_000_000, Moment::TimerIrq),
+            at(6_010_000, Moment::Woken),
+            at(6_030_000, Moment::SwitchedIn),
+            at(6_050_000, Moment::ClockRead),
+        ];
+        let v = svg(&s);
+        assert_eq!(v.matches("<svg").count(), 2, "{v}");
+        // One picture per spike keeps its class; the zoom has its own.
+        assert_eq!(v.matches("class=\"plot lanes\"").count(), 1);
+        assert_eq!(v.matches("class=\"plot lanes zoom\"").count(), 1);
+        assert!(v.contains("the last 50 µs, zoomed"), "{v}");
+        let zoomed = &v[v.rfind("<svg").unwrap()..];
+        // In the zoom the stall is cut at its left edge and τ's 20 µs take about a third.
+        let w: f64 = zoomed
+            .split("<rect class=\"seg\"")
+            .nth(2)
+            .and_then(|r| r.split("width=\"").nth(1))
+            .and_then(|r| r.split('"').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(w > 150.0, "{w}");
+        assert!(zoomed.contains(">clock read</text>") && !zoomed.contains(">E</text>"));
+        assert_eq!(svg(&spike(None)).matches("<svg").count(), 1);
     }
 
     #[test]
