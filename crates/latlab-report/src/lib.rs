@@ -8,6 +8,7 @@ use latlab_core::model::RunModel;
 pub mod analyze;
 pub mod check;
 pub mod compare;
+pub mod contexts;
 pub mod cyclictest;
 /// The one escaping of untrusted text (latlab-core's, shared with `latlab analyze`).
 pub use latlab_core::escape;

@@ -246,6 +246,8 @@ pub fn render(m: &RunModel) -> Vec<u8> {
     let mut out = heading(m);
     out.push('\n');
     summary(&mut out, m);
+    // timerlat's contexts side by side, under the summary they break down.
+    table_blocks(&mut out, crate::contexts::tables(m));
     // What delays this machine comes right after the summary, before the statistics.
     delays_table(&mut out, &r.spikes);
     // The scheduler profile (`latlab profile`) is an answer too: before the statistics.
@@ -405,7 +407,10 @@ fn tail_section(out: &mut String, m: &RunModel) {
 
 /// The mode's and the scenario's tables (nothing for a timer run).
 fn mode_blocks(out: &mut String, m: &RunModel) {
-    table_blocks(out, crate::extra::tables(m));
+    // The contexts' table is under the summary already.
+    let mut t = crate::modes::tables(m);
+    t.extend(crate::scenario::tables(m));
+    table_blocks(out, t);
 }
 
 /// Tables of plain cells, each under its title, with its note below.
