@@ -64,6 +64,8 @@ fi
 if command -v apt-get >/dev/null 2>&1; then
     bash "$(dirname "$0")/kernel-lab" fetch rt-6.12 stock-6.1 rt-6.1 ||
         echo "deps: the kernel lab's kernels could not be fetched (the lab tests skip)" >&2
+    bash "$(dirname "$0")/lava-test-shell" fetch ||
+        echo "deps: LAVA's test-shell scripts could not be fetched (tests/lab_lava.rs skips)" >&2
 else
     echo "deps: no apt-get: the kernel lab's kernels cannot be fetched (the lab tests skip)" >&2
 fi

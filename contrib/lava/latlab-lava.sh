@@ -1,5 +1,6 @@
 #!/bin/sh
 # Run latlab and report each figure as a LAVA test case (contrib/lava/latlab.yaml runs it).
+# Proven under LAVA's own test-shell scripts in the kernel lab: crates/latlab/tests/lab_lava.rs.
 #
 #   latlab-lava.sh [-l LATLAB] [-D DURATION] [-i INTERVAL] [-p PRIORITY] [-c CPUS]
 #                  [-w LOAD[,LOAD…]] [-t TRACE_THRESHOLD] [-m MAX_LATENCY] [-b BASELINE]

@@ -2,7 +2,7 @@
 //! `compare --fail-if … --format lava`, and contrib/lava/latlab-lava.sh, the helper the test
 //! definition contrib/lava/latlab.yaml runs, run here for real with `latlab run --backend
 //! sim` (no root) and without LAVA's `lava-test-case` on PATH, so it prints the test cases as
-//! LAVA's console signals. (The proof under LAVA's dispatcher is not here.)
+//! LAVA's console signals. (Under LAVA's own test-shell scripts in the kernel lab: lab_lava.rs.)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
