@@ -287,6 +287,55 @@ fn an_import_and_a_traced_run_validate() {
     assert!(e["tests"].as_array().unwrap().len() > 3);
 }
 
+/// A real traced run (root, tracefs): the recorder's spikes, their files and causes as
+/// KCIDB tests, validated by kcidb-io.
+#[test]
+fn a_real_traced_run_validates() {
+    let Some(_g) = latlab_sys::privileged::guard("a_real_traced_run_validates") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let o = latlab()
+        .args([
+            "run",
+            "--cpus",
+            "0",
+            "--duration",
+            "2s",
+            "--interval",
+            "500us",
+        ])
+        // 1 µs: every wake-up is a spike on any machine, so three are traced.
+        .args(["--trace-threshold", "1us", "--trace-max-spikes", "3"])
+        .args(["--no-db", "--quiet", "--results"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = support::only_run_dir(t.path());
+    let rec = read_json(&run.join("run.json"));
+    let traced = rec["spikes"].as_array().map_or(0, |s| s.len());
+    assert!(traced >= 1, "no spike traced: {}", rec["trace"]);
+    let out = t.path().join("kcidb.json");
+    let d = export(&run, &out, &[]);
+    let Some(()) = validate("a_real_traced_run_validates", &[&out]) else {
+        return;
+    };
+    check_ids(&d, "latlab", rec["run_id"].as_str().unwrap());
+    assert_eq!(
+        test(&d, "latlab.trace.spikes")["number"]["value"],
+        traced as u64
+    );
+    // Each traced spike is a test with its files (the recorder wrote them in the run).
+    for i in 1..=traced {
+        let s = test(&d, &format!("latlab.trace.spikes.{i:03}"));
+        assert!(
+            s["output_files"].as_array().is_some_and(|f| !f.is_empty()),
+            "{s}"
+        );
+    }
+}
+
 #[test]
 fn bad_input_is_one_line() {
     let t = tempfile::tempdir().unwrap();
