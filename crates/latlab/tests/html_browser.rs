@@ -283,10 +283,10 @@ fn html_report_and_compare_render_in_a_headless_browser() {
         "maps not decoded: {}",
         &dom[..dom.len().min(300)]
     );
-    // 7 run-queue entries; idle, the 5 tasks (50, 60, 61, 62, 70), other tasks, migration,
-    // no switch, unknown.
+    // 8 run-queue entries (idle, 1, 2, 3–4, 5–8, 9–16, > 16, unknown); idle, the 5 tasks
+    // (50, 60, 61, 62, 70), other tasks, migration, no switch, unknown.
     assert!(
-        dom.contains("data-legend=\"17\""),
+        dom.contains("data-legend=\"18\""),
         "legend: {}",
         &dom[..dom.len().min(300)]
     );
@@ -369,12 +369,14 @@ fn spike_lanes_render_in_a_headless_browser() {
     let (ok, text) = check_html(&[&report]);
     eprintln!("{text}");
     assert!(ok, "check-html failed:\n{text}");
-    // The three plots, the tail fit's two and the two spikes' lanes.
-    assert!(text.contains("lanes.html: 7 SVGs"), "{text}");
+    // The three plots, the tail fit's two, the two spikes' lanes and the zoom on the last
+    // stretch of the one whose 13 ms stall squeezes it.
+    assert!(text.contains("lanes.html: 8 SVGs"), "{text}");
+    assert_eq!(html.matches("class=\"plot lanes zoom\"").count(), 1);
 
     // The layout: each lane SVG's size and its segments with a non-zero box, as the browser
     // laid them out.
-    const MEASURE: &str = "<script>document.body.setAttribute('data-lanes',[...document.querySelectorAll('svg.lanes')].map(s=>{const b=s.getBoundingClientRect();const n=[...s.querySelectorAll('rect.seg')].filter(r=>{const c=r.getBoundingClientRect();return c.width>0&&c.height>0}).length;return Math.round(b.width)+'x'+Math.round(b.height)+':'+n}).join(' '))</script>";
+    const MEASURE: &str = "<script>document.body.setAttribute('data-lanes',[...document.querySelectorAll('svg.lanes:not(.zoom)')].map(s=>{const b=s.getBoundingClientRect();const n=[...s.querySelectorAll('rect.seg')].filter(r=>{const c=r.getBoundingClientRect();return c.width>0&&c.height>0}).length;return Math.round(b.width)+'x'+Math.round(b.height)+':'+n}).join(' '))</script>";
     // Issue 31: the verdict is laid out above the first plot, and every in-page link (the
     // contents, the spike rows to their lanes) has its target.
     const ORDER: &str = "<script>{const top=e=>e.getBoundingClientRect().top+window.scrollY;const v=document.getElementById('verdict');const p=document.querySelector('svg.plot');const l=[...document.querySelectorAll('a[href^=\"#\"]')];const broken=l.filter(a=>!document.getElementById(a.getAttribute('href').slice(1))).length;document.body.setAttribute('data-order',(v&&p&&top(v)<top(p)?'verdict-first':'plot-first')+':'+broken+':'+l.length)}</script>";
