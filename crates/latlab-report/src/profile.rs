@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use base64::Engine as _;
-use latlab_core::profile::{MeasuringKind, ProfileRecord, Series, PIXEL_UNKNOWN};
+use latlab_core::profile::{MeasuringKind, ProfileRecord, Series, WaitRow, PIXEL_UNKNOWN};
 use latlab_core::units::Human;
 
 use crate::svg::{self, esc};
@@ -299,41 +299,16 @@ pub fn section(p: &ProfileRecord, series: Result<&Series, String>) -> String {
     }
     measuring(&mut o, p);
 
-    let (own, others) = split_waits(p);
-    for (rows, title, of) in [
-        (
-            &others,
-            "Run-queue waits, worst p99 first",
-            p.wait.len() as u64 - own.len() as u64 + p.wait_dropped,
-        ),
-        (
-            &own,
-            "latlab's own threads' run-queue waits",
-            own.len() as u64,
-        ),
-    ] {
-        if rows.is_empty() {
-            continue;
-        }
-        let shown = rows.len().min(20);
-        let _ = writeln!(o, "<h3>{title} ({shown} of {of} tasks)</h3>");
+    for g in wait_groups(p, 20) {
+        let _ = writeln!(o, "<h3>{}</h3>", esc(&g.title));
         o.push_str("<table><tr><th class=\"k\">task</th><th>pid</th><th>prio</th><th>wake-ups</th><th>p50</th><th>p99</th><th>max</th><th>preemptions</th><th>p99</th><th>max</th></tr>\n");
-        let h = |v: Option<u64>| v.map_or("-".to_string(), |v| Human(v).to_string());
-        for w in rows.iter().take(shown) {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"k\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&w.comm),
-                w.pid,
-                w.prio,
-                w.wakeups,
-                h(w.p50_ns),
-                h(w.p99_ns),
-                h(w.max_ns),
-                w.preemptions,
-                h(w.preempt_p99_ns),
-                h(w.preempt_max_ns)
-            );
+        for row in &g.rows {
+            o.push_str("<tr>");
+            for (i, c) in row.iter().enumerate() {
+                let k = if i == 0 { " class=\"k\"" } else { "" };
+                let _ = write!(o, "<td{k}>{}</td>", esc(c));
+            }
+            o.push_str("</tr>\n");
         }
         o.push_str("</table>\n");
     }
@@ -533,15 +508,51 @@ fn measuring(o: &mut String, p: &ProfileRecord) {
     }
 }
 
-/// The wait rows of latlab's own threads (named `latlab…`: the measuring threads, the
-/// collector, the loads' supervisor) and the others', each worst p99 first as recorded.
-pub(crate) fn split_waits(
-    p: &ProfileRecord,
-) -> (
-    Vec<&latlab_core::profile::WaitRow>,
-    Vec<&latlab_core::profile::WaitRow>,
-) {
-    p.wait.iter().partition(|w| w.comm.starts_with("latlab"))
+/// One table of run-queue waits: its title (with how many rows it shows of how many) and its
+/// rows as plain cells (task, pid, prio, wake-ups, wait p50/p99/max, preemptions, preempted
+/// p99/max).
+pub(crate) struct WaitGroup {
+    pub title: String,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The waits tables, at most `shown` rows each: the workload's, then latlab's own threads'
+/// (named `latlab…`: the measuring threads, the collector, the loads' supervisor), each worst
+/// p99 first as recorded; a group without rows is left out.
+pub(crate) fn wait_groups(p: &ProfileRecord, shown: usize) -> Vec<WaitGroup> {
+    let (own, others): (Vec<&WaitRow>, Vec<&WaitRow>) =
+        p.wait.iter().partition(|w| w.comm.starts_with("latlab"));
+    let of_others = p.wait.len() as u64 - own.len() as u64 + p.wait_dropped;
+    let of_own = own.len() as u64;
+    let h = |v: Option<u64>| v.map_or("-".to_string(), |v| Human(v).to_string());
+    [
+        (others, "Run-queue waits, worst p99 first", of_others),
+        (own, "latlab's own threads' run-queue waits", of_own),
+    ]
+    .into_iter()
+    .filter(|(rows, _, _)| !rows.is_empty())
+    .map(|(rows, title, of)| WaitGroup {
+        title: format!("{title} ({} of {of} tasks)", rows.len().min(shown)),
+        rows: rows
+            .iter()
+            .take(shown)
+            .map(|w| {
+                vec![
+                    w.comm.clone(),
+                    w.pid.to_string(),
+                    w.prio.to_string(),
+                    w.wakeups.to_string(),
+                    h(w.p50_ns),
+                    h(w.p99_ns),
+                    h(w.max_ns),
+                    w.preemptions.to_string(),
+                    h(w.preempt_p99_ns),
+                    h(w.preempt_max_ns),
+                ]
+            })
+            .collect(),
+    })
+    .collect()
 }
 
 /// The measuring threads' preemptions (switched out while runnable, so switched in again

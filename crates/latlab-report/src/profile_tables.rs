@@ -57,25 +57,9 @@ pub fn tables(p: &ProfileRecord, waits: usize) -> Vec<crate::tables::Table> {
         p.seeded_tasks
     ));
     out.push(rq);
-    let (own, others) = crate::profile::split_waits(p);
-    for (rows, title, of) in [
-        (
-            &others,
-            "Run-queue waits, worst p99 first",
-            p.wait.len() as u64 - own.len() as u64 + p.wait_dropped,
-        ),
-        (
-            &own,
-            "latlab's own threads' run-queue waits",
-            own.len() as u64,
-        ),
-    ] {
-        if rows.is_empty() {
-            continue;
-        }
-        let shown = rows.len().min(waits);
+    for g in crate::profile::wait_groups(p, waits) {
         let mut t = Table::new(
-            format!("{title} ({shown} of {of} tasks)"),
+            g.title,
             &[
                 "task",
                 "pid",
@@ -89,20 +73,7 @@ pub fn tables(p: &ProfileRecord, waits: usize) -> Vec<crate::tables::Table> {
                 "preempted max",
             ],
         );
-        for w in rows.iter().take(shown) {
-            t.rows.push(vec![
-                w.comm.clone(),
-                w.pid.to_string(),
-                w.prio.to_string(),
-                w.wakeups.to_string(),
-                h(w.p50_ns),
-                h(w.p99_ns),
-                h(w.max_ns),
-                w.preemptions.to_string(),
-                h(w.preempt_p99_ns),
-                h(w.preempt_max_ns),
-            ]);
-        }
+        t.rows = g.rows;
         t.note = Some("wait: wake-up to switch-in; preempted: switched out while runnable, to switched in again.".into());
         out.push(t);
     }
