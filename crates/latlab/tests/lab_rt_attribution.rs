@@ -262,11 +262,33 @@ fn net_rx_is_named_with_the_task_it_ran_in() {
         .iter()
         .filter(|(_, c)| c["kind"] == "softirq" && c["name"] == "NET_RX (in lab-udp)")
         .collect();
-    assert!(!net.is_empty(), "no NET_RX (in lab-udp):\n{}", named(&run));
+    // Every NET_RX cause with its pid and prio, and what the injector sent: what a failure
+    // needs to be understood from CI's log alone.
+    let seen = || {
+        let rx: Vec<String> = all
+            .iter()
+            .filter(|(_, c)| c["name"].as_str().is_some_and(|n| n.starts_with("NET_RX")))
+            .map(|(s, c)| {
+                format!(
+                    "spike at {}: {} pid {} prio {}",
+                    s["at_ns"], c["name"], c["pid"], c["prio"]
+                )
+            })
+            .collect();
+        format!(
+            "lab-udp is pid {pid}; NET_RX causes:\n{}\ninjector:\n{}\nall causes:\n{}",
+            rx.join("\n"),
+            g.read("udp.log"),
+            named(&run)
+        )
+    };
+    assert!(!net.is_empty(), "no NET_RX (in lab-udp). {}", seen());
     for (_, c) in net {
         assert_eq!(
             (c["pid"].as_i64(), c["prio"].as_i64()),
-            (Some(pid), Some(2))
+            (Some(pid), Some(2)),
+            "{}",
+            seen()
         );
     }
 }

@@ -523,11 +523,18 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         "{:?}",
         s.causes
     );
-    assert!(s
-        .causes
-        .iter()
-        .filter(|c| c.pid == stid)
-        .all(|c| c.kind == CauseKind::Task && c.name == "switch-to-user (lat-sleeper)"));
+    // What else is charged to the sleeper's pid ran in its context: an IRQ or a softirq that
+    // came after its switch-in (CI, 2026-11-28: a virtio disk completion's `softirq BLOCK (in
+    // lat-sleeper)` of 11 µs), a real delay of its way back, named as such.
+    for c in s.causes.iter().filter(|c| c.pid == stid) {
+        match c.kind {
+            CauseKind::Task => assert_eq!(c.name, "switch-to-user (lat-sleeper)", "{c:?}"),
+            CauseKind::Softirq | CauseKind::Irq => {
+                assert!(c.name.ends_with("(in lat-sleeper)"), "{c:?}")
+            }
+            _ => panic!("{c:?} charged to the sleeper"),
+        }
+    }
     let _ = std::fs::remove_file(&keep);
 }
 
