@@ -4,7 +4,7 @@
 //! audio deadline tally). Allocated and touched before the run; the measuring thread only
 //! loads and stores.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, Ordering::*};
 
 use latlab_core::hist::{HistParts, Histogram, Layout};
 use latlab_core::modes::{AudioTally, VERDICT_BUFFERS};
@@ -239,6 +239,9 @@ pub struct ThreadShared {
     pub sleeps_between: bool,
     /// The intended time of the last wake-up the thread has recorded (for the `quiet` module).
     pub woke_ns: AtomicU64,
+    /// The thread's kernel tid, once it has started (0 before): a front end's live lines
+    /// show it, as cyclictest's do.
+    pub tid: AtomicI64,
 }
 
 impl ThreadShared {
@@ -263,6 +266,7 @@ impl ThreadShared {
             interval_ns,
             sleeps_between,
             woke_ns: AtomicU64::new(0),
+            tid: AtomicI64::new(0),
         }
     }
 

@@ -389,6 +389,7 @@ fn spawn_measuring(
                 channel,
             });
             let tid = rt::gettid();
+            sh.tid.store(tid, Release);
             let mut top = [SampleSpike {
                 at_ns: 0,
                 latency_ns: 0,
