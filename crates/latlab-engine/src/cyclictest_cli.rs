@@ -474,6 +474,7 @@ fn threads(o: &mut Opts, t: Threads, usable: &[u32]) -> anyhow::Result<()> {
     if o.policy == "other" {
         o.out.priority = 0;
     }
+    o.out.policy = o.policy.to_string();
     Ok(())
 }
 

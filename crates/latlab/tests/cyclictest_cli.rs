@@ -94,6 +94,92 @@ fn same_layout(flags: &str, ours_flags: &str) {
     assert!(!os.is_empty());
 }
 
+/// What a terminal shows once `out` is written: line after line, `ESC [ n A` moving the
+/// cursor n lines up (cyclictest's live redraw), a line written over another replacing it.
+/// Also how many times the cursor went up.
+fn screen(out: &str) -> (String, usize) {
+    let (mut rows, mut row, mut line, mut ups) = (Vec::<String>::new(), 0usize, String::new(), 0);
+    let mut chars = out.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                assert_eq!(
+                    chars.next(),
+                    Some('['),
+                    "an escape other than ESC [ n A: {out:?}"
+                );
+                let mut n = String::new();
+                while let Some(d) = chars.next_if(|d| d.is_ascii_digit()) {
+                    n.push(d);
+                }
+                assert_eq!(
+                    chars.next(),
+                    Some('A'),
+                    "an escape other than ESC [ n A: {out:?}"
+                );
+                row -= n.parse::<usize>().unwrap();
+                ups += 1;
+            }
+            '\n' => {
+                if row == rows.len() {
+                    rows.push(String::new());
+                }
+                rows[row] = std::mem::take(&mut line);
+                row += 1;
+            }
+            c => line.push(c),
+        }
+    }
+    (rows.join("\n") + "\n", ups)
+}
+
+/// Without -q, cyclictest redraws its `policy:` header and `T:` lines in place while it
+/// measures; `latlab cyclictest` does too, and the terminal ends with the same screen.
+#[test]
+fn live_lines_redraw_in_place_as_cyclictests() {
+    let Some(_g) = privileged::guard("live_lines_redraw_in_place_as_cyclictests") else {
+        return;
+    };
+    let flags = "-t -p80 -D2 -m";
+    let t = tempfile::tempdir().unwrap();
+    let r = real(flags);
+    assert!(r.status.success(), "cyclictest {flags}: {r:?}");
+    let o = ours(t.path(), flags);
+    assert_eq!(o.status.code(), Some(0), "latlab cyclictest {flags}: {o:?}");
+    let ((rs, rups), (os, oups)) = (screen(&stdout(&r)), screen(&stdout(&o)));
+    assert_eq!(
+        shapes(&os),
+        shapes(&rs),
+        "latlab cyclictest {flags}:\n{os}\ncyclictest {flags}:\n{rs}"
+    );
+    assert!(os.contains("policy: fifo: loadavg: "), "{os}");
+    // cyclictest redraws every 10 ms, latlab every 100 ms: 2 s give ~20 redraws.
+    assert!(
+        oups >= 5 && rups >= 5,
+        "redraws: latlab {oups}, cyclictest {rups}"
+    );
+    let threads = latlab_sys::rt::online_cpus().unwrap().len();
+    let t_lines: Vec<&str> = os.lines().filter(|l| l.starts_with("T:")).collect();
+    assert_eq!(t_lines.len(), threads, "{os}");
+    assert!(t_lines.iter().all(|l| is_t_line(l)), "{os}");
+    // The screen's last T: lines are the run's: its directory counts the same samples.
+    let run = read_json(&only_run_dir(t.path()).join("run.json"));
+    for (i, l) in t_lines.iter().enumerate() {
+        let c = l
+            .split("C:")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        assert_eq!(
+            c.parse::<u64>().unwrap(),
+            run["cpus"][i]["samples"].as_u64().unwrap(),
+            "{l}"
+        );
+    }
+}
+
 #[test]
 fn quiet_t_lines_match_cyclictest() {
     let Some(_g) = privileged::guard("quiet_t_lines_match_cyclictest") else {

@@ -150,6 +150,9 @@ impl Collector {
         }
         let drained_at = Instant::now();
         self.spikes_and_actions(s, cx, hooks);
+        if hooks.ticks() {
+            hooks.on_tick(&self.threads);
+        }
         if let Some(tr) = self.tracer.as_mut() {
             // A recorder stopped by a spike whose record was dropped (ring full) is recycled.
             tr.reap(drained_at);

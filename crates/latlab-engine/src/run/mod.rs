@@ -42,6 +42,13 @@ pub trait Hooks {
     fn on_start(&mut self, _t0_ns: u64, _dma: Option<i32>) {}
     /// Samples drained from the threads (in CPU order, each CPU's in time order).
     fn on_events(&mut self, _events: &[SpikeEvent]) {}
+    /// Whether [`Hooks::on_tick`] is wanted.
+    fn ticks(&self) -> bool {
+        false
+    }
+    /// Every collector tick (100 ms) while measuring: the threads as they stand (their live
+    /// histograms, last samples and tids), for a front end's live lines.
+    fn on_tick(&mut self, _threads: &[std::sync::Arc<latlab_sys::live::ThreadShared>]) {}
     /// Whether latlab's own summary is printed (a front end prints its own).
     fn summary(&self) -> bool {
         true

@@ -29,6 +29,8 @@ pub struct Options {
     pub spike_us: Option<u64>,
     /// The command line as given (the JSON file's `cmdline:`).
     pub cmdline: String,
+    /// The threads' policy as cyclictest names it (`fifo`, `rr`, `other`).
+    pub policy: String,
 }
 
 impl Options {
@@ -65,6 +67,20 @@ pub struct Sample {
     pub latency_ns: u64,
 }
 
+/// A thread as it stands while the run measures: what cyclictest's live `T:` line shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Now {
+    /// 0 until the thread has started (cyclictest shows 0 too).
+    pub tid: i64,
+    pub cycles: u64,
+    /// None before the first sample (cyclictest's 1000000).
+    pub min_ns: Option<u64>,
+    /// The last sample.
+    pub act_ns: u64,
+    pub avg_ns: f64,
+    pub max_ns: u64,
+}
+
 /// What cyclictest prints while the run measures, and what it keeps for the end.
 #[derive(Debug)]
 pub struct Live {
@@ -77,6 +93,8 @@ pub struct Live {
     spikes: Vec<(usize, u64, u64)>,
     /// `-h`: each thread's first overflow cycles (at most US of them, as cyclictest).
     outliers: Vec<Vec<u64>>,
+    /// `/proc/loadavg` as last given (the live display's header).
+    loadavg: String,
 }
 
 impl Live {
@@ -90,7 +108,49 @@ impl Live {
             hist_ns: o.histogram_us.map(|h| h * 1000),
             spikes: Vec::new(),
             outliers: vec![Vec::new(); n],
+            loadavg: String::new(),
         }
+    }
+
+    /// Whether cyclictest would redraw its live `T:` lines (neither `-q` nor `-v`).
+    pub fn redraws(&self) -> bool {
+        !self.o.quiet && !self.o.verbose
+    }
+
+    /// The load average the live display and the end show (`/proc/loadavg`, its newline
+    /// gone; escaped when printed).
+    pub fn set_loadavg(&mut self, loadavg: &str) {
+        self.loadavg = loadavg.trim_end().to_string();
+    }
+
+    /// cyclictest's live display header: `policy: fifo: loadavg: …`, then a blank line.
+    fn header(&self) -> String {
+        format!(
+            "policy: {}: loadavg: {}          \n\n",
+            latlab_core::escape::escape(&self.o.policy),
+            latlab_core::escape::escape(&self.loadavg)
+        )
+    }
+
+    /// One redraw of the live display (nothing with `-q` or `-v`): the header and a `T:`
+    /// line per thread (`now`, in thread order), then the cursor moved back up over them
+    /// (`ESC [ n A`), as cyclictest does every 10 ms; the end's block overwrites the last.
+    pub fn redraw(&self, now: &[Now]) -> String {
+        if !self.redraws() {
+            return String::new();
+        }
+        let mut s = self.header();
+        for (i, n) in now.iter().enumerate() {
+            t_line(
+                &self.o,
+                &mut s,
+                i,
+                n.tid,
+                (n.cycles, n.min_ns, n.act_ns, n.avg_ns, n.max_ns),
+            );
+        }
+        let _ = write!(s, "\x1b[{}A", now.len() + 2);
+        s
     }
 
     /// The samples the run must report: every one for `-v`; overflows for `-h`; spikes above
@@ -183,28 +243,40 @@ fn thread_stats(c: Option<&CpuModel>, last_ns: u64) -> (u64, Option<u64>, u64, f
     }
 }
 
-/// What cyclictest prints on stdout at the end: the `T:` lines (not with `-q -h`, whose `T:`
-/// lines are the live display's), the histogram unless `histfile` takes it, the `-b` break
+/// Thread `i`'s `T:` line, with (cycles, min, act, avg, max) in ns.
+fn t_line(
+    o: &Options,
+    s: &mut String,
+    i: usize,
+    tid: i64,
+    (cycles, min, act, avg, max): (u64, Option<u64>, u64, f64, u64),
+) {
+    let _ = writeln!(
+        s,
+        "T:{i:2} ({tid:5}) P:{:2} I:{} C:{cycles:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
+        o.thread_priority(i),
+        o.thread_interval_us(i),
+        min.map_or(NO_MIN, |v| o.val(v)),
+        o.val(act),
+        (if o.nsecs { avg } else { avg / 1000.0 }) as u64,
+        o.val(max),
+    );
+}
+
+/// What cyclictest prints on stdout at the end: the live display's last block (its header
+/// and `T:` lines, without `-q` or `-v`) or the `T:` lines (not with `-q -h`), the histogram unless `histfile` takes it, the `-b` break
 /// report and the `--spike` list.
 pub fn end(live: &Live, e: &End, histfile: bool) -> String {
     let o = &live.o;
     let m = e.model;
     let mut s = String::new();
+    if live.redraws() {
+        s.push_str(&live.header());
+    }
     if o.histogram_us.is_none() || !o.quiet {
         for (i, &cpu) in o.cpus.iter().enumerate() {
-            let (cycles, min, act, avg, max) =
-                thread_stats(cpu_model(m, cpu), e.last_ns.get(i).copied().unwrap_or(0));
-            let _ = writeln!(
-                s,
-                "T:{i:2} ({:5}) P:{:2} I:{} C:{cycles:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
-                e.tids.get(i).copied().unwrap_or(0),
-                o.thread_priority(i),
-                o.thread_interval_us(i),
-                min.map_or(NO_MIN, |v| o.val(v)),
-                o.val(act),
-                (if o.nsecs { avg } else { avg / 1000.0 }) as u64,
-                o.val(max),
-            );
+            let stats = thread_stats(cpu_model(m, cpu), e.last_ns.get(i).copied().unwrap_or(0));
+            t_line(o, &mut s, i, e.tids.get(i).copied().unwrap_or(0), stats);
         }
     }
     if !histfile {
@@ -424,6 +496,7 @@ mod tests {
             interval_us: 1000,
             histogram_us: Some(5),
             cmdline: "cyclictest -t1 -a2 -p80 -h5 \"x\"".into(),
+            policy: "fifo".into(),
             ..Options::default()
         };
         let mut h = Histogram::new(Layout::new(1_000, 100_000).unwrap());
@@ -468,8 +541,15 @@ mod tests {
             sample(1, 5, 9_000),
         ]);
         assert_eq!(printed, "", "nothing live without -v");
+        live.set_loadavg("0.00 0.01 0.05 1/99 1234\n");
         let out = end(&live, &outcome(&m), false);
         let mut lines = out.lines();
+        // Without -q, the live display's last block: its header, then the T: lines.
+        assert_eq!(
+            lines.next(),
+            Some("policy: fifo: loadavg: 0.00 0.01 0.05 1/99 1234          ")
+        );
+        assert_eq!(lines.next(), Some(""));
         assert_eq!(
             lines.next(),
             Some("T: 0 ( 1234) P:80 I:1000 C:      4 Min:      1 Act:    6 Avg:    4 Max:       9")
@@ -482,6 +562,48 @@ mod tests {
             !end(&live, &outcome(&m), true).contains("# Histogram"),
             "--histfile takes it"
         );
+    }
+
+    /// Without -q or -v, cyclictest redraws its header and T: lines in place (`ESC [ n A`
+    /// back over them); the first, before any sample, shows its minimum as 1000000.
+    #[test]
+    fn the_live_display_redraws_in_place() {
+        let (o, _) = run();
+        let mut live = Live::new(&o);
+        live.set_loadavg("1.00 0.50 0.25 2/100 77\n");
+        let first = live.redraw(&[Now::default()]);
+        assert_eq!(
+            first,
+            "policy: fifo: loadavg: 1.00 0.50 0.25 2/100 77          \n\n\
+             T: 0 (    0) P:80 I:1000 C:      0 Min:1000000 Act:    0 Avg:    0 Max:       0\n\
+             \x1b[3A"
+        );
+        let later = live.redraw(&[Now {
+            tid: 42,
+            cycles: 10,
+            min_ns: Some(2_000),
+            act_ns: 3_000,
+            avg_ns: 4_500.0,
+            max_ns: 9_000,
+        }]);
+        assert!(
+            later.contains(
+                "T: 0 (   42) P:80 I:1000 C:     10 Min:      2 Act:    3 Avg:    4 Max:       9\n"
+            ),
+            "{later}"
+        );
+        // What /proc gives is escaped: no control reaches the terminal but the redraw's own.
+        live.set_loadavg("1.0\x1b[2J");
+        assert_eq!(live.redraw(&[Now::default()]).matches('\x1b').count(), 1);
+        for (quiet, verbose) in [(true, false), (false, true)] {
+            let live = Live::new(&Options {
+                quiet,
+                verbose,
+                ..o.clone()
+            });
+            assert!(!live.redraws());
+            assert_eq!(live.redraw(&[Now::default()]), "", "-q/-v: no live lines");
+        }
     }
 
     #[test]

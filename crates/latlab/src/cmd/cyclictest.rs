@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use latlab_engine::run::{Hooks, Outcome};
-use latlab_report::cyclictest::front::{self, End, Live, Sample};
+use latlab_report::cyclictest::front::{self, End, Live, Now, Sample};
 use latlab_sys::measure::SpikeEvent;
 
 use crate::cli::cyclictest::{long_help, parse, CyclictestArgs, Opts, OptsExt};
@@ -56,6 +56,7 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = hooks.err.take() {
         return Err(e);
     }
+    hooks.live.set_loadavg(&loadavg());
     finish(&o, &hooks.live, &outcome, [&started, &ended])?;
     if !o.out.quiet {
         for w in &outcome.model.record.warnings {
@@ -146,4 +147,36 @@ impl Hooks for CtHooks {
     fn summary(&self) -> bool {
         false
     }
+    fn ticks(&self) -> bool {
+        self.live.redraws()
+    }
+    fn on_tick(&mut self, threads: &[std::sync::Arc<latlab_sys::live::ThreadShared>]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now: Vec<Now> = threads
+            .iter()
+            .map(|t| {
+                let tot = t.hist.totals();
+                Now {
+                    tid: t.tid.load(Relaxed),
+                    cycles: tot.count,
+                    min_ns: (tot.count > 0).then_some(tot.min),
+                    act_ns: t.last_ns.load(Relaxed),
+                    avg_ns: if tot.count > 0 {
+                        tot.sum as f64 / tot.count as f64
+                    } else {
+                        0.0
+                    },
+                    max_ns: tot.max,
+                }
+            })
+            .collect();
+        self.live.set_loadavg(&loadavg());
+        let s = self.live.redraw(&now);
+        self.write(&s);
+    }
+}
+
+/// `/proc/loadavg` as cyclictest shows it (empty if unreadable).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
 }

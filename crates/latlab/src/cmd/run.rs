@@ -56,6 +56,14 @@ impl Hooks for Summary<'_> {
             h.on_events(events);
         }
     }
+    fn ticks(&self) -> bool {
+        self.inner.as_ref().is_some_and(|h| h.ticks())
+    }
+    fn on_tick(&mut self, threads: &[std::sync::Arc<latlab_sys::live::ThreadShared>]) {
+        if let Some(h) = self.inner.as_mut() {
+            h.on_tick(threads);
+        }
+    }
     fn summary(&self) -> bool {
         self.inner.as_ref().is_none_or(|h| h.summary())
     }
