@@ -12,9 +12,11 @@
 # kcidb-io package from PyPI into it with pip to validate `latlab export --format kcidb`),
 # and for the kernel lab (scripts/kernel-lab: Debian kernels booted under QEMU by the lab_*
 # tests) qemu-system-x86, busybox-static, cpio, xz-utils, rtla and util-linux (chrt, taskset in
-# the guests); then the lab's kernels are fetched into its cache when missing (apt-get download
-# of Debian's 6.12-rt, 6.1 and 6.1-rt kernel packages, about 250 MB once; `apt-get update`
-# first as root when apt does not know them).
+# the guests), pkgconf, libtracefs-dev and libtraceevent-dev (rtla 6.12's build); then the
+# lab's kernels are fetched into its cache when missing (apt-get download of Debian's 6.12-rt,
+# 6.1 and 6.1-rt kernel packages, about 250 MB once; `apt-get update` first as root when apt
+# does not know them), LAVA's test-shell scripts, and rtla 6.12 is built from Debian's
+# linux-source-6.12 (scripts/rtla-build: 150 MB downloaded, ~30 s once).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
 # LATLAB_REQUIRE_PRIVILEGED=1).
@@ -31,7 +33,7 @@ needs=(
     man:man-db groff:groff-base dpkg:dpkg
     prometheus:prometheus promtool:prometheus
     qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils
-    rtla:rtla chrt:util-linux taskset:util-linux
+    rtla:rtla chrt:util-linux taskset:util-linux pkg-config:pkgconf
 )
 missing=()
 for n in "${needs[@]}"; do
@@ -44,6 +46,12 @@ done
 if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
     missing+=(python3-venv)
 fi
+# rtla 6.12's build (scripts/rtla-build) links libtracefs and libtraceevent.
+for l in libtracefs libtraceevent; do
+    if ! { command -v pkg-config >/dev/null 2>&1 && pkg-config --exists "$l"; }; then
+        missing+=("$l-dev")
+    fi
+done
 # PostgreSQL's server binaries are not on PATH.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     missing+=(postgresql)
@@ -66,6 +74,8 @@ if command -v apt-get >/dev/null 2>&1; then
         echo "deps: the kernel lab's kernels could not be fetched (the lab tests skip)" >&2
     bash "$(dirname "$0")/lava-test-shell" fetch ||
         echo "deps: LAVA's test-shell scripts could not be fetched (tests/lab_lava.rs skips)" >&2
+    bash "$(dirname "$0")/rtla-build" fetch ||
+        echo "deps: rtla 6.12 could not be built (tests/lab_rt_attribution.rs fails under LATLAB_REQUIRE_PRIVILEGED=1)" >&2
 else
     echo "deps: no apt-get: the kernel lab's kernels cannot be fetched (the lab tests skip)" >&2
 fi
