@@ -330,6 +330,12 @@ pub fn numa_node(cpu: u32) -> u32 {
         .unwrap_or(0)
 }
 
+/// `/proc/loadavg` as the kernel writes it (empty if unreadable): cyclictest's live header
+/// shows it.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
+}
+
 /// The kernel says it is PREEMPT_RT (`/sys/kernel/realtime` exists), as cyclictest reads it.
 pub fn kernel_is_realtime() -> bool {
     std::path::Path::new("/sys/kernel/realtime").exists()

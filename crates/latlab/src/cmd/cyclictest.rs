@@ -56,7 +56,7 @@ pub fn cyclictest(a: CyclictestArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = hooks.err.take() {
         return Err(e);
     }
-    hooks.live.set_loadavg(&loadavg());
+    hooks.live.set_loadavg(&latlab_sys::rt::loadavg());
     finish(&o, &hooks.live, &outcome, [&started, &ended])?;
     if !o.out.quiet {
         for w in &outcome.model.record.warnings {
@@ -170,13 +170,9 @@ impl Hooks for CtHooks {
                 }
             })
             .collect();
-        self.live.set_loadavg(&loadavg());
+        self.live.set_loadavg(&latlab_sys::rt::loadavg());
         let s = self.live.redraw(&now);
         self.write(&s);
     }
 }
 
-/// `/proc/loadavg` as cyclictest shows it (empty if unreadable).
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
-}
