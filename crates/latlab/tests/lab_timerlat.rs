@@ -10,6 +10,7 @@
 //! - a FIFO 97 hog in 25 ms bursts on CPU 1 (support/lab_inject.c) delays the thread, not the
 //!   timer's IRQ: the thread series gets the bursts, the IRQ series does not, and the periods
 //!   the late thread skipped are counted as missed;
+//! - the same hog with `--trace-threshold 15ms`: the spikes are traced and name the hog;
 //! - the kernel's own `timerlat/1` thread (`LATLAB_TIMERLAT_THREADS=kernel`, the path of a
 //!   kernel without `timerlat_fd`): IRQ and thread series, `timerlat_threads` `kernel`;
 //! - rtla running: refused in one line naming its instance, nothing changed;
@@ -40,7 +41,11 @@ step rtla rtla timerlat hist -c 1 -P f:95 -p 5000 -d 3 -b 10 -E 3000
 # takes seconds).
 lab_inject hog 1 97 25000 60 120 /lab/hog.log & h=$!
 step hog tl --duration 3s --results /lab/hog
+# 3b. The same hog, the run traced: timerlat's thread latency over 15 ms marks latlab's
+# flight recorder, and the spike is explained.
+step hogtr tl --duration 3s --trace-threshold 15ms --trace-max-spikes 4 --results /lab/hogtr
 kill $h 2>/dev/null; wait $h 2>/dev/null
+osn >osnoise-after-hogtr; ours >instances-after-hogtr
 # 4. The kernel's timerlat/1 thread.
 step kthreads env LATLAB_TIMERLAT_THREADS=kernel latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --no-db -q --duration 2s --results /lab/kthreads
 osn >osnoise-after-kthreads
@@ -229,6 +234,42 @@ fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
         hog["missed_periods"].as_u64() > base["missed_periods"].as_u64().map(|m| m + 20),
         "missed"
     );
+}
+
+/// `--trace-threshold` on the timerlat back end: a thread latency over it (read from the
+/// tracer's pages) marks latlab's flight recorder, the spike is traced and explained, and
+/// the hog that delayed the thread is named with its pid, as on the cyclic back end; the
+/// settings and instances are as they were afterwards.
+#[test]
+fn a_traced_timerlat_run_names_the_hog() {
+    let Some(g) = guest() else { return };
+    let run = run_of(g, "hogtr");
+    timerlat_cpu(&run, "user");
+    let pid = g
+        .read("hog.log")
+        .lines()
+        .find_map(|l| l.strip_prefix("pid ")?.trim().parse::<i64>().ok())
+        .expect("the hog's pid in hog.log");
+    let spikes = run["spikes"].as_array().unwrap();
+    assert!(!spikes.is_empty(), "no spike traced: {}", run["trace"]);
+    let names: Vec<String> = spikes
+        .iter()
+        .flat_map(|s| s["causes"].as_array().unwrap())
+        .map(|c| format!("{} {} {}", c["kind"], c["name"], c["pid"]))
+        .collect();
+    eprintln!("causes of {} traced spikes: {names:#?}", spikes.len());
+    let hog = spikes
+        .iter()
+        .flat_map(|s| s["causes"].as_array().unwrap())
+        .filter(|c| c["kind"] == "task" && c["name"] == "lab-hog")
+        .collect::<Vec<_>>();
+    assert!(!hog.is_empty(), "no spike names lab-hog: {names:#?}");
+    assert!(
+        hog.iter().all(|c| c["pid"].as_i64() == Some(pid)),
+        "{hog:?}"
+    );
+    assert_eq!(g.read("osnoise-after-hogtr"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-hogtr").trim(), "");
 }
 
 #[test]

@@ -224,10 +224,15 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
         .filter_map(|m| Some((m.before, cpu, m.events?)))
         .collect();
     let opts = options(c.virtualized);
+    // The spike as its marker says it (a placed timerlat marker has the timer's expiry).
+    let mut spike = c.spike;
     let analysis = if c.place_marker {
         let mut events = events.clone();
         match end_marker(&events, c.spike) {
-            Some(m) => events.push(m),
+            Some((m, s)) => {
+                events.push(m);
+                spike = s;
+            }
             None => {
                 return Analyzed {
                     why: "the thread's timer is not in the capture".into(),
@@ -240,7 +245,7 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
     } else {
         analyze_events(&events, &lost, &opts)
     };
-    let mut o = outcome(analysis, c.spike, counts);
+    let mut o = outcome(analysis, spike, counts);
     if let Render::Now(dat) = c.render {
         let r = Rendering {
             decoder: dec,
@@ -317,19 +322,45 @@ fn render_events(r: &Rendering, events: &[Event]) -> (String, Option<Vec<u8>>) {
 
 /// The marker a spike would have written, placed after the last event of its CPU, from the
 /// thread that armed its timer for the intended time (None when that `hrtimer_start` is not
-/// among the events).
-fn end_marker<'a>(events: &[Event<'a>], s: Spike) -> Option<Event<'a>> {
-    let armer = events.iter().rev().find(|e| {
+/// among the events). timerlat's timer (`timerlat_irq`, armed by the thread it wakes): its
+/// sample gives the intended time as its own time less its latency, a little after the
+/// expiry; the nearest expiry within [`TIMERLAT_SLACK_NS`] is the marker's intended time.
+fn end_marker<'a>(events: &[Event<'a>], s: Spike) -> Option<(Event<'a>, Spike)> {
+    let exact = events.iter().rev().find(|e| {
         e.cpu == s.cpu
             && matches!(&e.kind, EventKind::HrtimerStart { function, expires, .. }
                 if function == "hrtimer_wakeup" && *expires == s.intended_ns)
-    })?;
+    });
+    let (armer, s) = match exact {
+        Some(a) => (a, s),
+        None => {
+            let (a, exp) = events
+                .iter()
+                .filter(|e| e.cpu == s.cpu)
+                .filter_map(|e| match &e.kind {
+                    EventKind::HrtimerStart {
+                        function, expires, ..
+                    } if function == "timerlat_irq" => Some((e, *expires)),
+                    _ => None,
+                })
+                .min_by_key(|(_, x)| x.abs_diff(s.intended_ns))?;
+            if exp.abs_diff(s.intended_ns) > TIMERLAT_SLACK_NS || exp > s.actual_ns {
+                return None;
+            }
+            let s = Spike {
+                intended_ns: exp,
+                latency_ns: s.actual_ns - exp,
+                ..s
+            };
+            (a, s)
+        }
+    };
     let last = events
         .iter()
         .filter(|e| e.cpu == s.cpu)
         .map(|e| e.ts)
         .max()?;
-    Some(Event {
+    let m = Event {
         line: events.iter().map(|e| e.line).max().unwrap_or(0) + 1,
         cpu: s.cpu,
         ts: last,
@@ -339,8 +370,14 @@ fn end_marker<'a>(events: &[Event<'a>], s: Spike) -> Option<Event<'a>> {
         kind: EventKind::Marker {
             text: s.marker().into(),
         },
-    })
+    };
+    Some((m, s))
 }
+
+/// How far a timerlat sample's intended time (its time less its latency) may lie from the
+/// expiry of the timer it came from: the kernel writes the sample within microseconds of
+/// measuring it (tens under an emulator), far below any period (≥ 100 µs).
+const TIMERLAT_SLACK_NS: u64 = 50_000;
 
 /// What [`trace_dat`] writes: pages of some CPUs (ascending), their task names, and the events
 /// decoded from them (whose kernel symbols the file names; none: only `hrtimer_wakeup`).

@@ -24,6 +24,10 @@ pub struct TraceOptions {
     pub required: bool,
     /// Keep the spikes' files in memory until the measurement ends (`defer_budget`).
     pub defer_files: bool,
+    /// The back end writes a spike's marker from another CPU than the spike's (timerlat's
+    /// reader): the spike's trace is its CPU's events up to its wake-up, and its marker is
+    /// placed there, from the thread that armed the timer.
+    pub markers_off_cpu: bool,
 }
 
 /// What the measuring threads' hook holds. On a sample above the threshold a thread does

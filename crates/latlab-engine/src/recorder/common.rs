@@ -38,6 +38,8 @@ pub(super) struct Common {
     pub cpus: Vec<u32>,
     pub max_spikes: u32,
     pub virtualized: bool,
+    /// [`super::TraceOptions::markers_off_cpu`].
+    pub markers_off_cpu: bool,
     /// The decoder of the instances' binary pages (Err: why spikes are read as text).
     pub binary: Result<RawDecoder, String>,
     /// The first instance's layout (kept for the files written after the instances are gone).
@@ -130,6 +132,7 @@ impl Common {
             cpus: cpus.to_vec(),
             max_spikes: opts.max_spikes,
             virtualized: latlab_sys::tracefs::virtualized(),
+            markers_off_cpu: opts.markers_off_cpu,
             binary,
             not_traced: 0,
             over_max_spikes: 0,

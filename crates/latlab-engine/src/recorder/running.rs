@@ -102,26 +102,30 @@ impl Running {
     /// what it took from the tape (the rest given back for the next spike), and analyzed.
     fn session(&self, k: usize, taken: Taken, s: Spike) -> Option<(Vec<u8>, Analyzed)> {
         let dec = self.common.binary.as_ref().ok()?;
-        let pages =
-            match capture::marker_time(dec, s.cpu, &taken.pages, taken.from_ns, s.intended_ns) {
-                Some(at) => {
-                    let (end, rest) = self.tapes.split_at(&taken.pages, at);
-                    self.tapes
-                        .give_back(k, taken.pages[rest..].to_vec(), at + 1);
-                    dec.trim_pages(&taken.pages[..end], taken.from_ns..at + 1)
-                }
-                None => {
-                    // Not in the copy (the copier never got to it, or the ring lost it): the
-                    // pages stay for the next spike of this CPU.
-                    self.tapes.give_back(k, taken.pages, taken.from_ns);
-                    Vec::new()
-                }
-            };
+        let found = capture::marker_time(dec, s.cpu, &taken.pages, taken.from_ns, s.intended_ns);
+        // A marker written on another CPU (timerlat's reader): the session ends at the
+        // thread's wake-up, read on the spike's CPU after it.
+        let place = found.is_none() && self.common.markers_off_cpu;
+        let at = found.or_else(|| place.then_some(s.actual_ns.max(taken.from_ns)));
+        let pages = match at {
+            Some(at) => {
+                let (end, rest) = self.tapes.split_at(&taken.pages, at);
+                self.tapes
+                    .give_back(k, taken.pages[rest..].to_vec(), at + 1);
+                dec.trim_pages(&taken.pages[..end], taken.from_ns..at + 1)
+            }
+            None => {
+                // Not in the copy (the copier never got to it, or the ring lost it): the
+                // pages stay for the next spike of this CPU.
+                self.tapes.give_back(k, taken.pages, taken.from_ns);
+                Vec::new()
+            }
+        };
         let a = capture::analyze_pages(&Pages {
             decoder: dec,
             pages: &pages,
             spike: s,
-            place_marker: false,
+            place_marker: place,
             virtualized: self.common.virtualized,
             render: Render::Later,
             comm_of: &proc_comm,

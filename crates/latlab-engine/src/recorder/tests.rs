@@ -50,6 +50,7 @@ pub(super) fn opts(max_spikes: u32, instances: u32) -> TraceOptions {
         timer_irq: false,
         required: true,
         defer_files: true,
+        markers_off_cpu: false,
     }
 }
 

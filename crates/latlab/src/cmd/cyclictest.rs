@@ -175,4 +175,3 @@ impl Hooks for CtHooks {
         self.write(&s);
     }
 }
-

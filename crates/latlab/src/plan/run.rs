@@ -151,6 +151,8 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             .actions
             .on_threshold
             .contains(&latlab_engine::actions::Action::Trace),
+        // timerlat's samples are read, and its markers written, on a housekeeping CPU.
+        markers_off_cpu: a.backend == "timerlat",
     });
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend.as_str() {

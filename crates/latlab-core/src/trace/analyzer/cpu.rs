@@ -251,9 +251,10 @@ impl<'a> CpuState<'a> {
         self.expiring = None;
     }
 
-    /// `hrtimer_start` of `hrtimer_wakeup` by the task on the CPU: an RT thread (or one of
-    /// unknown priority) goes to sleep until `expires` (E): its window opens, replacing its
-    /// previous one (a sample if it was switched in).
+    /// `hrtimer_start` of `hrtimer_wakeup` (or of `timerlat_irq`, the timer timerlat arms for
+    /// the thread it measures) by the task on the CPU: an RT thread (or one of unknown
+    /// priority) goes to sleep until `expires` (E): its window opens, replacing its previous
+    /// one (a sample if it was switched in).
     pub(super) fn hrtimer_start(
         &mut self,
         ev: &Event<'a>,

@@ -2,7 +2,8 @@
 //!
 //! In the spirit of rtla's timerlat auto-analysis, but without the timerlat tracer: a per-CPU
 //! state machine fed one event at a time ([`Analyzer::feed`]). For every RT thread τ sleeping
-//! on an `hrtimer_wakeup` timer it keeps a *window* opened at the intended time E (the timer's
+//! on an `hrtimer_wakeup` timer (or on timerlat's `timerlat_irq`, which the kernel arms for the
+//! thread timerlat measures) it keeps a *window* opened at the intended time E (the timer's
 //! `expires=`, equal to latlab's own target). Each stretch of time between two events on that
 //! CPU is charged, for every open window it overlaps, to exactly one cause:
 //!
@@ -258,7 +259,9 @@ impl<'a> Analyzer<'a> {
             EventKind::HrtimerExpireExit { .. } => st.hrtimer_expire_exit(),
             EventKind::HrtimerStart {
                 function, expires, ..
-            } if function == "hrtimer_wakeup" => st.hrtimer_start(ev, *expires, &mut finished),
+            } if function == "hrtimer_wakeup" || function == "timerlat_irq" => {
+                st.hrtimer_start(ev, *expires, &mut finished)
+            }
             EventKind::HrtimerStart { .. } => {}
             EventKind::Nmi { handler, delta_ns } => st.nmi_handler(t, handler.clone(), *delta_ns),
             EventKind::Marker { text } if self.mode == SampleMode::Markers => {

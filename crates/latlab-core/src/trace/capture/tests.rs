@@ -345,7 +345,8 @@ fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
         .filter(|e| !matches!(&e.kind, EventKind::Marker { .. }))
         .cloned()
         .collect();
-    let placed = end_marker(&without, s).expect("the thread's timer is in the trace");
+    let (placed, same) = end_marker(&without, s).expect("the thread's timer is in the trace");
+    assert_eq!(same, s);
     let last = without.iter().filter(|e| e.cpu == 1).map(|e| e.ts).max();
     assert_eq!(Some(placed.ts), last);
     assert_eq!((placed.pid, &*placed.task_comm), (3211, "lat-sleeper"));
@@ -374,6 +375,59 @@ fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
     assert!(a.sample.is_none());
     assert_eq!(a.why, "the thread's timer is not in the capture");
     assert_eq!(a.counts.events, 1372, "counted before the analysis");
+}
+
+/// timerlat's spikes (their marker written on another CPU by the reader) get a placed marker
+/// from the thread that armed `timerlat_irq`: the sample's intended time (its time less its
+/// latency) lies a little after the expiry, and the nearest expiry within the slack becomes
+/// the marker's intended time. The same fixture with the sleeper's timer renamed.
+#[test]
+fn a_timerlat_spike_gets_its_marker_from_the_timerlat_timer() {
+    let text = include_str!("../../../tests/fixtures/trace/trace-missing-switch-cpu1.txt");
+    let s = Spike {
+        cpu: 1,
+        intended_ns: 2208775129678,
+        actual_ns: 2208777744920,
+        latency_ns: 2615242,
+    };
+    let events: Vec<Event> = Parser::new(text)
+        .filter_map(|r| match r {
+            Record::Event(e) => Some(e),
+            _ => None,
+        })
+        .filter(|e| !matches!(&e.kind, EventKind::Marker { .. }))
+        .map(|mut e| {
+            if let EventKind::HrtimerStart { function, .. } = &mut e.kind {
+                if function == "hrtimer_wakeup" {
+                    *function = "timerlat_irq".into();
+                }
+            }
+            e
+        })
+        .collect();
+    // The sample's view: written 3 µs after the thread's latency was measured.
+    let sample = Spike {
+        intended_ns: s.intended_ns + 3_000,
+        latency_ns: s.latency_ns - 3_000,
+        ..s
+    };
+    let (placed, at_expiry) =
+        end_marker(&events, sample).expect("timerlat's timer is in the trace");
+    assert_eq!(at_expiry, s);
+    assert_eq!((placed.pid, &*placed.task_comm), (3211, "lat-sleeper"));
+    assert_eq!(
+        placed.kind,
+        EventKind::Marker {
+            text: s.marker().into()
+        },
+        "the expiry is the intended time; the latency runs from it"
+    );
+    // Beyond the slack (or past the wake-up), no timer of this spike: no marker.
+    let far = Spike {
+        intended_ns: s.intended_ns + TIMERLAT_SLACK_NS + 1,
+        ..s
+    };
+    assert!(end_marker(&events, far).is_none());
 }
 
 /// The kernel's text (the recorder's fallback) gets the same analysis as pages: the spike's
