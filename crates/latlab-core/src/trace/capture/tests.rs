@@ -310,19 +310,36 @@ fn losses_and_bad_pages_inside_a_capture_are_warnings() {
     assert!(txt.ends_with("warning: name \\u{1b}[31m\n"), "{txt}");
 }
 
+/// A real capture of CPU 1 with a `sched_switch` missing, and its spike (the marker's times).
+const MISSING_SWITCH: &str =
+    include_str!("../../../tests/fixtures/trace/trace-missing-switch-cpu1.txt");
+
+fn missing_switch_spike() -> Spike {
+    Spike {
+        cpu: 1,
+        intended_ns: 2208775129678,
+        actual_ns: 2208777744920,
+        latency_ns: 2615242,
+    }
+}
+
+/// [`MISSING_SWITCH`]'s events, parsed.
+fn missing_switch_events() -> Vec<Event<'static>> {
+    Parser::new(MISSING_SWITCH)
+        .filter_map(|r| match r {
+            Record::Event(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A spike that found the recorder stopped by another CPU's spike has no marker of its own:
 /// one is placed after its CPU's last event, from the thread whose timer was due at the
 /// intended time, and the analysis of the kernel's text with its real marker taken out finds
 /// the same spike. Without that thread's `hrtimer_start` in the capture, no sample.
 #[test]
 fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
-    let text = include_str!("../../../tests/fixtures/trace/trace-missing-switch-cpu1.txt");
-    let events: Vec<Event> = Parser::new(text)
-        .filter_map(|r| match r {
-            Record::Event(e) => Some(e),
-            _ => None,
-        })
-        .collect();
+    let events = missing_switch_events();
     let real = events
         .iter()
         .find(|e| matches!(&e.kind, EventKind::Marker { .. }))
@@ -383,18 +400,9 @@ fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
 /// the marker's intended time. The same fixture with the sleeper's timer renamed.
 #[test]
 fn a_timerlat_spike_gets_its_marker_from_the_timerlat_timer() {
-    let text = include_str!("../../../tests/fixtures/trace/trace-missing-switch-cpu1.txt");
-    let s = Spike {
-        cpu: 1,
-        intended_ns: 2208775129678,
-        actual_ns: 2208777744920,
-        latency_ns: 2615242,
-    };
-    let events: Vec<Event> = Parser::new(text)
-        .filter_map(|r| match r {
-            Record::Event(e) => Some(e),
-            _ => None,
-        })
+    let s = missing_switch_spike();
+    let events: Vec<Event> = missing_switch_events()
+        .into_iter()
         .filter(|e| !matches!(&e.kind, EventKind::Marker { .. }))
         .map(|mut e| {
             if let EventKind::HrtimerStart { function, .. } = &mut e.kind {
@@ -434,13 +442,8 @@ fn a_timerlat_spike_gets_its_marker_from_the_timerlat_timer() {
 /// sample, the counts of a text capture; text without events says why.
 #[test]
 fn the_kernels_text_is_analyzed_as_a_capture() {
-    let text = include_str!("../../../tests/fixtures/trace/trace-missing-switch-cpu1.txt");
-    let s = Spike {
-        cpu: 1,
-        intended_ns: 2208775129678,
-        actual_ns: 2208777744920,
-        latency_ns: 2615242,
-    };
+    let text = MISSING_SWITCH;
+    let s = missing_switch_spike();
     let a = analyze_kernel_text(text, s, true);
     let sample = a.sample.as_ref().expect("the spike");
     assert_eq!((sample.pid, sample.latency_ns), (3211, s.latency_ns));
