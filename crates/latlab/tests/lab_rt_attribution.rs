@@ -110,17 +110,7 @@ fn guest() -> Option<&'static Guest> {
     let make = || {
         let mut l = Lab::new("rt-6.12", 2, 600);
         let ok = l.tools(test, &["chrt", "taskset", "cyclictest", "rtla"]) && l.injector(test);
-        let ok = ok
-            && match rtla_6_12() {
-                Ok(p) => {
-                    l.bins.push(p);
-                    true
-                }
-                Err(why) => {
-                    support::cannot_run(test, &why);
-                    false
-                }
-            };
+        let ok = ok && l.bin(test, rtla_6_12());
         ok.then_some(l)
     };
     Lab::once(&G, test, make, SCRIPT)

@@ -364,7 +364,13 @@ impl Lab {
 
     /// Adds the lab's injector (support/lab_inject.c); false when it cannot be built.
     pub fn injector(&mut self, test: &str) -> bool {
-        match inject() {
+        self.bin(test, inject())
+    }
+
+    /// Adds a binary the test found or built; false (the test skipped, or failed under
+    /// `LATLAB_REQUIRE_PRIVILEGED=1`) when it says why it has none.
+    pub fn bin(&mut self, test: &str, found: Result<PathBuf, String>) -> bool {
+        match found {
             Ok(p) => {
                 self.bins.push(p);
                 true
