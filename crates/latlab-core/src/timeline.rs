@@ -96,6 +96,7 @@ mod tests {
                 pid: 42,
                 prio: 120,
                 ns: 9_000,
+                context: None,
             }],
             trace_file: None,
             timeline,

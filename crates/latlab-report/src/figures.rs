@@ -133,6 +133,14 @@ pub fn largest_spike(m: &RunModel) -> Option<(usize, &latlab_core::record::Spike
         .max_by(|a, b| a.1.latency_ns.cmp(&b.1.latency_ns).then(b.0.cmp(&a.0)))
 }
 
+/// What the trace's flags said of a cause's context, as ` [preempt off in 3 of 4 events]`
+/// (empty when the record has none): for the spike lists of the reports.
+pub fn cause_context(c: &latlab_core::record::Cause) -> String {
+    c.context
+        .map(|x| format!(" [{}]", x.describe()))
+        .unwrap_or_default()
+}
+
 /// A spike's largest causes as "kind name time", at most `n` of them.
 pub fn cause_list(s: &latlab_core::record::SpikeRecord, n: usize) -> Vec<String> {
     s.causes

@@ -250,10 +250,11 @@ fn spikes_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
                         .take(3)
                         .map(|c| {
                             format!(
-                                "{} {} ({})",
+                                "{} {} ({}){}",
                                 latlab_core::trace::attribution::kind_str(c.kind),
                                 c.name,
-                                Human(c.ns)
+                                Human(c.ns),
+                                crate::figures::cause_context(c)
                             )
                         })
                         .collect::<Vec<_>>()

@@ -310,7 +310,12 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    format!("{kind} {} {}", escape(&c.name), Human(c.ns))
+                    format!(
+                        "{kind} {} {}{}",
+                        escape(&c.name),
+                        Human(c.ns),
+                        crate::figures::cause_context(c)
+                    )
                 })
                 .collect();
             format!(

@@ -15,6 +15,7 @@ fn cause(kind: CauseKind, name: &str, pid: i64, ns: u64) -> Cause {
         pid,
         prio: 120,
         ns,
+        context: None,
     }
 }
 

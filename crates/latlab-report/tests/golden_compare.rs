@@ -165,6 +165,7 @@ fn spike(latency_ns: u64, causes: &[(CauseKind, &str, u64)]) -> SpikeRecord {
                 pid: 0,
                 prio: 0,
                 ns: *ns,
+                context: None,
             })
             .collect(),
         trace_file: None,

@@ -83,6 +83,7 @@ fn record() -> RunRecord {
                     pid: 15780,
                     prio: 120,
                     ns: 400_000,
+                    context: None,
                 },
                 Cause {
                     kind: CauseKind::Irq,
@@ -90,6 +91,7 @@ fn record() -> RunRecord {
                     pid: 0,
                     prio: 0,
                     ns: 12_000,
+                    context: None,
                 },
             ],
             trace_file: Some("spikes/001/trace.txt".into()),

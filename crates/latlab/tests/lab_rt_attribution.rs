@@ -10,7 +10,8 @@
 //!   the time it took (or a proven silent gap);
 //! - priority inheritance: a normal task holding a PI mutex that a FIFO 97 task blocks on is
 //!   named as the lock owner boosted, from what to what, with its waiter;
-//! - a UDP flood over loopback at FIFO 97: its NET_RX softirq named with the task it ran in.
+//! - a UDP flood over loopback at FIFO 97: its NET_RX softirq named with the task it ran in,
+//!   and its context as the kernel's flags report it (migration disabled, PREEMPT_RT's BH lock).
 //!
 //! And the peers on the same kernel, one after the other on the same CPU and priority:
 //! cyclictest, `rtla timerlat hist` and `latlab run` agree in structure (the CPU, the periods
@@ -311,28 +312,58 @@ fn net_rx_is_named_with_the_task_it_ran_in() {
         )
     };
     assert!(!net.is_empty(), "no NET_RX (in lab-udp). {}", seen());
-    for (_, c) in net {
+    for (_, c) in &net {
         assert_eq!(
             (c["pid"].as_i64(), c["prio"].as_i64()),
             (Some(pid), Some(2)),
             "{}",
             seen()
         );
+        // PREEMPT_RT runs a softirq in the task that raised it with migration disabled (its
+        // BH local lock), and the flags of its events say so (`..s.2`): the cause's context.
+        let ctx = &c["context"];
+        let (events, md) = (ctx["events"].as_u64(), ctx["migrate_disabled"].as_u64());
+        assert!(
+            events.is_some_and(|e| e > 0) && md.is_some_and(|m| m > 0),
+            "NET_RX (in lab-udp) without migrate-disabled events: {c}"
+        );
     }
+    // The report says it after the cause.
+    let (dir, _) = run_of(g, "udp");
+    let out = support::latlab().arg("report").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("NET_RX (in lab-udp)") && l.contains("migrate disabled in")),
+        "{text}"
+    );
 }
 
 /// cyclictest, `rtla timerlat hist` and latlab on the same CPU at the same priority and
-/// period, one after the other: each measured CPU 1 only, and each accounts for the 400
-/// periods of its 2 s (latlab: samples + missed periods; the peers: their samples, which
-/// TCG may thin out, never more than the periods).
+/// period, one after the other: each measured CPU 1 only, and each accounts for the periods
+/// of its 2 s (latlab: samples + missed periods, within 5 % of the time it measured; the
+/// peers: their samples, which TCG may thin out, never more than the 400 periods).
 #[test]
 fn peers_on_the_same_kernel_agree_in_structure() {
     let Some(g) = guest() else { return };
     let (_, run) = run_of(g, "peer");
     assert_eq!(run["config"]["cpus"], serde_json::json!([1]));
+    // Every period of the time latlab measured is a sample or a missed period. Not a fixed
+    // 400: the time is the collector's (2 s from its start), the periods the thread's, from
+    // its own start, which TCG can hold back under a loaded host (this failed once here, and
+    // passed again on a rerun: `lab_timerlat` counts the same way).
     let c = &run["cpus"][0];
-    let n = c["samples"].as_u64().unwrap() + c["missed_periods"].as_u64().unwrap();
-    assert!((398..=402).contains(&n), "latlab: {n} periods of 400");
+    let expected = run["config"]["measured_ns"].as_f64().unwrap() / 5e6;
+    let n = (c["samples"].as_u64().unwrap() + c["missed_periods"].as_u64().unwrap()) as f64;
+    assert!(
+        (n - expected).abs() <= expected * 0.05 + 2.0,
+        "latlab: {n} periods (samples + missed) of {expected}"
+    );
     for (step, file) in [("cyclictest", "cyclictest.json"), ("rtla", "rtla.out")] {
         let rc = g.read(&format!("{step}.rc"));
         assert_eq!(rc.trim(), "0", "{step}: {}", g.read(&format!("{step}.err")));

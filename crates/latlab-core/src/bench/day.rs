@@ -120,6 +120,7 @@ fn day_spikes(rng: &mut SplitMix64) -> Vec<SpikeRecord> {
                     pid: 1000 + below(rng, 30_000) as i64,
                     prio: 120,
                     ns: latency / (2 << k),
+                    context: None,
                 })
                 .collect();
             causes.sort_by_key(|c| std::cmp::Reverse(c.ns));

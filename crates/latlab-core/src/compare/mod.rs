@@ -637,6 +637,7 @@ mod tests {
                     pid: 0,
                     prio: 0,
                     ns: *ns,
+                    context: None,
                 })
                 .collect(),
             trace_file: None,

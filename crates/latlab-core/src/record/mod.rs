@@ -19,8 +19,8 @@ mod spike;
 pub use config::{Machine, RunConfig, Source};
 pub use cpu::{CpuRecord, SampleSpike, ThreadInfo};
 pub use spike::{
-    Cause, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, TimelineEvent,
-    TimelineTask, MAX_LANE_SEGMENTS,
+    Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord,
+    TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS,
 };
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -504,6 +504,7 @@ mod tests {
                 pid: 0,
                 prio: 0,
                 ns,
+                context: None,
             }],
             trace_file: None,
             timeline: vec![],

@@ -92,6 +92,78 @@ pub struct Cause {
     #[serde(default)]
     pub prio: i64,
     pub ns: Nanos,
+    /// What the trace's flags said of the culprit's context while it was charged (a task, a
+    /// non-preemptible section, IRQs off, a softirq); absent for the other kinds, when no
+    /// event showed it, and in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<CauseContext>,
+}
+
+/// The culprit's context as the trace's flags report it (run.json `causes[].context`):
+/// counted over the events that ended its stretches in its context (on its CPU, the same
+/// task) and carry that context's flags: IRQ and vector entries and exits, softirqs, hrtimer
+/// expiries; not the events traced under a lock of their own (the scheduler's,
+/// `hrtimer_start`), whose flags are the lock's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct CauseContext {
+    /// Events seen.
+    pub events: u32,
+    /// Of them, with preemption disabled (preempt depth above 0).
+    pub preempt_off: u32,
+    /// With migration disabled (the flags' migrate-disable column above 0: PREEMPT_RT's
+    /// sleeping spinlocks and BH sections, `migrate_disable()`).
+    pub migrate_disabled: u32,
+    /// In task context with IRQs off.
+    pub irqs_off: u32,
+    /// In a preempt-lazy section (PREEMPT_RT kernels before 6.12: preempt-lazy depth above 0).
+    pub lazy_off: u32,
+}
+
+impl CauseContext {
+    /// Count one event's flags.
+    pub fn see(&mut self, f: &crate::trace::Flags) {
+        self.events += 1;
+        self.preempt_off += u32::from(f.preempt_depth > 0);
+        self.migrate_disabled += u32::from(f.migrate_disable > 0);
+        self.irqs_off += u32::from(f.irqs_off && !f.hardirq && !f.softirq && !f.nmi);
+        self.lazy_off += u32::from(f.lazy_depth > 0);
+    }
+
+    /// Both counts together.
+    pub fn add(&mut self, o: &CauseContext) {
+        self.events += o.events;
+        self.preempt_off += o.preempt_off;
+        self.migrate_disabled += o.migrate_disabled;
+        self.irqs_off += o.irqs_off;
+        self.lazy_off += o.lazy_off;
+    }
+
+    /// In words, for reports: `preempt off in 3 of 4 events, migrate disabled in 2 of 4`;
+    /// `preemptible in all 4 events` when no count is above 0.
+    pub fn describe(&self) -> String {
+        let events = if self.events == 1 { "event" } else { "events" };
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (self.preempt_off, "preempt off"),
+            (self.migrate_disabled, "migrate disabled"),
+            (self.irqs_off, "IRQs off"),
+            (self.lazy_off, "preempt-lazy off"),
+        ] {
+            if n > 0 {
+                let of = if parts.is_empty() { events } else { "" };
+                parts.push(
+                    format!("{what} in {n} of {} {of}", self.events)
+                        .trim_end()
+                        .to_string(),
+                );
+            }
+        }
+        if parts.is_empty() {
+            format!("preemptible in all {} {events}", self.events)
+        } else {
+            parts.join(", ")
+        }
+    }
 }
 
 /// A spike the recorder traced (or tried to).

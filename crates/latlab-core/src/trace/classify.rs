@@ -350,6 +350,7 @@ mod tests {
             pid: 1,
             prio: 120,
             ns,
+            context: None,
         };
         let sp = |lat, causes| SpikeRecord {
             cpu: 0,

@@ -19,6 +19,13 @@ pub struct Flags {
     pub nmi: bool,
     /// Preemption depth (0 when `.`).
     pub preempt_depth: u8,
+    /// Migrate-disable depth (the fifth column; 0 when `.` or absent): the task may be
+    /// preempted but not moved to another CPU (PREEMPT_RT's sleeping spinlocks and BH
+    /// sections, `migrate_disable()`).
+    pub migrate_disable: u8,
+    /// Preempt-lazy depth of PREEMPT_RT kernels before 6.12 (their sixth of seven columns; 0
+    /// elsewhere): preemption by a normal task's wake-up deferred.
+    pub lazy_depth: u8,
 }
 
 impl Flags {
@@ -63,8 +70,13 @@ impl Flags {
             c @ b'a'..=b'f' => c - b'a' + 10,
             _ => return None,
         };
-        if b.len() == 5 && !(b[4] == b'.' || b[4].is_ascii_hexdigit()) {
-            return None;
+        if b.len() == 5 {
+            f.migrate_disable = match b[4] {
+                b'.' => 0,
+                c @ b'0'..=b'9' => c - b'0',
+                c @ b'a'..=b'f' => c - b'a' + 10,
+                _ => return None,
+            };
         }
         Some(f)
     }
@@ -79,11 +91,15 @@ impl Flags {
             b'L' => true,
             _ => return None,
         };
-        if !(b[5] == b'.' || b[5].is_ascii_hexdigit()) {
-            return None;
-        }
+        let lazy_depth = match b[5] {
+            b'.' => 0,
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
         let mut f = Flags::parse_bytes(&[b[0], b[1], b[3], b[4], b[6]])?;
         f.need_resched |= lazy;
+        f.lazy_depth = lazy_depth;
         Some(f)
     }
 }
@@ -403,7 +419,21 @@ mod tests {
         assert!(f.irqs_off && f.need_resched && f.hardirq && !f.softirq);
         assert_eq!(f.preempt_depth, 1);
         assert!(Flags::parse("d.Lh...").unwrap().need_resched);
-        assert_eq!(Flags::parse("...s.12").unwrap().preempt_depth, 0);
+        let f = Flags::parse("...s.12").unwrap();
+        assert_eq!(
+            (f.preempt_depth, f.lazy_depth, f.migrate_disable),
+            (0, 1, 2)
+        );
+        assert_eq!(f.migrate_disable, 2);
+        // The fifth column: migrate-disable.
+        let f = Flags::parse("d..1a").unwrap();
+        assert_eq!(
+            (f.preempt_depth, f.migrate_disable, f.lazy_depth),
+            (1, 10, 0)
+        );
+        assert_eq!(Flags::parse("d..1.").unwrap().migrate_disable, 0);
+        assert_eq!(Flags::parse("d..1").unwrap().migrate_disable, 0);
+        assert!(Flags::parse("d..1x").is_none());
         assert!(Flags::parse("d.Xh...").is_none());
         assert!(Flags::parse("dn.h1g.").is_none());
     }

@@ -18,10 +18,11 @@ pub(super) fn section(o: &mut String, spikes: &[SpikeRecord]) {
             .take(5)
             .map(|c| {
                 format!(
-                    "{} {} ({})",
+                    "{} {} ({}){}",
                     latlab_core::trace::attribution::kind_str(c.kind),
                     c.name,
-                    Human(c.ns)
+                    Human(c.ns),
+                    crate::figures::cause_context(c)
                 )
             })
             .collect();

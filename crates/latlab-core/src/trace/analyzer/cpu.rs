@@ -63,6 +63,10 @@ impl<'a> CpuState<'a> {
                 && !ev.flags.softirq
                 && !ev.flags.nmi
                 && !is_sched(&ev.kind));
+        // The event shows the context charged for the stretch it ends: the same task, and an
+        // event whose flags are that context's (see [`shows_context`]).
+        let in_context =
+            shows_context(&ev.kind) && self.current.as_ref().is_some_and(|c| c.pid == ev.pid);
         if let Some(a) = self.last_ts {
             let (stack, current) = (&self.stack, &self.current);
             for w in self.windows.iter_mut() {
@@ -83,8 +87,22 @@ impl<'a> CpuState<'a> {
                     woken: w.woken.is_some(),
                 };
                 let key = classify(&waiter, stack, current, evidence, virtualized);
+                // The measuring thread's own way back to user space is no culprit: an IRQ
+                // right after its switch-in finds the scheduler's preempt-off tail.
+                let culprit = in_context && key.2 != w.pid;
+                let kind = key.0;
                 if let Some(i) = w.add(key, t - from) {
                     w.segment(i, from, t);
+                    // This event ends the stretch: its flags are the culprit's context then.
+                    if culprit {
+                        if let CauseKind::Task
+                        | CauseKind::PreemptOff
+                        | CauseKind::IrqOff
+                        | CauseKind::Softirq = kind
+                        {
+                            w.ctx[i].see(&ev.flags);
+                        }
+                    }
                 }
             }
         }
@@ -186,6 +204,7 @@ impl<'a> CpuState<'a> {
                     woken: Some(t),
                     switched: None,
                     acc: Vec::new(),
+                    ctx: Vec::new(),
                     at_switch: Vec::new(),
                     last_key: None,
                     prev_switch: self.last_switch.get(&task.pid).copied(),
@@ -283,6 +302,7 @@ impl<'a> CpuState<'a> {
                 woken: None,
                 switched: None,
                 acc: Vec::new(),
+                ctx: Vec::new(),
                 at_switch: Vec::new(),
                 last_key: None,
                 prev_switch: self.last_switch.get(&ev.pid).copied(),
@@ -372,6 +392,25 @@ impl<'a> CpuMap<'a> {
             .chain(self.far.keys().copied())
             .collect()
     }
+}
+
+/// Events whose flags are those of the context they ran in or interrupted: IRQ and vector
+/// entries and exits, softirqs, hrtimer expiries (called outside the timer base's lock). Not
+/// those traced under a lock of their own, whose preempt depth and IRQs-off are the lock's:
+/// the scheduler's (runqueue and pi locks) and `hrtimer_start` (the base's lock: `d.h1.` in
+/// every tick of a user-space loop on 6.12-rt).
+fn shows_context(k: &EventKind) -> bool {
+    matches!(
+        k,
+        EventKind::IrqEntry { .. }
+            | EventKind::IrqExit { .. }
+            | EventKind::SoftirqEntry { .. }
+            | EventKind::SoftirqExit { .. }
+            | EventKind::VectorEntry { .. }
+            | EventKind::VectorExit { .. }
+            | EventKind::HrtimerExpireEntry { .. }
+            | EventKind::HrtimerExpireExit { .. }
+    )
 }
 
 fn is_sched(k: &EventKind) -> bool {

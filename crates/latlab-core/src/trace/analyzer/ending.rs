@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::sample::Sample;
 use super::window::{MarkerEnd, Window};
 use super::{Analyzer, SampleMode};
-use crate::record::{Cause, CauseKind, SpikeLanes};
+use crate::record::{Cause, CauseContext, CauseKind, SpikeLanes};
 use crate::trace::classify::{sort_causes, switch_to_user, Key, Lore, Measuring};
 use crate::units::Nanos;
 
@@ -57,6 +57,11 @@ impl<'a> Analyzer<'a> {
                 s.0 = map[s.0];
             }
             w.last_key = w.last_key.map(|i| map[i]);
+            let mut ctx = vec![CauseContext::default(); acc.len()];
+            for (old, c) in w.ctx.iter().enumerate() {
+                ctx[map[old]].add(c);
+            }
+            w.ctx = ctx;
         }
         rekey(&mut at_switch);
         for (_, snap) in w.preempted.iter_mut() {
@@ -138,15 +143,24 @@ impl<'a> Analyzer<'a> {
             }
             sum = acc.iter().map(|(_, n)| n).sum();
         }
+        let context_of = |k: &Key<'a>| {
+            let i = w.acc.iter().position(|(x, _)| x == k)?;
+            w.ctx.get(i).copied().filter(|c| c.events > 0)
+        };
         let mut causes: Vec<Cause> = acc
             .into_iter()
             .filter(|(_, ns)| *ns > 0)
-            .map(|((kind, name, pid, prio), ns)| Cause {
-                kind,
-                name: name.into_owned(),
-                pid,
-                prio,
-                ns,
+            .map(|(key, ns)| {
+                let context = context_of(&key);
+                let (kind, name, pid, prio) = key;
+                Cause {
+                    kind,
+                    name: name.into_owned(),
+                    pid,
+                    prio,
+                    ns,
+                    context,
+                }
             })
             .collect();
         sort_causes(&mut causes);

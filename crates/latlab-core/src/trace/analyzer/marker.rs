@@ -73,6 +73,7 @@ impl<'a> Analyzer<'a> {
                     woken: None,
                     switched: None,
                     acc: Vec::new(),
+                    ctx: Vec::new(),
                     at_switch: Vec::new(),
                     last_key: None,
                     prev_switch: None,

@@ -171,6 +171,95 @@ fn a_thread_preempted_between_its_clock_read_and_its_marker_keeps_its_causes() {
     assert_eq!(s.unexplained_ns, 0, "{:?}", s.causes);
 }
 
+/// The culprit's context from the flags of the events in it: two ticks interrupt `x` after τ
+/// was woken, the first in a preempt-off section (`dNh1.`), the second also with migration
+/// disabled (`dNh12`); the IRQs' own stretches, the scheduler's events and the measuring
+/// thread's own return count for nothing.
+#[test]
+fn a_preempt_off_cause_carries_the_flags_of_its_section() {
+    let x = task("x", 200, 120);
+    let mut b = B::new();
+    b.sleep(x.clone()).timer_irq(E + 5_000, E + 8_000, 200);
+    for (at, flags) in [(E + 100_000, "dNh1."), (E + 200_000, "dNh12")] {
+        b.push(
+            at,
+            200,
+            flags,
+            EventKind::VectorEntry {
+                name: "local_timer".into(),
+                vector: 236,
+            },
+        );
+        b.push(
+            at + 1_000,
+            200,
+            flags,
+            EventKind::VectorExit {
+                name: "local_timer".into(),
+                vector: 236,
+            },
+        );
+    }
+    b.switch(E + 508_000, x.clone(), task("tau", TAU, 19));
+    // A tick in τ's own way back to user space, in the scheduler's preempt-off tail.
+    for (at, kind) in [
+        (
+            E + 508_300,
+            EventKind::VectorEntry {
+                name: "local_timer".into(),
+                vector: 236,
+            },
+        ),
+        (
+            E + 508_400,
+            EventKind::VectorExit {
+                name: "local_timer".into(),
+                vector: 236,
+            },
+        ),
+    ] {
+        b.push(at, TAU, "d.h1.", kind);
+    }
+    b.marker(E + 510_000, E + 509_000);
+    let a = b.run(false, SampleMode::Markers);
+    let s = &a.spikes[0];
+    let own = s
+        .causes
+        .iter()
+        .find(|c| c.name == "switch-to-user (tau)")
+        .unwrap();
+    assert_eq!(
+        own.context, None,
+        "the measuring thread is no culprit: {own:?}"
+    );
+    let c = s
+        .causes
+        .iter()
+        .find(|c| c.kind == CauseKind::PreemptOff && c.name == "x")
+        .unwrap();
+    let ctx = c.context.expect("x's context");
+    assert_eq!(
+        (
+            ctx.events,
+            ctx.preempt_off,
+            ctx.migrate_disabled,
+            ctx.irqs_off
+        ),
+        (2, 2, 1, 0),
+        "{ctx:?}"
+    );
+    assert_eq!(
+        ctx.describe(),
+        "preempt off in 2 of 2 events, migrate disabled in 1 of 2"
+    );
+    for c in s.causes.iter().filter(|c| c.kind == CauseKind::Irq) {
+        assert_eq!(
+            c.context, None,
+            "an IRQ's own flags are not a context: {c:?}"
+        );
+    }
+}
+
 #[test]
 fn preempt_off_irq_delivery_and_return() {
     let x = task("x", 200, 120);

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::record::{CauseKind, Lane, LaneSegment, SpikeLanes, MAX_LANE_SEGMENTS};
+use crate::record::{CauseContext, CauseKind, Lane, LaneSegment, SpikeLanes, MAX_LANE_SEGMENTS};
 use crate::trace::classify::Key;
 use crate::units::Nanos;
 
@@ -22,6 +22,8 @@ pub(super) struct Window<'a> {
     pub(super) woken: Option<Nanos>,
     pub(super) switched: Option<Nanos>,
     pub(super) acc: Vec<(Key<'a>, Nanos)>,
+    /// The context each cause of `acc` was seen in (same index).
+    pub(super) ctx: Vec<CauseContext>,
     /// `acc` at the switch-in.
     pub(super) at_switch: Vec<(Key<'a>, Nanos)>,
     pub(super) last_key: Option<usize>,
@@ -124,6 +126,7 @@ impl<'a> Window<'a> {
             }
             None => {
                 self.acc.push((key, ns));
+                self.ctx.push(CauseContext::default());
                 self.acc.len() - 1
             }
         };

@@ -41,7 +41,10 @@ impl RawDecoder {
         let pid = int(d, &k.pid)?;
         let flags = int(d, &k.flags)? as u8;
         let preempt = int(d, &k.preempt)? as u8;
-        let flags = flags_of(flags, preempt);
+        let mut flags = flags_of(flags, preempt);
+        if let Some(l) = &k.lazy {
+            flags.lazy_depth = int(d, l)? as u8;
+        }
         let kind = self.kind(k, d)?;
         Some(Event {
             line,

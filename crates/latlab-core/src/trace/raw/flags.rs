@@ -64,6 +64,8 @@ pub(crate) fn flags_of(flags: u8, preempt: u8) -> Flags {
         softirq: soft && !nmi,
         nmi,
         preempt_depth: preempt & 0xf,
+        migrate_disable: preempt >> 4,
+        lazy_depth: 0,
     }
 }
 
