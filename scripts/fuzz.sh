@@ -38,7 +38,7 @@ echo "fuzz: targets built in $(($(date +%s) - start)) s"
 
 targets=${*:-$(cargo +nightly fuzz list)}
 # Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N sets how many): each libFuzzer
-# process is single-threaded, and nothing else runs during this step.
+# process is single-threaded (scripts/test runs this at nice 19 beside its tests).
 jobs=${LATLAB_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case $jobs in '' | *[!0-9]* | 0) echo "fuzz.sh: LATLAB_FUZZ_JOBS must be a whole number above 0, not '$jobs'" >&2; exit 1 ;; esac
 work="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-corpus"
