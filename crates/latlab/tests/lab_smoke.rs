@@ -231,6 +231,37 @@ fn a_kernel_not_fetched_is_its_own_status() {
     }
 }
 
+/// A guest kernel without tracefs (the init's path for it, taken on rt-6.12 with
+/// `lab.hide_tracefs=1`): the job is not run and the lab says why in one line, its own
+/// status, which the lab tests turn into a skip (a failure under
+/// LATLAB_REQUIRE_PRIVILEGED=1) as for a missing tool or kernel.
+#[test]
+fn a_guest_without_tracefs_is_one_line_and_no_job() {
+    let test = "a_guest_without_tracefs_is_one_line_and_no_job";
+    let mut lab = Lab::new("rt-6.12", 1, 120);
+    if let Err(why) = Lab::available(&lab.kernel) {
+        support::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
+        return;
+    }
+    lab.append = Some("lab.hide_tracefs=1".into());
+    let l = lab.launch(test, "echo ran >ran\n");
+    assert_eq!(l.status, Some(lab::EXIT_NO_TRACEFS), "{}", l.stderr);
+    assert_eq!(l.stderr.lines().count(), 1, "{}", l.stderr);
+    assert!(
+        l.stderr
+            .starts_with("kernel-lab: rt-6.12 has no tracefs in its guest (")
+            && l.stderr.contains("job.sh not run"),
+        "{}",
+        l.stderr
+    );
+    assert!(!l.dir.join("ran").exists(), "the job ran");
+    assert!(!l.dir.join("exit").exists());
+    let left = lab::processes_mentioning(l.dir.to_str().unwrap());
+    assert!(left.is_empty(), "{left:?}");
+    let tmp: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+}
+
 #[test]
 fn a_hung_guest_is_killed_at_the_limit() {
     let test = "a_hung_guest_is_killed_at_the_limit";

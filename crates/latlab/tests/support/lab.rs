@@ -42,6 +42,7 @@ pub const EXIT_NO_TOOL: i32 = 3;
 pub const EXIT_NO_KERNEL: i32 = 4;
 pub const EXIT_HUNG: i32 = 5;
 pub const EXIT_NO_JOB: i32 = 6;
+pub const EXIT_NO_TRACEFS: i32 = 7;
 
 /// The latlab binary the guest runs: the test build (target/debug), or with
 /// `LATLAB_LAB_RELEASE=1` (set by `scripts/test`) the release build, brought up to date once per
@@ -292,10 +293,10 @@ impl Lab {
         let l = self.launch(test, job);
         match l.status {
             Some(0) => {}
-            Some(EXIT_NO_TOOL | EXIT_NO_KERNEL) => {
+            Some(EXIT_NO_TOOL | EXIT_NO_KERNEL | EXIT_NO_TRACEFS) => {
                 super::cannot_run(
                     test,
-                    &format!("the kernel lab cannot boot here: {}", l.stderr.trim()),
+                    &format!("the kernel lab cannot run this here: {}", l.stderr.trim()),
                 );
                 return None;
             }

@@ -802,7 +802,10 @@ fn the_text_of_6_1_rt_with_seven_flag_columns_parses() {
     // `dn.h113`: irqs off, need-resched, hardirq, depth 1 (lazy depth 1, migrate-disable 3).
     let f = line("dn.h113").flags;
     assert!(f.irqs_off && f.need_resched && f.hardirq && !f.softirq);
-    assert_eq!(f.preempt_depth, 1);
+    assert_eq!(
+        (f.preempt_depth, f.lazy_depth, f.migrate_disable),
+        (1, 1, 3)
+    );
     // `d.Lh...`: a lazy need-resched is a need-resched.
     let f = line("d.Lh").flags;
     assert!(f.irqs_off && f.need_resched && f.hardirq);
