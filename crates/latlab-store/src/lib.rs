@@ -13,15 +13,20 @@
 //! pushed twice, or by two processes at once, is stored once. The whole `run.json` is kept
 //! byte for byte (`runs.run_json`): `db pull` writes it back exactly.
 
+// Without its engines (the fuzz build) the waits and helpers only they use are unused.
+#![cfg_attr(not(feature = "engines"), allow(dead_code, unused_imports))]
+
 use std::fmt;
 use std::path::PathBuf;
 
 use latlab_core::record::RunRecord;
 
 pub mod limits;
+#[cfg(feature = "engines")]
 pub mod pg;
 pub mod rows;
 pub mod schema;
+#[cfg(feature = "engines")]
 pub mod sqlite;
 
 pub use limits::Limits;
@@ -191,21 +196,25 @@ pub fn default_path() -> Result<PathBuf> {
 /// Open (creating and migrating as needed) the database `url`; None: the default one, whose
 /// directory is made (mode 0700) and checked. Each wait is bounded by `LATLAB_DB_TIMEOUT`
 /// (10 s when unset).
+#[cfg(feature = "engines")]
 pub fn open(url: Option<&str>) -> Result<Box<dyn Store>> {
     open_with(url, Limits::from_env()?)
 }
 
 /// [`open`] with these limits (a signal flag, a bound of the caller's).
+#[cfg(feature = "engines")]
 pub fn open_with(url: Option<&str>, limits: Limits) -> Result<Box<dyn Store>> {
     open_migrated(url, limits, schema::version())
 }
 
 /// A database brought to schema version `version` only, for the tests of a later migration.
+#[cfg(feature = "engines")]
 #[doc(hidden)]
 pub fn open_at_version(url: Option<&str>, version: i64) -> Result<Box<dyn Store>> {
     open_migrated(url, Limits::from_env()?, version)
 }
 
+#[cfg(feature = "engines")]
 fn open_migrated(url: Option<&str>, limits: Limits, version: i64) -> Result<Box<dyn Store>> {
     let url = match url {
         Some(u) => Url::parse(u)?,
