@@ -59,14 +59,16 @@ serial & sp=$!
 traced irq 1ms 60 true
 kill $sp 2>/dev/null; wait $sp 2>/dev/null
 chrt -f -p 50 "$irq"
-# The injectors below delay the measuring thread by 20-30 ms, far above TCG's own stalls
-# (seen up to 17 ms under a loaded host): a threshold of 15 ms traces theirs, not TCG's.
+# The injectors below delay the measuring thread by 20-30 ms, above most of TCG's own stalls
+# (seen up to 17 ms under a loaded host). Every spike of the 2 s over 15 ms is traced (at most
+# 400/3 fit): CI's host, loaded, stalled the guest's CPU over 15 ms often enough that a budget
+# of 8 spikes went to those stalls alone (`timer delivery (idle)`) and no burst was traced.
 # 2. A FIFO 97 hog on the measured CPU, 25 ms bursts.
-traced hog 15ms 8 lab_inject hog 1 97 25000 60 3 /lab/hog.log
+traced hog 15ms 140 lab_inject hog 1 97 25000 60 3 /lab/hog.log
 # 3. Priority inheritance: held 25 ms.
-traced pi 15ms 8 lab_inject pi 1 3 /lab/pi.log
+traced pi 15ms 140 lab_inject pi 1 3 /lab/pi.log
 # 4. NET_RX in the task that raised it: 20 ms floods.
-traced udp 15ms 8 lab_inject udp 1 97 20000 60 3 /lab/udp.log
+traced udp 15ms 140 lab_inject udp 1 97 20000 60 3 /lab/udp.log
 # 5. The peers, one after the other on CPU 1 at FIFO 95, every 5 ms for 2 s.
 step cyclictest cyclictest -m -q -t1 -a 1 -p 95 -i 5000 -D 2 -h 20000 --json=/lab/cyclictest.json
 step rtla rtla timerlat hist -c 1 -P f:95 -p 5000 -d 2
@@ -74,17 +76,24 @@ step peer latlab run --cpus 1 -p 95 --interval 5ms --duration 2s --no-db -q --re
 # 6. rtla 6.12's auto-analysis (scripts/rtla-build) beside the same injectors, each running
 # until killed, whatever time rtla takes to set up under TCG (seen over 2 s): `--aa-only US`
 # stops at the first thread latency over US and prints what rtla blames. The hog's and the
-# flood's bursts are longer here (50 ms every 120 ms) and the stop at 30 ms, far above TCG's
-# own stalls; the PI holder's hold is the injector's 25 ms, its stop 15 ms.
+# flood's bursts are longer here (50 ms every 120 ms) and the stop at 30 ms, above most of
+# TCG's own stalls; the PI holder's hold is the injector's 25 ms, its stop 15 ms. rtla stops
+# at the first latency over its limit, whatever caused it: beside a loaded host a stall of
+# the guest's CPU (98 ms, `IRQ latency from idle`) was it. So each is tried up to 3 times
+# until rtla's stop names the injector's task (each try's output kept in aa-NAME.tries).
 aa() {
-    n=$1 us=$2; shift 2
-    "$@" & i=$!
-    step "aa-$n" rtla-6.12 timerlat top --aa-only "$us" -c 1 -P f:95 -p 5000 -d 30
-    kill $i 2>/dev/null; wait $i 2>/dev/null
+    local name=aa-$1 us=$2 who=$3 try; shift 3
+    for try in 1 2 3; do
+        "$@" & i=$!
+        step "$name" rtla-6.12 timerlat top --aa-only "$us" -c 1 -P f:95 -p 5000 -d 30
+        kill $i 2>/dev/null; wait $i 2>/dev/null
+        { echo "== try $try"; cat "$name.out"; } >>"$name.tries"
+        grep -q "$who:" "$name.out" && break
+    done
 }
-aa hog 30000 lab_inject hog 1 97 50000 120 120 /lab/aa-hog.log
-aa udp 30000 lab_inject udp 1 97 50000 120 120 /lab/aa-udp.log
-aa pi 15000 lab_inject pi 1 120 /lab/aa-pi.log
+aa hog 30000 lab-hog lab_inject hog 1 97 50000 120 120 /lab/aa-hog.log
+aa udp 30000 lab-udp lab_inject udp 1 97 50000 120 120 /lab/aa-udp.log
+aa pi 15000 pi-low lab_inject pi 1 120 /lab/aa-pi.log
 # The injectors ended by SIGTERM are expected: the script's own status is 0.
 true
 "#;
@@ -222,24 +231,25 @@ fn a_fifo_hog_above_the_measuring_thread_is_named_by_comm_and_pid_and_sized() {
             (Some("task"), Some(pid))
         );
         assert_eq!(c["prio"], 2, "FIFO 97");
-        // The truth: the burst that overlaps the spike [E, E + latency] most, for as long as
-        // it overlaps (the hog wakes on the same 5 ms grid as the measuring thread: the
-        // burst may begin a few hundred µs after E, before the thread got the CPU; the
-        // thread cannot run before the burst ends). The hog holds the CPU from some instant
-        // between its timer's expiry (WAKE) and the first instant it saw (START) until END:
-        // at most END − WAKE, at least END − START of it inside the spike. What the hog is
-        // not charged of the least may only be a silent gap.
+        // The truth: the bursts that overlap the spike [E, E + latency], for as long as they
+        // overlap it (the hog wakes on the same 5 ms grid as the measuring thread: a burst
+        // may begin a few hundred µs after E, before the thread got the CPU; the thread
+        // cannot run before a burst ends). The hog holds the CPU from some instant between
+        // its timer's expiry (WAKE) and the first instant it saw (START) until END: at most
+        // END − WAKE, at least END − START of it inside the spike. A spike may span two
+        // bursts: beside a loaded host a burst that a stall stretched to 60 ms was followed
+        // 3 ms later by the next one, both inside one 88 ms spike. What the hog is not
+        // charged of the least may only be a silent gap.
         let e = s["at_ns"].as_u64().unwrap();
         let end = e + s["latency_ns"].as_u64().unwrap();
         let overlap = |from: u64, to: u64| to.min(end).saturating_sub(from.max(e));
-        let Some(b) = bursts
-            .iter()
-            .max_by_key(|b| overlap(b[1], b[2]))
-            .filter(|b| overlap(b[1], b[2]) > 0)
-        else {
+        let (most, least) = bursts.iter().fold((0, 0), |(m, l), b| {
+            (m + overlap(b[0], b[2]), l + overlap(b[1], b[2]))
+        });
+        if least == 0 {
             continue; // no burst in the spike: its share is not known from the log
-        };
-        let (most, least) = (overlap(b[0], b[2]) as f64, overlap(b[1], b[2]) as f64);
+        }
+        let (most, least) = (most as f64, least as f64);
         let ns = c["ns"].as_f64().unwrap();
         let silent: f64 = cs
             .iter()
@@ -248,7 +258,7 @@ fn a_fifo_hog_above_the_measuring_thread_is_named_by_comm_and_pid_and_sized() {
             .sum();
         assert!(
             ns <= most * 1.2 && ns + silent >= least * 0.8,
-            "lab-hog charged {ns} ns (+{silent} silent) of a burst of {least}-{most} ns: {s:#}"
+            "lab-hog charged {ns} ns (+{silent} silent) of bursts of {least}-{most} ns: {s:#}"
         );
         sized += 1;
     }
@@ -304,10 +314,20 @@ fn net_rx_is_named_with_the_task_it_ran_in() {
                 )
             })
             .collect();
+        let spikes: Vec<String> = run["spikes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| format!("spike at {} for {} ns", s["at_ns"], s["latency_ns"]))
+            .collect();
+        let t = &run["trace"];
         format!(
-            "lab-udp is pid {pid}; NET_RX causes:\n{}\ninjector:\n{}\nall causes:\n{}",
+            "lab-udp is pid {pid}; NET_RX causes:\n{}\ninjector:\n{}\nspikes (traced {}, over --trace-max-spikes {}):\n{}\nall causes:\n{}",
             rx.join("\n"),
             g.read("udp.log"),
+            t["traced"],
+            t["over_max_spikes"],
+            spikes.join("\n"),
             named_causes(&run)
         )
     };
@@ -474,7 +494,8 @@ fn rtlas_auto_analysis_and_latlab_name_the_same_culprits() {
         if ours != "pi" {
             assert!(
                 !named.is_empty(),
-                "{aa}: rtla names none of {culprits:?}:\n{out}"
+                "{aa}: rtla names none of {culprits:?} in any try:\n{}",
+                g.read(&format!("{aa}.tries"))
             );
         }
         let (_, run) = run_of(g, ours);
@@ -500,8 +521,9 @@ fn rtlas_auto_analysis_and_latlab_name_the_same_culprits() {
         ll.dedup();
         let mut theirs: Vec<String> = blames.iter().map(|(s, n)| format!("{s}: {n}")).collect();
         theirs.dedup();
+        let tries = g.read(&format!("{aa}.tries")).matches("== try").count();
         table.push(format!(
-            "| {ours} | {} | {} |",
+            "| {ours} | {} (try {tries}) | {} |",
             theirs.join("; "),
             ll.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
         ));

@@ -34,6 +34,17 @@ fn setup(cpu: usize, fifo: Option<i32>, name: &str) -> i64 {
     }
 }
 
+/// The calling thread's voluntary context switches so far: each is one sleep, ended by one
+/// wake-up (a sleep whose deadline had already passed is none).
+fn voluntary_switches() -> u64 {
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_THREAD, &mut ru), 0);
+        ru.ru_nvcsw as u64
+    }
+}
+
 /// The profile's instance of the latlab process `pid`, once it records.
 fn wait_recording(pid: u32, child: &mut std::process::Child) -> PathBuf {
     let on = PathBuf::from(format!(
@@ -129,7 +140,7 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
             }
             e += PERIOD;
         }
-        (tid, t0, rt::now_ns())
+        (tid, t0, rt::now_ns(), voluntary_switches())
     });
     // SAFETY: as above.
     unsafe {
@@ -138,7 +149,7 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
             0
         );
     }
-    let (ftid, t0, t1) = fifo.join().unwrap();
+    let (ftid, t0, t1, slept) = fifo.join().unwrap();
     stop.store(true, Ordering::Relaxed);
     let btid = busy.join().unwrap();
     let still = std::fs::read_to_string(&on).is_ok_and(|s| s.trim() == "1");
@@ -169,10 +180,14 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
         .map(|v| v.as_f64().unwrap())
         .sum();
     assert!((sum - 1.0).abs() < 1e-6, "{c}");
-    assert!(c["switches"].as_u64().unwrap() >= 2 * N, "{c}");
+    // The FIFO task slept `slept` times: N, less each period whose deadline had passed when
+    // it got there (a stall of the machine over PERIOD − BURST; CI counted 86 of 100).
+    eprintln!("the FIFO task slept {slept} times in {N} periods");
+    assert!(slept > 0, "the FIFO task never slept");
+    assert!(c["switches"].as_u64().unwrap() >= 2 * slept, "{c}");
 
-    // The FIFO task: exactly its N wake-ups (its first switch-in follows its creation, not a
-    // wake-up), at its priority (FIFO 50 = kernel prio 49), not kept waiting.
+    // The FIFO task: exactly the wake-ups of its sleeps (its first switch-in follows its
+    // creation, not a wake-up), at its priority (FIFO 50 = kernel prio 49), not kept waiting.
     let rows = p["wait"].as_array().unwrap();
     let f = rows
         .iter()
@@ -180,14 +195,14 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
         .unwrap_or_else(|| panic!("no row for the FIFO task: {p}"));
     assert_eq!(f["comm"], "prof-fifo");
     assert_eq!(f["prio"], 49);
-    assert_eq!(f["wakeups"], N, "{f}");
+    assert_eq!(f["wakeups"], slept, "{f}");
     assert!(f["max_ns"].as_u64().unwrap() < 20_000_000, "{f}");
     // The busy loop was preempted by every burst, and switched back in after it.
     let b = rows
         .iter()
         .find(|r| r["pid"] == btid)
         .expect("a row for the busy loop");
-    assert!(b["preemptions"].as_u64().unwrap() >= N, "{b}");
+    assert!(b["preemptions"].as_u64().unwrap() >= slept, "{b}");
     assert!(
         b["preempt_max_ns"].as_u64().unwrap() >= BURST * 9 / 10,
         "{b}"
