@@ -497,6 +497,20 @@ pub fn stat_steal(stat: &str) -> Option<(u64, u64)> {
     Some((steal, total))
 }
 
+/// Each CPU's steal time in `/proc/stat` (its `cpuN` lines; ticks of 1/USER_HZ), as
+/// (cpu, steal). A line without the steal column (kernels before 2.6.11) or with a word
+/// that is not a number is left out.
+pub fn stat_steal_per_cpu(stat: &str) -> Vec<(u32, u64)> {
+    stat.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let cpu = w.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let steal = w.nth(7)?.parse().ok()?;
+            Some((cpu, steal))
+        })
+        .collect()
+}
+
 /// The busiest device IRQs in `/proc/interrupts` (numbered lines only), most first.
 pub fn busiest_irqs(interrupts: &str, n: usize) -> Vec<IrqInfo> {
     let mut lines = interrupts.lines();
@@ -650,6 +664,8 @@ mod tests {
         let stat = "cpu  100 0 50 800 10 0 5 35 7 0\ncpu0 1 2 3\n";
         assert_eq!(stat_steal(stat), Some((35, 1000)));
         assert_eq!(stat_steal("cpu  x y\n"), None);
+        let per_cpu = "cpu  1 2 3 4 5 6 7 35 0 0\ncpu0 1 1 1 1 1 1 1 20 0 0\ncpu3 1 1 1 1 1 1 1 15\ncpu7 1 1 1\ncpux 1 1 1 1 1 1 1 9\nintr 5 6\n";
+        assert_eq!(stat_steal_per_cpu(per_cpu), vec![(0, 20), (3, 15)]);
         let irq = "           CPU0       CPU1\n 24:  1  0  IO-APIC 5-edge ACPI:Ged\n 36: 0 54493 PCI-MSIX 1-edge virtio1-req.0\n 40: 0 0 PCI x\nLOC: 5 6 Local timer\n";
         let b = busiest_irqs(irq, 5);
         assert_eq!(b.len(), 2);

@@ -102,6 +102,7 @@ mod tests {
             timeline,
             timeline_events: events,
             lanes: None,
+            steal: None,
         }
     }
 

@@ -141,6 +141,22 @@ pub fn cause_context(c: &latlab_core::record::Cause) -> String {
         .unwrap_or_default()
 }
 
+/// The evidence for a silent stretch (`hypervisor`, or a `timer delivery` the trace does not
+/// explain): the steal time of the spike's CPU around it, as ` [steal 10 ms on CPU 1 in the
+/// 1.02 s around it]` (empty for other causes or a record without it).
+pub fn cause_evidence(
+    s: &latlab_core::record::SpikeRecord,
+    c: &latlab_core::record::Cause,
+) -> String {
+    use latlab_core::record::CauseKind;
+    let silent = c.kind == CauseKind::Hypervisor
+        || (c.kind == CauseKind::Unknown && c.name.starts_with("timer delivery"));
+    match s.steal {
+        Some(e) if silent => format!(" [{}]", e.describe(s.cpu)),
+        _ => String::new(),
+    }
+}
+
 /// A spike's largest causes as "kind name time", at most `n` of them.
 pub fn cause_list(s: &latlab_core::record::SpikeRecord, n: usize) -> Vec<String> {
     s.causes
@@ -225,4 +241,60 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
         ));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cause_evidence;
+    use latlab_core::record::{Cause, CauseKind, SpikeRecord, SpikeSteal};
+
+    fn cause(kind: CauseKind, name: &str) -> Cause {
+        Cause {
+            kind,
+            name: name.into(),
+            pid: 0,
+            prio: 0,
+            ns: 1_000_000,
+            context: None,
+        }
+    }
+
+    /// The steal evidence follows a silent stretch (on a VM or not), never another cause, and
+    /// says "no steal" when the host's accounting shows none.
+    #[test]
+    fn steal_evidence_follows_silent_stretches_only() {
+        let mut s = SpikeRecord {
+            cpu: 3,
+            at_ns: 5_000_000_000,
+            latency_ns: 2_000_000,
+            causes: vec![],
+            trace_file: None,
+            timeline: vec![],
+            timeline_events: vec![],
+            lanes: None,
+            steal: Some(SpikeSteal {
+                from_ns: 4_500_000_000,
+                window_ns: 1_020_000_000,
+                steal_ns: 10_000_000,
+            }),
+        };
+        let hv = cause(CauseKind::Hypervisor, "timer delivery (idle)");
+        let bare = cause(CauseKind::Unknown, "timer delivery");
+        let task = cause(CauseKind::Task, "lab-hog");
+        let idle = cause(CauseKind::Unknown, "idle while runnable");
+        assert_eq!(
+            cause_evidence(&s, &hv),
+            " [steal 10 ms on CPU 3 in the 1.02 s around it]"
+        );
+        assert_eq!(cause_evidence(&s, &bare), cause_evidence(&s, &hv));
+        assert_eq!(cause_evidence(&s, &task), "");
+        assert_eq!(cause_evidence(&s, &idle), "");
+        s.steal.as_mut().unwrap().steal_ns = 0;
+        assert_eq!(
+            cause_evidence(&s, &hv),
+            " [no steal on CPU 3 in the 1.02 s around it]"
+        );
+        s.steal = None;
+        assert_eq!(cause_evidence(&s, &hv), "");
+    }
 }

@@ -544,6 +544,7 @@ mod tests {
                 at(840_000, Moment::ClockRead),
             ],
             lanes,
+            steal: None,
         }
     }
 

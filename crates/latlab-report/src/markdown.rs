@@ -250,11 +250,12 @@ fn spikes_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
                         .take(3)
                         .map(|c| {
                             format!(
-                                "{} {} ({}){}",
+                                "{} {} ({}){}{}",
                                 latlab_core::trace::attribution::kind_str(c.kind),
                                 c.name,
                                 Human(c.ns),
-                                crate::figures::cause_context(c)
+                                crate::figures::cause_context(c),
+                                crate::figures::cause_evidence(s, c)
                             )
                         })
                         .collect::<Vec<_>>()

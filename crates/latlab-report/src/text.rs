@@ -311,10 +311,11 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
                     format!(
-                        "{kind} {} {}{}",
+                        "{kind} {} {}{}{}",
                         escape(&c.name),
                         Human(c.ns),
-                        crate::figures::cause_context(c)
+                        crate::figures::cause_context(c),
+                        crate::figures::cause_evidence(s, c)
                     )
                 })
                 .collect();

@@ -29,6 +29,7 @@ fn spike(latency_ns: u64, causes: Vec<Cause>) -> SpikeRecord {
         timeline: vec![],
         timeline_events: vec![],
         lanes: None,
+        steal: None,
     }
 }
 

@@ -172,6 +172,7 @@ fn spike(latency_ns: u64, causes: &[(CauseKind, &str, u64)]) -> SpikeRecord {
         timeline: vec![],
         timeline_events: vec![],
         lanes: None,
+        steal: None,
     }
 }
 

@@ -98,6 +98,7 @@ fn record() -> RunRecord {
             timeline: vec![],
             timeline_events: vec![],
             lanes: None,
+            steal: None,
         }],
         trace: None,
         loads: vec![],

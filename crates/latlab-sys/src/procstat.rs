@@ -147,6 +147,26 @@ impl Snapshot {
     }
 }
 
+/// Every CPU's steal time now, in ns, and the CLOCK_MONOTONIC instant of the reading:
+/// `/proc/stat`'s `cpuN` lines, whose ticks are 1/USER_HZ s (`sysconf(_SC_CLK_TCK)`). None
+/// when the file cannot be read.
+pub fn steal_now() -> Option<(u64, Vec<(u32, u64)>)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let at = crate::rt::now_ns();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ns_per_tick = if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    };
+    let v = latlab_core::inventory::stat_steal_per_cpu(&text)
+        .into_iter()
+        .map(|(cpu, ticks)| (cpu, ticks.saturating_mul(ns_per_tick)))
+        .collect();
+    Some((at, v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

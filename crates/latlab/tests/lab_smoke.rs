@@ -120,6 +120,16 @@ fn smoke(test: &str, kernel: &str, model: &str) {
             assert!(sd.join(f).is_file(), "{} missing", sd.join(f).display());
         }
         assert!(!s["causes"].as_array().unwrap().is_empty(), "{s}");
+        // The steal time around it, read from this kernel's /proc/stat (0 under TCG, which
+        // gives the guest no steal clock): the window holds the spike.
+        let e = &s["steal"];
+        let n = |v: &Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("no {k}: {s}"));
+        let (from, window) = (n(e, "from_ns"), n(e, "window_ns"));
+        assert!(
+            from <= n(s, "at_ns") && from + window >= n(s, "at_ns") + n(s, "latency_ns"),
+            "{s}"
+        );
+        assert_eq!(n(e, "steal_ns"), 0, "steal under TCG: {s}");
     }
     assert_eq!(
         g.read("instances-after-run"),

@@ -1369,3 +1369,91 @@ fn the_copier_pins_itself_to_the_cpu_whose_quiet_windows_it_uses() {
         assert_eq!(seen.as_deref(), Some(want.as_str()), "--cpus {cpus}");
     }
 }
+
+/// CPU `cpu`'s steal time now, ns (`/proc/stat`, ticks of 1/USER_HZ).
+fn steal_of(cpu: u32) -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let ticks = latlab_core::inventory::stat_steal_per_cpu(&stat)
+        .into_iter()
+        .find(|&(c, _)| c == cpu)
+        .map(|(_, t)| t)
+        .expect("no steal column for the CPU in /proc/stat");
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    ticks * (1_000_000_000 / hz)
+}
+
+/// A traced run's spikes carry their CPU's steal time around them (`spikes[].steal`, issue 31
+/// §2: the evidence for a "hypervisor" verdict): the window holds the spike, and the steal is
+/// no more than what `/proc/stat` counted on that CPU over the whole run, read before and
+/// after it (the CPU's own counter, not another's or the sum); the text report prints it
+/// after every silent stretch.
+#[test]
+fn traced_spikes_carry_the_steal_of_their_cpu_around_them() {
+    let Some(_g) = support::privileged::guard("trace_steal_evidence") else {
+        return;
+    };
+    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32 - 1;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("r");
+    let before = steal_of(cpu);
+    latlab()
+        .args(["run", "--duration", "3s", "--cpus", &cpu.to_string(), "-q"])
+        // The smallest threshold latlab takes: every wake-up is above it.
+        .args(["--trace-threshold", "1us", "--trace-max-spikes", "4"])
+        .arg("--results")
+        .arg(&results)
+        .assert()
+        .success();
+    let after = steal_of(cpu);
+    let run = support::only_run_dir(&results);
+    let rec = support::read_json(&run.join("run.json"));
+    let spikes: Vec<_> = rec["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["trace_file"].is_string())
+        .collect();
+    assert!(!spikes.is_empty(), "no traced spike");
+    for s in &spikes {
+        let n = |v: &serde_json::Value, k: &str| {
+            v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"))
+        };
+        let e = &s["steal"];
+        let (at, lat) = (n(s, "at_ns"), n(s, "latency_ns"));
+        let (from, window, stolen) = (n(e, "from_ns"), n(e, "window_ns"), n(e, "steal_ns"));
+        assert_eq!(n(s, "cpu"), cpu as u64);
+        assert!(from <= at && from + window >= at + lat, "{s}");
+        assert!(
+            stolen <= after - before,
+            "{stolen} ns of {} ns: {s}",
+            after - before
+        );
+    }
+    eprintln!(
+        "steal on CPU {cpu}: {} ns over the run; the spikes': {:?}",
+        after - before,
+        spikes
+            .iter()
+            .map(|s| (
+                s["steal"]["steal_ns"].as_u64(),
+                s["steal"]["window_ns"].as_u64()
+            ))
+            .collect::<Vec<_>>()
+    );
+    let out = latlab().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The spike lines (`  #001 CPU 1 …`): each silent stretch with its evidence.
+    for l in text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('#') && l.contains("timer delivery"))
+    {
+        let evidence = format!(" on CPU {cpu} in the ");
+        assert_eq!(
+            l.matches("timer delivery").count(),
+            l.matches(&evidence).count(),
+            "{l}"
+        );
+    }
+}

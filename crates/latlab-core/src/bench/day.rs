@@ -135,6 +135,7 @@ fn day_spikes(rng: &mut SplitMix64) -> Vec<SpikeRecord> {
                     .collect(),
                 timeline_events: vec![],
                 lanes: None,
+                steal: None,
             }
         })
         .collect()

@@ -19,7 +19,7 @@ mod spike;
 pub use config::{Machine, RunConfig, Source};
 pub use cpu::{CpuRecord, SampleSpike, ThreadInfo};
 pub use spike::{
-    Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord,
+    Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, SpikeSteal,
     TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS,
 };
 
@@ -510,6 +510,7 @@ mod tests {
             timeline: vec![],
             timeline_events: vec![],
             lanes: None,
+            steal: None,
         };
         let mut r = record();
         r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];

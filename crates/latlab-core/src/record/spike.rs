@@ -194,6 +194,46 @@ pub struct SpikeRecord {
     /// causes. Absent in files written before it existed (reports say "no lane data").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lanes: Option<SpikeLanes>,
+    /// The evidence for or against a stall of the host: the time the hypervisor says it
+    /// stole from the spike's CPU around the spike (`/proc/stat`). Absent when latlab had no
+    /// reading of it (files written before it existed, a kernel without the column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal: Option<SpikeSteal>,
+}
+
+/// Steal time of a spike's CPU between two readings of `/proc/stat` that hold the spike
+/// (run.json `spikes[].steal`): the last one before its intended wake-up and one after it
+/// ended. The kernel counts steal in ticks of 1/USER_HZ (10 ms): a stall shorter than that
+/// may show as 0 or as one tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpikeSteal {
+    /// The first reading, CLOCK_MONOTONIC ns (at or before the spike's `at_ns`).
+    pub from_ns: Nanos,
+    /// From the first reading to the second (which is at or after the spike's end).
+    pub window_ns: Nanos,
+    /// The CPU's steal time in the window.
+    pub steal_ns: Nanos,
+}
+
+impl SpikeSteal {
+    /// `steal 10 ms on CPU 1 in the 130 ms around it`, or `no steal on CPU 1 …`.
+    pub fn describe(&self, cpu: u32) -> String {
+        // Seconds for the window (readings a second apart), whole ms for the ticks.
+        let short = |ns: Nanos| match ns {
+            1_000_000_000.. => format!("{:.2} s", ns as f64 / 1e9),
+            _ if ns.is_multiple_of(1_000_000) => format!("{} ms", ns / 1_000_000),
+            _ => crate::units::Human(ns).to_string(),
+        };
+        let window = short(self.window_ns);
+        if self.steal_ns == 0 {
+            format!("no steal on CPU {cpu} in the {window} around it")
+        } else {
+            format!(
+                "steal {} on CPU {cpu} in the {window} around it",
+                short(self.steal_ns)
+            )
+        }
+    }
 }
 
 /// The most lane segments a spike keeps ([`SpikeLanes::dropped`] counts the shortest left out).

@@ -449,6 +449,7 @@ pub fn spike_record(a: &Analyzed, s: Spike) -> SpikeRecord {
             timeline: vec![a.why.clone()],
             timeline_events: vec![],
             lanes: None,
+            steal: None,
         },
     };
     spike.latency_ns = s.latency_ns;

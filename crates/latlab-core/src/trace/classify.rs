@@ -361,6 +361,7 @@ mod tests {
             timeline: vec![],
             timeline_events: vec![],
             lanes: None,
+            steal: None,
         };
         let rows = summarize(&[
             sp(

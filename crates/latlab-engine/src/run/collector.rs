@@ -19,6 +19,7 @@ use super::backend::Measurement;
 use super::live::Live;
 use super::plan::{ModePlan, Plan, SessionPlan};
 use super::record::{build_record, Measured};
+use super::steal::StealWatch;
 use super::until::Watch;
 use super::Hooks;
 use crate::actions::{Firing, Runner};
@@ -44,6 +45,8 @@ pub(super) struct Collector {
     pub m: Box<dyn Measurement>,
     pub threads: Vec<Arc<measure::ThreadShared>>,
     pub tracer: Option<TraceSession>,
+    /// While tracing: the steal time around each traced spike.
+    steal: Option<StealWatch>,
     pub on_threshold: Runner,
     pub stopped_by: Option<Firing>,
     pub metrics: Option<crate::metrics::Server>,
@@ -67,12 +70,13 @@ pub(super) struct Collector {
 }
 
 impl Collector {
-    /// The collector of a measurement that has just started (`m`), with the recorder, the
-    /// actions and the metrics server (its own thread, reading what the threads publish).
+    /// The collector of a measurement that has just started (`m`), with the recorder and its
+    /// steal readings, the actions and the metrics server (its own thread, reading what the threads publish).
     pub fn new(
         cx: &Ctx,
         m: Box<dyn Measurement>,
         tracer: Option<TraceSession>,
+        steal: Option<StealWatch>,
         metrics: Option<std::net::TcpListener>,
         intervals: bool,
     ) -> anyhow::Result<Collector> {
@@ -106,6 +110,7 @@ impl Collector {
                 total_ns: cx.p.duration_ns,
                 extra: String::new(),
             },
+            steal,
             m,
             threads,
             tracer,
@@ -169,6 +174,9 @@ impl Collector {
         }
         if self.last_second.elapsed() >= Duration::from_secs(1) {
             self.last_second = Instant::now();
+            if let Some(w) = self.steal.as_mut() {
+                w.read();
+            }
             for (t, secs) in self.threads.iter().zip(self.seconds.iter_mut()) {
                 t.drain_seconds(secs);
             }
@@ -277,8 +285,12 @@ impl Collector {
         // marked spike claims the oldest stopped recorder instance.
         self.events.sort_by_key(|e| e.actual_ns);
         let threshold = cx.p.trace_threshold_ns.unwrap_or(u64::MAX);
+        let before = self.spikes.len();
         for e in self.events.iter().filter(|e| e.latency_ns >= threshold) {
             self.spikes.extend(tr.on_spike(e, cx.dir));
+        }
+        if let Some(w) = self.steal.as_mut() {
+            w.attach(&mut self.spikes[before..]);
         }
     }
 

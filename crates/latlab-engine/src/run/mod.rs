@@ -25,6 +25,7 @@ mod live;
 pub mod plan;
 mod prepare;
 mod record;
+mod steal;
 mod until;
 
 use collector::{Collector, Ctx};
@@ -182,6 +183,10 @@ fn start(
         }),
         _ => None,
     };
+    // While tracing real samples, the steal time around each spike: read from before the
+    // measurement starts (a simulation's spikes are not the machine's).
+    let steal = (tracer.is_some() && !no_measure && !cx.rp.backend.generated())
+        .then(steal::StealWatch::new);
     let m = if no_measure {
         backend::idle::Idle::start(p.duration_ns)
     } else {
@@ -206,7 +211,7 @@ fn start(
     // The record's start is the measurement's, after the warm-up.
     s.started_at = rundir::utc_now().0;
     let intervals = !no_measure && !cx.rp.backend.simulated_time(cx.rp.realtime);
-    let c = Collector::new(cx, m, tracer, metrics, intervals)?;
+    let c = Collector::new(cx, m, tracer, steal, metrics, intervals)?;
     Ok((c, profiler))
 }
 

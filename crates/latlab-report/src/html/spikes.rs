@@ -18,11 +18,12 @@ pub(super) fn section(o: &mut String, spikes: &[SpikeRecord]) {
             .take(5)
             .map(|c| {
                 format!(
-                    "{} {} ({}){}",
+                    "{} {} ({}){}{}",
                     latlab_core::trace::attribution::kind_str(c.kind),
                     c.name,
                     Human(c.ns),
-                    crate::figures::cause_context(c)
+                    crate::figures::cause_context(c),
+                    crate::figures::cause_evidence(s, c)
                 )
             })
             .collect();

@@ -78,6 +78,7 @@ impl Sample {
             timeline: Vec::new(),
             timeline_events: self.timeline_events(),
             lanes: Some(self.lanes.clone()),
+            steal: None,
         }
     }
 }
