@@ -241,6 +241,37 @@ fn a_kernel_not_fetched_is_its_own_status() {
     }
 }
 
+/// `job` launched on rt-6.12 with one CPU, `append` on the kernel's command line and a limit
+/// of `timeout_s`, for a test of what the lab does when the launch fails; None (skipped,
+/// saying why) where the lab cannot boot.
+fn launch_to_fail(
+    test: &str,
+    append: Option<&str>,
+    timeout_s: u32,
+    job: &str,
+) -> Option<lab::Launch> {
+    let mut lab = Lab::new("rt-6.12", 1, timeout_s);
+    if let Err(why) = Lab::available(&lab.kernel) {
+        support::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
+        return None;
+    }
+    lab.append = append.map(str::to_string);
+    Some(lab.launch(test, job))
+}
+
+/// A failed launch: its status, its one line on stderr starting with `start`, and nothing
+/// left (no QEMU with its share, no initramfs in its temp directory, no exit status).
+fn failed_cleanly(l: &lab::Launch, status: i32, start: &str) {
+    assert_eq!(l.status, Some(status), "{}", l.stderr);
+    assert_eq!(l.stderr.lines().count(), 1, "{}", l.stderr);
+    assert!(l.stderr.starts_with(start), "{}", l.stderr);
+    let left = lab::processes_mentioning(l.dir.to_str().unwrap());
+    assert!(left.is_empty(), "{left:?}");
+    let tmp: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
+    assert!(tmp.is_empty(), "{tmp:?}");
+    assert!(!l.dir.join("exit").exists());
+}
+
 /// A guest kernel without tracefs (the init's path for it, taken on rt-6.12 with
 /// `lab.hide_tracefs=1`): the job is not run and the lab says why in one line, its own
 /// status, which the lab tests turn into a skip (a failure under
@@ -248,56 +279,32 @@ fn a_kernel_not_fetched_is_its_own_status() {
 #[test]
 fn a_guest_without_tracefs_is_one_line_and_no_job() {
     let test = "a_guest_without_tracefs_is_one_line_and_no_job";
-    let mut lab = Lab::new("rt-6.12", 1, 120);
-    if let Err(why) = Lab::available(&lab.kernel) {
-        support::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
+    let Some(l) = launch_to_fail(test, Some("lab.hide_tracefs=1"), 120, "echo ran >ran\n") else {
         return;
-    }
-    lab.append = Some("lab.hide_tracefs=1".into());
-    let l = lab.launch(test, "echo ran >ran\n");
-    assert_eq!(l.status, Some(lab::EXIT_NO_TRACEFS), "{}", l.stderr);
-    assert_eq!(l.stderr.lines().count(), 1, "{}", l.stderr);
-    assert!(
-        l.stderr
-            .starts_with("kernel-lab: rt-6.12 has no tracefs in its guest (")
-            && l.stderr.contains("job.sh not run"),
-        "{}",
-        l.stderr
+    };
+    failed_cleanly(
+        &l,
+        lab::EXIT_NO_TRACEFS,
+        "kernel-lab: rt-6.12 has no tracefs in its guest (",
     );
+    assert!(l.stderr.contains("job.sh not run"), "{}", l.stderr);
     assert!(!l.dir.join("ran").exists(), "the job ran");
-    assert!(!l.dir.join("exit").exists());
-    let left = lab::processes_mentioning(l.dir.to_str().unwrap());
-    assert!(left.is_empty(), "{left:?}");
-    let tmp: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
-    assert!(tmp.is_empty(), "{tmp:?}");
 }
 
 #[test]
 fn a_hung_guest_is_killed_at_the_limit() {
     let test = "a_hung_guest_is_killed_at_the_limit";
-    let lab = Lab::new("rt-6.12", 1, 10);
-    if let Err(why) = Lab::available(&lab.kernel) {
-        support::cannot_run(test, &format!("the kernel lab cannot boot here: {why}"));
-        return;
-    }
     // 10 s: the limit may strike while the kernel boots or while the script sleeps; either
     // way the guest has not ended in time.
-    let l = lab.launch(test, "echo started\nsleep 3600\n");
-    assert_eq!(l.status, Some(lab::EXIT_HUNG), "{}", l.stderr);
-    assert_eq!(l.stderr.lines().count(), 1, "{}", l.stderr);
-    assert!(
-        l.stderr
-            .starts_with("kernel-lab: guest hung after 10 s (killed), see ")
-            && l.stderr.contains("console.log"),
-        "{}",
-        l.stderr
+    let Some(l) = launch_to_fail(test, None, 10, "echo started\nsleep 3600\n") else {
+        return;
+    };
+    failed_cleanly(
+        &l,
+        lab::EXIT_HUNG,
+        "kernel-lab: guest hung after 10 s (killed), see ",
     );
-    // No QEMU left with this share, no initramfs left in its temp directory, no exit status.
-    let left = lab::processes_mentioning(l.dir.to_str().unwrap());
-    assert!(left.is_empty(), "{left:?}");
-    let tmp: Vec<_> = std::fs::read_dir(&l.tmpdir).unwrap().collect();
-    assert!(tmp.is_empty(), "{tmp:?}");
-    assert!(!l.dir.join("exit").exists());
+    assert!(l.stderr.contains("console.log"), "{}", l.stderr);
     eprintln!(
         "{test}: killed after {:.1} s (the script {} started)",
         l.wall.as_secs_f64(),

@@ -149,14 +149,16 @@ impl CauseContext {
             (self.irqs_off, "IRQs off"),
             (self.lazy_off, "preempt-lazy off"),
         ] {
-            if n > 0 {
-                let of = if parts.is_empty() { events } else { "" };
-                parts.push(
-                    format!("{what} in {n} of {} {of}", self.events)
-                        .trim_end()
-                        .to_string(),
-                );
+            if n == 0 {
+                continue;
             }
+            // The first part names the unit: `preempt off in 3 of 4 events, migrate
+            // disabled in 2 of 4`.
+            parts.push(if parts.is_empty() {
+                format!("{what} in {n} of {} {events}", self.events)
+            } else {
+                format!("{what} in {n} of {}", self.events)
+            });
         }
         if parts.is_empty() {
             format!("preemptible in all {} {events}", self.events)
