@@ -475,12 +475,20 @@ fn rtlas_auto_analysis_and_latlab_name_the_same_culprits() {
     for (aa, ours, culprits) in cases {
         let rc = g.read(&format!("{aa}.rc"));
         let out = g.read(&format!("{aa}.out"));
-        assert_eq!(
-            rc.trim(),
-            "0",
-            "{aa}: {out}{}",
+        // rtla 6.12.117 crashed once (SIGSEGV, status 139) in its teardown, after it had
+        // printed its whole analysis (CI, stop 40): rtla's own defect, not latlab's (upstream
+        // rtla has fixed NULL dereferences on its stop-tracing path since). Its analysis is
+        // read when it is complete (its closing `Thread latency:` line); a crash before
+        // that, or any other status, fails.
+        let complete = out.contains("Thread latency:");
+        let rc = rc.trim();
+        assert!(
+            rc == "0" || (rc == "139" && complete),
+            "{aa}: rtla's status {rc}, its analysis {}:\n{out}{}",
+            if complete { "complete" } else { "incomplete" },
             g.read(&format!("{aa}.err"))
         );
+        let crashed = if rc == "139" { ", rtla crashed at exit" } else { "" };
         assert!(
             out.contains("## CPU 1 hit stop tracing, analyzing it ##"),
             "{aa}: rtla did not stop on CPU 1:\n{out}"
@@ -523,7 +531,7 @@ fn rtlas_auto_analysis_and_latlab_name_the_same_culprits() {
         theirs.dedup();
         let tries = g.read(&format!("{aa}.tries")).matches("== try").count();
         table.push(format!(
-            "| {ours} | {} (try {tries}) | {} |",
+            "| {ours} | {} (try {tries}{crashed}) | {} |",
             theirs.join("; "),
             ll.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
         ));
