@@ -488,7 +488,11 @@ fn rtlas_auto_analysis_and_latlab_name_the_same_culprits() {
             if complete { "complete" } else { "incomplete" },
             g.read(&format!("{aa}.err"))
         );
-        let crashed = if rc == "139" { ", rtla crashed at exit" } else { "" };
+        let crashed = if rc == "139" {
+            ", rtla crashed at exit"
+        } else {
+            ""
+        };
         assert!(
             out.contains("## CPU 1 hit stop tracing, analyzing it ##"),
             "{aa}: rtla did not stop on CPU 1:\n{out}"
