@@ -14,7 +14,6 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let opts = AnalyzeOptions {
         threshold_ns: 0,
-        virtualized: true,
         mode: None,
     };
     let one = format!("{:?}", analyze_text(&text, &opts));

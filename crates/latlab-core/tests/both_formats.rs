@@ -18,7 +18,6 @@ const DIR: &str = concat!(
 fn options(threshold_ns: u64) -> impl Fn(SampleMode) -> AnalyzeOptions {
     move |m| AnalyzeOptions {
         threshold_ns,
-        virtualized: false,
         mode: Some(m),
     }
 }

@@ -27,19 +27,18 @@ pub fn analyze_file(path: &Path, threshold: Option<u64>) -> crate::Result<Analys
 fn analyze(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
     let bytes =
         trace_bytes(path).with_context(|| format!("cannot read trace file {}", path.display()))?;
-    let virtualized = run_is_virtualized(path);
     if bytes.starts_with(latlab_core::trace::tracedat::MAGIC) {
-        return analyze_dat(&bytes, threshold, virtualized)
+        return analyze_dat(&bytes, threshold)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
     }
-    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
+    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold);
     // Valid UTF-8 (the usual case) is checked block by block by the parsing threads and
     // borrowed as it is; anything else is analyzed from a lossy copy.
     let r = match analyze_bytes_parallel(&bytes, Parallel::threads(threads()), opts_for) {
         Some(r) => r,
         None => {
             let text = String::from_utf8_lossy(&bytes);
-            let opts = analyze_options(has_markers(text.as_bytes()), threshold, virtualized);
+            let opts = analyze_options(has_markers(text.as_bytes()), threshold);
             analyze_text_parallel(&text, &opts, Parallel::threads(threads()))
         }
     };
@@ -55,11 +54,7 @@ fn analyze(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
 
 /// A trace-cmd file: its pages decoded with its own layout (header and format files), every
 /// CPU merged in time order, and analyzed as the recorder does.
-fn analyze_dat(
-    bytes: &[u8],
-    threshold: Option<u64>,
-    virtualized: bool,
-) -> anyhow::Result<Analysis> {
+fn analyze_dat(bytes: &[u8], threshold: Option<u64>) -> anyhow::Result<Analysis> {
     use latlab_core::trace::raw::decoder_for;
     use latlab_core::trace::tracedat;
     let dat = tracedat::read(bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -67,7 +62,7 @@ fn analyze_dat(
         anyhow::anyhow!("{e} (latlab analyze reads the layouts latlab records; trace-cmd report -i FILE gives text that it reads)")
     })?;
     // Streamed: each event decoded where it lies in the pages and fed to the analyzer at once.
-    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold, virtualized);
+    let opts_for = |m| analyze_options(m == SampleMode::Markers, threshold);
     let (mut a, (bad_pages, unknown)) =
         latlab_core::trace::raw::analyze_dat(&dec, &dat, comms, opts_for)
             .map_err(|e| anyhow::anyhow!("{e}"))?
@@ -124,7 +119,7 @@ fn threads() -> usize {
 
 /// The command's defaults: markers when the trace has them (threshold 0: every marked sample
 /// is a spike the run already judged), else every RT wake-up above the default threshold.
-fn analyze_options(has_markers: bool, threshold: Option<u64>, virtualized: bool) -> AnalyzeOptions {
+fn analyze_options(has_markers: bool, threshold: Option<u64>) -> AnalyzeOptions {
     let mode = if has_markers {
         SampleMode::Markers
     } else {
@@ -137,26 +132,6 @@ fn analyze_options(has_markers: bool, threshold: Option<u64>, virtualized: bool)
     });
     AnalyzeOptions {
         threshold_ns,
-        virtualized,
         mode: Some(mode),
     }
-}
-
-/// A trace inside a run directory (`RUN/spikes/NNN/trace.txt`) knows whether its machine was
-/// virtual; anywhere else we do not, and silent gaps stay `unknown`.
-fn run_is_virtualized(trace: &Path) -> bool {
-    let Some(run) = trace
-        .parent()
-        .and_then(|p| p.parent())
-        .and_then(|p| p.parent())
-    else {
-        return false;
-    };
-    let Ok(b) = crate::rundir::read_run_json(&run.join("run.json")) else {
-        return false;
-    };
-    serde_json::from_slice::<serde_json::Value>(&b)
-        .ok()
-        .and_then(|v| v["machine"]["virtualized"].as_bool())
-        .unwrap_or(false)
 }

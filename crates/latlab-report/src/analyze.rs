@@ -130,7 +130,6 @@ mod tests {
         );
         let opts = AnalyzeOptions {
             threshold_ns: 100_000,
-            virtualized: false,
             mode: Some(SampleMode::Wakeups),
         };
         analyze_text(&text, &opts).unwrap()

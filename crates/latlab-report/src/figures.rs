@@ -141,18 +141,16 @@ pub fn cause_context(c: &latlab_core::record::Cause) -> String {
         .unwrap_or_default()
 }
 
-/// The evidence for a silent stretch (`hypervisor`, or a `timer delivery` the trace does not
-/// explain): the steal time of the spike's CPU around it, as ` [steal 10 ms on CPU 1 in the
-/// 1.02 s around it]` (empty for other causes or a record without it).
+/// The evidence for a silent stretch (a `silent gap`, `hypervisor` when the steal time shows
+/// the host took the CPU, else `unknown`; `timer delivery` in older records): the steal time
+/// of the spike's CPU around it, as ` [steal 10 ms on CPU 1 in the 1.02 s around it]` (empty
+/// for other causes or a record without it).
 pub fn cause_evidence(
     s: &latlab_core::record::SpikeRecord,
     c: &latlab_core::record::Cause,
 ) -> String {
-    use latlab_core::record::CauseKind;
-    let silent = c.kind == CauseKind::Hypervisor
-        || (c.kind == CauseKind::Unknown && c.name.starts_with("timer delivery"));
     match s.steal {
-        Some(e) if silent => format!(" [{}]", e.describe(s.cpu)),
+        Some(e) if c.is_silent() => format!(" [{}]", e.describe(s.cpu)),
         _ => String::new(),
     }
 }
@@ -278,8 +276,9 @@ mod tests {
                 steal_ns: 10_000_000,
             }),
         };
-        let hv = cause(CauseKind::Hypervisor, "timer delivery (idle)");
-        let bare = cause(CauseKind::Unknown, "timer delivery");
+        let hv = cause(CauseKind::Hypervisor, "silent gap (idle)");
+        let bare = cause(CauseKind::Unknown, "silent gap");
+        let older = cause(CauseKind::Hypervisor, "timer delivery");
         let task = cause(CauseKind::Task, "lab-hog");
         let idle = cause(CauseKind::Unknown, "idle while runnable");
         assert_eq!(
@@ -287,6 +286,7 @@ mod tests {
             " [steal 10 ms on CPU 3 in the 1.02 s around it]"
         );
         assert_eq!(cause_evidence(&s, &bare), cause_evidence(&s, &hv));
+        assert_eq!(cause_evidence(&s, &older), cause_evidence(&s, &hv));
         assert_eq!(cause_evidence(&s, &task), "");
         assert_eq!(cause_evidence(&s, &idle), "");
         s.steal.as_mut().unwrap().steal_ns = 0;

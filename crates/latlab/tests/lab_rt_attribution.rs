@@ -62,7 +62,7 @@ chrt -f -p 50 "$irq"
 # The injectors below delay the measuring thread by 20-30 ms, above most of TCG's own stalls
 # (seen up to 17 ms under a loaded host). Every spike of the 2 s over 15 ms is traced (at most
 # 400/3 fit): CI's host, loaded, stalled the guest's CPU over 15 ms often enough that a budget
-# of 8 spikes went to those stalls alone (`timer delivery (idle)`) and no burst was traced.
+# of 8 spikes went to those stalls alone (`silent gap (idle)`) and no burst was traced.
 # 2. A FIFO 97 hog on the measured CPU, 25 ms bursts.
 traced hog 15ms 140 lab_inject hog 1 97 25000 60 3 /lab/hog.log
 # 3. Priority inheritance: held 25 ms.

@@ -468,7 +468,6 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         &text,
         &AnalyzeOptions {
             threshold_ns: 0,
-            virtualized: tracefs::virtualized(),
             mode: Some(SampleMode::Markers),
         },
     )
@@ -891,7 +890,6 @@ fn net_rx_pieces(text: &str, cpu: usize) -> Vec<(u64, u64)> {
 fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
     use latlab_core::record::CauseKind;
     use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
-    use latlab_sys::tracefs;
 
     let Some(_g) = latlab_sys::privileged::guard("ground_truth_loopback_net_rx_softirq") else {
         return;
@@ -911,7 +909,6 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
         &text,
         &AnalyzeOptions {
             threshold_ns: 0,
-            virtualized: tracefs::virtualized(),
             mode: Some(SampleMode::Wakeups),
         },
     )
@@ -1386,8 +1383,9 @@ fn steal_of(cpu: u32) -> u64 {
 /// A traced run's spikes carry their CPU's steal time around them (`spikes[].steal`, issue 31
 /// §2: the evidence for a "hypervisor" verdict): the window holds the spike, and the steal is
 /// no more than what `/proc/stat` counted on that CPU over the whole run, read before and
-/// after it (the CPU's own counter, not another's or the sum); the text report prints it
-/// after every silent stretch.
+/// after it (the CPU's own counter, not another's or the sum); its silent gaps are the
+/// host's exactly when that steal holds them; the text report prints it after every silent
+/// stretch.
 #[test]
 fn traced_spikes_carry_the_steal_of_their_cpu_around_them() {
     let Some(_g) = support::privileged::guard("trace_steal_evidence") else {
@@ -1429,6 +1427,23 @@ fn traced_spikes_carry_the_steal_of_their_cpu_around_them() {
             "{stolen} ns of {} ns: {s}",
             after - before
         );
+        // The verdict on its silent gaps follows that evidence: the host's only when the
+        // steal holds them all, within /proc/stat's 10 ms tick.
+        let silent: Vec<&serde_json::Value> = s["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["name"].as_str().unwrap().starts_with("silent gap"))
+            .collect();
+        let total: u64 = silent.iter().map(|c| n(c, "ns")).sum();
+        let want = if stolen > 0 && stolen + 10_000_000 >= total {
+            "hypervisor"
+        } else {
+            "unknown"
+        };
+        for c in silent {
+            assert_eq!(c["kind"], want, "{s}");
+        }
     }
     eprintln!(
         "steal on CPU {cpu}: {} ns over the run; the spikes': {:?}",
@@ -1447,11 +1462,11 @@ fn traced_spikes_carry_the_steal_of_their_cpu_around_them() {
     // The spike lines (`  #001 CPU 1 …`): each silent stretch with its evidence.
     for l in text
         .lines()
-        .filter(|l| l.trim_start().starts_with('#') && l.contains("timer delivery"))
+        .filter(|l| l.trim_start().starts_with('#') && l.contains("silent gap"))
     {
         let evidence = format!(" on CPU {cpu} in the ");
         assert_eq!(
-            l.matches("timer delivery").count(),
+            l.matches("silent gap").count(),
             l.matches(&evidence).count(),
             "{l}"
         );

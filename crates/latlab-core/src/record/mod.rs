@@ -20,7 +20,7 @@ pub use config::{Machine, RunConfig, Source};
 pub use cpu::{CpuRecord, SampleSpike, ThreadInfo};
 pub use spike::{
     Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, SpikeSteal,
-    TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS,
+    TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS, SILENT_GAP, SILENT_GAP_IDLE, STEAL_TICK_NS,
 };
 
 pub const SCHEMA_VERSION: u32 = 1;

@@ -238,6 +238,61 @@ impl SpikeSteal {
     }
 }
 
+/// The name of a stretch before the thread's wake-up in which the trace shows nothing on the
+/// CPU while a task ran (no event, IRQs not seen off): the host, an SMI, or something the
+/// events do not cover. [`SILENT_GAP_IDLE`] when the CPU was idle.
+pub const SILENT_GAP: &str = "silent gap";
+/// [`SILENT_GAP`] from idle: the timer's interrupt did not come while the CPU idled.
+pub const SILENT_GAP_IDLE: &str = "silent gap (idle)";
+/// `/proc/stat` counts steal in ticks of 1/USER_HZ: 10 ms.
+pub const STEAL_TICK_NS: Nanos = 10_000_000;
+
+impl Cause {
+    /// A silent stretch: [`SILENT_GAP`] or [`SILENT_GAP_IDLE`], or `timer delivery` in
+    /// records written before those names.
+    pub fn is_silent(&self) -> bool {
+        matches!(self.kind, CauseKind::Unknown | CauseKind::Hypervisor)
+            && (self.name.starts_with(SILENT_GAP) || self.name.starts_with("timer delivery"))
+    }
+}
+
+impl SpikeRecord {
+    /// The verdict on its silent stretches from the evidence outside the trace: `hypervisor`
+    /// when the host stole time from the spike's CPU around the spike, enough to hold all of
+    /// them (within the counter's 10 ms tick); else `unknown`, a silent gap. The trace alone
+    /// never says `hypervisor`. The causes and the lanes change together; a record without
+    /// the evidence is left as it is.
+    pub fn judge_silent(&mut self) {
+        let Some(e) = self.steal else { return };
+        let silent: Nanos = self
+            .causes
+            .iter()
+            .filter(|c| c.is_silent())
+            .map(|c| c.ns)
+            .sum();
+        if silent == 0 {
+            return;
+        }
+        let kind = if e.steal_ns > 0 && e.steal_ns.saturating_add(STEAL_TICK_NS) >= silent {
+            CauseKind::Hypervisor
+        } else {
+            CauseKind::Unknown
+        };
+        for c in self.causes.iter_mut().filter(|c| c.is_silent()) {
+            c.kind = kind;
+        }
+        if let Some(l) = self.lanes.as_mut() {
+            for g in &mut l.segments {
+                let silent = matches!(g.cause, CauseKind::Unknown | CauseKind::Hypervisor)
+                    && (g.name.starts_with(SILENT_GAP) || g.name.starts_with("timer delivery"));
+                if silent {
+                    g.cause = kind;
+                }
+            }
+        }
+    }
+}
+
 /// The most lane segments a spike keeps ([`SpikeLanes::dropped`] counts the shortest left out).
 pub const MAX_LANE_SEGMENTS: usize = 256;
 
@@ -261,7 +316,8 @@ pub struct LaneSegment {
     /// The cause it was charged to (`causes[].kind`).
     pub cause: CauseKind,
     /// The cause's name (`causes[].name`): the IRQ, softirq or task, `switch-to-user (…)` for
-    /// the measuring thread, `timer delivery` for a stall.
+    /// the measuring thread, `silent gap` for a stall (`timer delivery` in files written
+    /// before that name).
     pub name: String,
     /// The task's pid (0 for interrupt contexts and stalls).
     #[serde(default)]
@@ -285,7 +341,8 @@ pub enum Lane {
     Task,
     /// The measuring thread itself, from its switch-in.
     Measuring,
-    /// Nothing in the trace explains the time (timer delivery silent, idle while runnable).
+    /// Nothing in the trace explains the time (a silent gap before the wake-up that the steal
+    /// time does not show to be the host's, idle while runnable).
     Stall,
     /// A lane a later latlab knows (kept, drawn without a name).
     #[serde(other)]
@@ -355,4 +412,110 @@ pub struct TimelineTask {
     pub comm: String,
     pub pid: i64,
     pub prio: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(kind: CauseKind, name: &str, ns: Nanos) -> Cause {
+        Cause {
+            kind,
+            name: name.into(),
+            pid: 0,
+            prio: 0,
+            ns,
+            context: None,
+        }
+    }
+
+    /// A 30 ms spike: a 25 ms silent gap from idle, 3 ms of another silent gap, 2 ms of a hog;
+    /// its lanes the same stretches.
+    fn spike(steal_ns: Option<Nanos>) -> SpikeRecord {
+        let seg = |cause, name: &str, start_ns, end_ns| LaneSegment {
+            cpu: 1,
+            lane: Lane::Stall,
+            cause,
+            name: name.into(),
+            pid: 0,
+            start_ns,
+            end_ns,
+        };
+        SpikeRecord {
+            cpu: 1,
+            at_ns: 1_000_000_000,
+            latency_ns: 30_000_000,
+            causes: vec![
+                cause(CauseKind::Unknown, SILENT_GAP_IDLE, 25_000_000),
+                cause(CauseKind::Unknown, SILENT_GAP, 3_000_000),
+                cause(CauseKind::Task, "hog", 2_000_000),
+            ],
+            trace_file: None,
+            timeline: vec![],
+            timeline_events: vec![],
+            lanes: Some(SpikeLanes {
+                segments: vec![
+                    seg(CauseKind::Unknown, SILENT_GAP_IDLE, 0, 25_000_000),
+                    seg(CauseKind::Unknown, SILENT_GAP, 25_000_000, 28_000_000),
+                    seg(CauseKind::Task, "hog", 28_000_000, 30_000_000),
+                ],
+                dropped: 0,
+            }),
+            steal: steal_ns.map(|steal_ns| SpikeSteal {
+                from_ns: 500_000_000,
+                window_ns: 1_000_000_000,
+                steal_ns,
+            }),
+        }
+    }
+
+    fn kinds(s: &SpikeRecord) -> (Vec<CauseKind>, Vec<CauseKind>) {
+        let lanes = s.lanes.as_ref().unwrap();
+        (
+            s.causes.iter().map(|c| c.kind).collect(),
+            lanes.segments.iter().map(|g| g.cause).collect(),
+        )
+    }
+
+    #[test]
+    fn silent_gaps_are_the_hosts_only_when_its_steal_can_hold_them() {
+        use CauseKind::{Hypervisor as H, Task as T, Unknown as U};
+        // 28 ms silent: 20 ms of steal holds it within the 10 ms tick, 10 ms does not; no
+        // steal, or no reading, never makes it the host's.
+        for (steal, want) in [
+            (Some(20_000_000), H),
+            (Some(30_000_000), H),
+            (Some(10_000_000), U),
+            (Some(0), U),
+            (None, U),
+        ] {
+            let mut s = spike(steal);
+            s.judge_silent();
+            assert_eq!(
+                kinds(&s),
+                (vec![want, want, T], vec![want, want, T]),
+                "{steal:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_older_records_hypervisor_verdict_is_judged_too_and_no_evidence_leaves_it() {
+        let older = |steal| {
+            let mut s = spike(steal);
+            s.causes[0] = cause(CauseKind::Hypervisor, "timer delivery (idle)", 25_000_000);
+            s.causes[1] = cause(CauseKind::Hypervisor, "timer delivery", 3_000_000);
+            s
+        };
+        let mut s = older(Some(0));
+        s.judge_silent();
+        assert_eq!(s.causes[0].kind, CauseKind::Unknown);
+        assert_eq!(s.causes[1].kind, CauseKind::Unknown);
+        let mut s = older(None);
+        s.judge_silent();
+        assert_eq!(s.causes[0].kind, CauseKind::Hypervisor);
+        // Other unknowns (idle while runnable) are not silent stretches.
+        assert!(!cause(CauseKind::Unknown, "idle while runnable", 1).is_silent());
+        assert!(!cause(CauseKind::Task, SILENT_GAP, 1).is_silent());
+    }
 }

@@ -76,8 +76,6 @@ pub struct Pages<'a> {
     /// CPU's spike): one with its times is placed after its CPU's last event, from the thread
     /// that armed its timer for the intended time.
     pub place_marker: bool,
-    /// The machine is a guest (a silent gap may be the hypervisor's).
-    pub virtualized: bool,
     pub render: Render<'a>,
     /// The name of a pid the pages' scheduler events do not name (a task running since before
     /// the buffer's start): the recorder reads `/proc/PID/comm`. None: shown as `<...>`.
@@ -126,10 +124,9 @@ pub struct Analyzed {
 }
 
 /// The analysis a spike's capture gets: every sample ends at a latlab marker.
-fn options(virtualized: bool) -> AnalyzeOptions {
+fn options() -> AnalyzeOptions {
     AnalyzeOptions {
         threshold_ns: 0,
-        virtualized,
         mode: Some(SampleMode::Markers),
     }
 }
@@ -159,13 +156,13 @@ fn outcome(analysis: Result<Analysis, ParseError>, spike: Spike, mut counts: Cou
 
 /// A spike's capture as the kernel's text (`per_cpu/cpuN/trace`, when the recorder cannot read
 /// binary pages), analyzed.
-pub fn analyze_kernel_text(text: &str, spike: Spike, virtualized: bool) -> Analyzed {
+pub fn analyze_kernel_text(text: &str, spike: Spike) -> Analyzed {
     let counts = Counts {
         read_as: "text",
         bytes: text.len() as u64,
         ..Counts::default()
     };
-    let analysis = crate::trace::parallel::analyze_text(text, &options(virtualized));
+    let analysis = crate::trace::parallel::analyze_text(text, &options());
     outcome(analysis, spike, counts)
 }
 
@@ -223,7 +220,7 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
         .iter()
         .filter_map(|m| Some((m.before, cpu, m.events?)))
         .collect();
-    let opts = options(c.virtualized);
+    let opts = options();
     // The spike as its marker says it (a placed timerlat marker has the timer's expiry).
     let mut spike = c.spike;
     let analysis = if c.place_marker {

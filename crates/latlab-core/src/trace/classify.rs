@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::pid_map::PidMap;
-use crate::record::{Cause, CauseKind, SpikeRecord};
+use crate::record::{Cause, CauseKind, SpikeRecord, SILENT_GAP, SILENT_GAP_IDLE};
 use crate::units::Nanos;
 
 /// The contract's name of a cause kind: [`CauseKind::as_str`], the one table of names (run.json
@@ -56,7 +56,8 @@ pub(super) struct Waiter<'w, 'a> {
 
 /// The cause a stretch of time on the CPU is charged to, for one open window: the innermost
 /// interrupt context; else, before the thread's wake-up, timer delivery (IRQs off in a task,
-/// or a silent gap: hypervisor on a VM, else unknown); after it, the task that kept the CPU
+/// or a silent gap: `unknown`, which only the steal time around the spike turns into
+/// `hypervisor`, never the trace alone); after it, the task that kept the CPU
 /// (`task` when it had the right to, `preempt_off` when it had a lower priority); the thread
 /// itself after its switch-in (its way back to user space).
 pub(super) fn classify<'a>(
@@ -64,16 +65,10 @@ pub(super) fn classify<'a>(
     stack: &[Ctx<'a>],
     current: &Option<Cur<'a>>,
     irqs_off: bool,
-    virtualized: bool,
 ) -> Key<'a> {
     if let Some(c) = stack.last() {
         return (c.kind, c.name.clone(), c.task.0, c.task.1);
     }
-    let silent = if virtualized {
-        CauseKind::Hypervisor
-    } else {
-        CauseKind::Unknown
-    };
     let Some(cur) = current else {
         return (CauseKind::Unknown, Cow::Borrowed("unknown task"), 0, 0);
     };
@@ -88,12 +83,12 @@ pub(super) fn classify<'a>(
     }
     if !w.woken {
         if cur.pid == 0 {
-            return (silent, Cow::Borrowed("timer delivery (idle)"), 0, 0);
+            return (CauseKind::Unknown, Cow::Borrowed(SILENT_GAP_IDLE), 0, 0);
         }
         if irqs_off {
             return (CauseKind::IrqOff, cur.comm.clone(), cur.pid, cur.prio);
         }
-        return (silent, Cow::Borrowed("timer delivery"), 0, 0);
+        return (CauseKind::Unknown, Cow::Borrowed(SILENT_GAP), 0, 0);
     }
     if cur.pid == 0 {
         return (

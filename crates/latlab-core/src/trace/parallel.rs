@@ -343,7 +343,6 @@ mod tests {
         let lines: Vec<&str> = base.split_inclusive('\n').collect();
         let opts = AnalyzeOptions {
             threshold_ns: 0,
-            virtualized: true,
             mode: None,
         };
         let whole = |t: &str| format!("{:?}", analyze_text(t, &opts));
@@ -383,7 +382,6 @@ mod tests {
         ];
         let opts = AnalyzeOptions {
             threshold_ns: 0,
-            virtualized: true,
             mode: None,
         };
         // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names

@@ -126,7 +126,6 @@ impl Running {
             pages: &pages,
             spike: s,
             place_marker: place,
-            virtualized: self.common.virtualized,
             render: Render::Later,
             comm_of: &proc_comm,
         });

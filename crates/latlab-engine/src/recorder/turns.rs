@@ -254,7 +254,6 @@ impl Turns {
             pages: &pages,
             spike: s,
             place_marker: false,
-            virtualized: self.common.virtualized,
             render: Render::Now(self.common.dat_layout(p.slot)),
             comm_of: &proc_comm,
         });
@@ -282,7 +281,7 @@ impl Turns {
         // Not re-armed yet (no standby was free): the instance just cleared takes over.
         self.poll();
         let t_dec = Instant::now();
-        let a = capture::analyze_kernel_text(&text, s, self.common.virtualized);
+        let a = capture::analyze_kernel_text(&text, s);
         a.counts.apply(cap);
         cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
         a
@@ -333,7 +332,6 @@ impl Turns {
             pages,
             spike: s,
             place_marker: true,
-            virtualized: self.common.virtualized,
             render: Render::Now(self.common.dat_layout(last.slot)),
             comm_of: &proc_comm,
         });

@@ -51,7 +51,8 @@ impl StealWatch {
         self.readings.push_back((at, all));
     }
 
-    /// Sets each record's `steal` from a fresh reading (None where no reading holds it).
+    /// Sets each record's `steal` from a fresh reading (None where no reading holds it), and
+    /// judges its silent stretches by it ([`SpikeRecord::judge_silent`]).
     pub fn attach(&mut self, spikes: &mut [SpikeRecord]) {
         if spikes.is_empty() {
             return;
@@ -59,6 +60,7 @@ impl StealWatch {
         self.read();
         for s in spikes {
             s.steal = self.evidence(s);
+            s.judge_silent();
         }
     }
 
@@ -85,6 +87,7 @@ impl StealWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latlab_core::record::CauseKind;
     use std::cell::Cell;
 
     thread_local! {
@@ -120,7 +123,21 @@ mod tests {
         // The spike starts after the second reading: the window starts there.
         NOW.with(|n| n.set((3_500, 80)));
         let mut s = [spike(1, 2_500, 900), spike(1, 500, 10), spike(7, 2_500, 10)];
+        let gap = |ns| latlab_core::record::Cause {
+            kind: CauseKind::Unknown,
+            name: latlab_core::record::SILENT_GAP.into(),
+            pid: 0,
+            prio: 0,
+            ns,
+            context: None,
+        };
+        s[0].causes = vec![gap(900)];
+        s[1].causes = vec![gap(10)];
         w.attach(&mut s);
+        // Each spike is judged by its evidence: steal that holds its silent gap makes it the
+        // host's; without evidence it stays a silent gap.
+        assert_eq!(s[0].causes[0].kind, CauseKind::Hypervisor);
+        assert_eq!(s[1].causes[0].kind, CauseKind::Unknown);
         assert_eq!(
             s[0].steal,
             Some(SpikeSteal {

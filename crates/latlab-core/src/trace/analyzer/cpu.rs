@@ -56,7 +56,7 @@ impl<'a> CpuState<'a> {
     /// per open window ([`classify`]), and note whether this event shows IRQs off in task
     /// context (evidence for the next stretch).
     #[inline]
-    pub(super) fn charge(&mut self, ev: &Event<'a>, t: Nanos, mode: SampleMode, virtualized: bool) {
+    pub(super) fn charge(&mut self, ev: &Event<'a>, t: Nanos, mode: SampleMode) {
         let evidence = self.task_irqs_off
             || (ev.flags.irqs_off
                 && !ev.flags.hardirq
@@ -86,7 +86,7 @@ impl<'a> CpuState<'a> {
                     prio: w.prio,
                     woken: w.woken.is_some(),
                 };
-                let key = classify(&waiter, stack, current, evidence, virtualized);
+                let key = classify(&waiter, stack, current, evidence);
                 // The measuring thread's own way back to user space is no culprit: an IRQ
                 // right after its switch-in finds the scheduler's preempt-off tail.
                 let culprit = in_context && key.2 != w.pid;

@@ -11,8 +11,10 @@
 //!   so nested contexts count net of their children;
 //! - before τ's wake-up (timer *delivery*): the CPU was idle or a task ran while the timer IRQ
 //!   did not come. With evidence of IRQs off in task context that is `irq_off` (the task);
-//!   otherwise tracepoints cannot tell a hypervisor stall from an IRQ-off region, so it is
-//!   `hypervisor` on a virtual machine, else `unknown`, named "timer delivery";
+//!   otherwise tracepoints cannot tell a stall of the host from an SMI or an IRQ-off region
+//!   left untraced, so it is `unknown`, named "silent gap" ("silent gap (idle)" from idle).
+//!   Only evidence from outside the trace makes it `hypervisor`: the CPU's steal time around
+//!   the spike ([`SpikeRecord::judge_silent`](crate::record::SpikeRecord::judge_silent));
 //! - between wake-up and switch-in: the task on the CPU. A task of higher (or equal RT)
 //!   priority is a legitimate `task`; one of lower priority kept the CPU although τ was
 //!   runnable — a non-preemptible section — so `preempt_off`, named after it;
@@ -65,8 +67,6 @@ pub enum SampleMode {
 pub struct AnalyzeOptions {
     /// Samples at or above this latency are spikes (kept with their causes).
     pub threshold_ns: Nanos,
-    /// The machine is a VM: silent gaps in timer delivery are hypervisor stalls.
-    pub virtualized: bool,
     /// None: markers if the trace has any, else wake-ups.
     pub mode: Option<SampleMode>,
 }
@@ -230,7 +230,7 @@ impl<'a> Analyzer<'a> {
             }
             _ => ev.ts,
         };
-        st.charge(ev, t, self.mode, self.opts.virtualized);
+        st.charge(ev, t, self.mode);
 
         let mut finished: Vec<(Window<'a>, Option<MarkerEnd>)> = Vec::new();
         match &ev.kind {

@@ -110,11 +110,10 @@ impl B {
         );
         self.push(ts, TAU, "....1", EventKind::Marker { text: text.into() })
     }
-    fn run(&self, virtualized: bool, mode: SampleMode) -> Analysis {
+    fn run(&self, mode: SampleMode) -> Analysis {
         let mut a = Analyzer::new(
             AnalyzeOptions {
                 threshold_ns: 0,
-                virtualized,
                 mode: Some(mode),
             },
             mode,
@@ -158,7 +157,7 @@ fn a_thread_preempted_between_its_clock_read_and_its_marker_keeps_its_causes() {
     );
     b.switch(E + 900_000, hi, task("tau", TAU, 19))
         .marker(E + 901_000, E + 509_000);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
     let s = &a.spikes[0];
     assert_eq!(s.latency_ns, 509_000);
@@ -221,7 +220,7 @@ fn a_preempt_off_cause_carries_the_flags_of_its_section() {
         b.push(at, TAU, "d.h1.", kind);
     }
     b.marker(E + 510_000, E + 509_000);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     let s = &a.spikes[0];
     let own = s
         .causes
@@ -268,11 +267,11 @@ fn preempt_off_irq_delivery_and_return() {
         .timer_irq(E + 5_000, E + 8_000, 200)
         .switch(E + 508_000, x.clone(), task("tau", TAU, 19))
         .marker(E + 510_000, E + 509_000);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     assert_eq!(a.spikes.len(), 1);
     let s = &a.spikes[0];
     assert_eq!(s.latency_ns, 509_000);
-    assert_eq!(find(s, CauseKind::Unknown, "timer delivery"), 5_000);
+    assert_eq!(find(s, CauseKind::Unknown, "silent gap"), 5_000);
     assert_eq!(find(s, CauseKind::Irq, "local_timer"), 3_000);
     assert_eq!(find(s, CauseKind::PreemptOff, "x"), 500_000);
     // Switch-in → clock read, with the marker's own 1 µs removed.
@@ -305,7 +304,7 @@ fn higher_priority_task_is_a_task_cause() {
         .timer_irq(E, E + 2_000, 300)
         .switch(E + 302_000, y, task("tau", TAU, 19))
         .switch(E + 310_000, task("tau", TAU, 19), x);
-    let a = b.run(false, SampleMode::Wakeups);
+    let a = b.run(SampleMode::Wakeups);
     let s = &a.spikes[0];
     assert_eq!(s.latency_ns, 302_000);
     assert_eq!(find(s, CauseKind::Task, "rt-hog"), 300_000);
@@ -387,7 +386,7 @@ fn the_measuring_thread_is_one_cause_under_its_last_name_and_prio() {
         .timer_irq(E + 10_000, E + 11_000, 200)
         .switch(E + 20_000, x, task("latlab-cpu1", TAU, 19))
         .marker(E + 25_000, E + 25_000);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     let s = &a.spikes[0];
     let own: Vec<&Cause> = s.causes.iter().filter(|c| c.pid == TAU).collect();
     assert_eq!(own.len(), 1, "{:#?}", s.causes);
@@ -446,7 +445,7 @@ fn a_threaded_irq_is_named_by_its_hard_part_and_its_thread() {
             .timer_irq(E + 4_000, E + 5_000, 152)
             .switch(E + 50_000, it, task("tau", TAU, 19))
             .marker(E + 52_000, E + 52_000);
-        let s = &b.run(false, SampleMode::Markers).spikes[0];
+        let s = &b.run(SampleMode::Markers).spikes[0];
         assert_eq!(find(s, CauseKind::Irq, "IRQ 4 (ttyS0) hard part"), 2_000);
         let name = format!("IRQ 4 (ttyS0) thread irq/4-ttyS0, {place}");
         // From τ's wake-up (before it, the late timer is delivery) to its switch-in.
@@ -475,7 +474,7 @@ fn an_irq_without_a_thread_keeps_its_name() {
         .push(E + 2_500, 200, "d.h..", EventKind::IrqExit { irq: 4 })
         .timer_irq(E + 4_000, E + 5_000, 200)
         .switch(E + 6_000, x, task("tau", TAU, 19));
-    let s = &b.run(false, SampleMode::Wakeups).spikes[0];
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert_eq!(find(s, CauseKind::Irq, "ttyS0"), 2_000);
 }
 
@@ -512,7 +511,7 @@ fn a_lock_owner_boosted_by_priority_inheritance_is_named_so() {
         )
         .switch(E + 31_000, task("pi-low", 301, 2), task("tau", TAU, 19))
         .marker(E + 33_000, E + 33_000);
-    let s = &b.run(false, SampleMode::Markers).spikes[0];
+    let s = &b.run(SampleMode::Markers).spikes[0];
     let name = "pi-low (lock owner boosted by priority inheritance from normal prio 120 to FIFO 97, waiter pi-high 300)";
     assert_eq!(find(s, CauseKind::Task, name), 28_000, "{:#?}", s.causes);
     let c = s.causes.iter().find(|c| c.name == name).unwrap();
@@ -526,7 +525,7 @@ fn a_lock_owner_boosted_by_priority_inheritance_is_named_so() {
 fn softirq_with_nested_hardirq_is_net_of_children() {
     let (x, mut b) = net_rx_with_a_nested_irq();
     b.switch(E + 41_000, x, task("tau", TAU, 19));
-    let a = b.run(false, SampleMode::Wakeups);
+    let a = b.run(SampleMode::Wakeups);
     let s = &a.spikes[0];
     // The softirq ran in x's context: named with it, its pid and prio the cause's.
     assert_eq!(find(s, CauseKind::Softirq, "NET_RX (in x)"), 36_000);
@@ -557,7 +556,7 @@ fn nmi_time_is_taken_from_what_it_interrupted() {
         },
     )
     .switch(E + 60_000, x, task("tau", TAU, 19));
-    let s = &b.run(false, SampleMode::Wakeups).spikes[0];
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert_eq!(find(s, CauseKind::Nmi, "perf_event_nmi_handler"), 20_000);
     assert_eq!(find(s, CauseKind::PreemptOff, "x"), 39_000);
     assert_eq!(s.explained_ns(), 60_000);
@@ -579,24 +578,25 @@ fn irq_off_task_delays_delivery() {
     )
     .timer_irq(E + 40_000, E + 41_000, 200)
     .switch(E + 41_000, x, task("tau", TAU, 19));
-    let s = &b.run(true, SampleMode::Wakeups).spikes[0];
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert_eq!(find(s, CauseKind::IrqOff, "x"), 40_000);
     assert_eq!(s.causes[0].pid, 200);
 }
 
+/// The trace alone never says `hypervisor`: a gap with no event is a silent gap, `unknown`
+/// (only the steal time around the spike, outside the trace, can make it the host's).
 #[test]
-fn silent_gap_is_hypervisor_on_a_vm_and_unknown_elsewhere() {
-    for (virt, kind) in [(true, CauseKind::Hypervisor), (false, CauseKind::Unknown)] {
-        let idle = task("swapper/1", 0, 120);
-        let mut b = B::new();
-        b.sleep(idle.clone())
-            .timer_irq(E + 2_000_000, E + 2_001_000, 0)
-            .switch(E + 2_002_000, idle, task("tau", TAU, 19));
-        let s = &b.run(virt, SampleMode::Wakeups).spikes[0];
-        assert_eq!(find(s, kind, "timer delivery (idle)"), 2_000_000, "{virt}");
-        assert_eq!(s.causes[0].kind, kind);
-        assert_eq!(find(s, CauseKind::Unknown, "idle while runnable"), 1_000);
-    }
+fn a_silent_gap_is_unknown_from_the_trace_alone() {
+    let idle = task("swapper/1", 0, 120);
+    let mut b = B::new();
+    b.sleep(idle.clone())
+        .timer_irq(E + 2_000_000, E + 2_001_000, 0)
+        .switch(E + 2_002_000, idle, task("tau", TAU, 19));
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
+    assert_eq!(find(s, CauseKind::Unknown, "silent gap (idle)"), 2_000_000);
+    assert_eq!(s.causes[0].kind, CauseKind::Unknown);
+    assert!(s.causes.iter().all(|c| c.kind != CauseKind::Hypervisor));
+    assert_eq!(find(s, CauseKind::Unknown, "idle while runnable"), 1_000);
 }
 
 #[test]
@@ -633,7 +633,7 @@ fn untraced_history_stays_unexplained() {
     )
     .switch(E + 999_000, x, task("tau", TAU, 19))
     .marker(E + 1_000_500, E + 1_000_000);
-    let s = &b.run(false, SampleMode::Markers).spikes[0];
+    let s = &b.run(SampleMode::Markers).spikes[0];
     assert_eq!(s.latency_ns, 1_000_000);
     assert!(s.unexplained_ns >= 900_000, "{s:?}");
     assert!(s.explained_ns() <= 100_000);
@@ -661,7 +661,7 @@ fn cascade_after_a_long_stall() {
     .switch(E + 5_000_200, tau.clone(), x.clone())
     .timer_irq(E + 5_000_300, E + 5_000_400, 200)
     .switch(E + 5_000_500, x, tau);
-    let a = b.run(false, SampleMode::Wakeups);
+    let a = b.run(SampleMode::Wakeups);
     assert_eq!(a.spikes.len(), 2);
     assert!(!a.spikes[0].cascade);
     assert!(a.spikes[1].cascade);
@@ -675,7 +675,6 @@ fn worst() -> String {
 fn real_13ms_spike_is_rust_lld() {
     let opts = AnalyzeOptions {
         threshold_ns: 1_000_000,
-        virtualized: true,
         mode: None,
     };
     let a = analyze_text(&worst(), &opts).unwrap();
@@ -693,7 +692,7 @@ fn real_13ms_spike_is_rust_lld() {
     let share = top.ns as f64 / s.latency_ns as f64;
     assert!((0.98..0.995).contains(&share), "share {share}");
     // The notes' hand analysis: delivery ≈ 30 µs, timer IRQ ≈ 12 µs, SCHED softirq 16 µs.
-    let delivery = find(s, CauseKind::Hypervisor, "timer delivery");
+    let delivery = find(s, CauseKind::Unknown, "silent gap");
     assert!((29_000..32_000).contains(&delivery), "{delivery}");
     assert_eq!(find(s, CauseKind::Softirq, "SCHED (in rust-lld)"), 16_130);
     assert!(s.explained_ns() <= s.latency_ns);
@@ -731,7 +730,7 @@ fn missing_switch_is_recovered_from_the_pid_column() {
     // No sched_switch to `burst`: its events simply appear.
     b.timer_irq(E, E + 1_000, 300)
         .switch(E + 2_000_000, x, task("tau", TAU, 19));
-    let s = &b.run(true, SampleMode::Wakeups).spikes[0];
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert_eq!(find(s, CauseKind::Task, "burst"), 1_999_000);
     assert_eq!(s.causes[0].prio, 9);
 }
@@ -763,7 +762,6 @@ pub(crate) fn kernel_trace(odd: &str) -> String {
 fn markers_opts() -> AnalyzeOptions {
     AnalyzeOptions {
         threshold_ns: 0,
-        virtualized: false,
         mode: None,
     }
 }
@@ -943,7 +941,7 @@ fn assert_lanes_match_causes(s: &Sample) {
     }
 }
 
-/// Part 4: the stretches charged are the lanes: timer delivery (a stall), the timer IRQ
+/// Part 4: the stretches charged are the lanes: a silent gap (a stall), the timer IRQ
 /// from its entry to its exit, the task that kept the CPU, and the measuring thread from
 /// its switch-in to its clock read (the marker's own µs left out).
 #[test]
@@ -954,18 +952,11 @@ fn lanes_are_the_charged_stretches() {
         .timer_irq(E + 5_000, E + 8_000, 200)
         .switch(E + 508_000, x, task("tau", TAU, 19))
         .marker(E + 510_000, E + 509_000);
-    let s = &b.run(false, SampleMode::Markers).spikes[0];
+    let s = &b.run(SampleMode::Markers).spikes[0];
     assert_eq!(
         lanes(s),
         [
-            (
-                Lane::Stall,
-                CauseKind::Unknown,
-                "timer delivery",
-                0,
-                0,
-                5_000
-            ),
+            (Lane::Stall, CauseKind::Unknown, "silent gap", 0, 0, 5_000),
             (Lane::Irq, CauseKind::Irq, "local_timer", 0, 5_000, 8_000),
             (Lane::Task, CauseKind::PreemptOff, "x", 200, 8_000, 508_000),
             (
@@ -999,7 +990,7 @@ fn lanes_of_nested_contexts_and_an_nmi() {
         },
     )
     .switch(E + 80_000, x, task("tau", TAU, 19));
-    let s = &b.run(false, SampleMode::Wakeups).spikes[0];
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert_eq!(
         lanes(s),
         [
@@ -1066,7 +1057,6 @@ fn lanes_of_the_real_13ms_spike_sum_to_its_causes() {
     for mode in [SampleMode::Markers, SampleMode::Wakeups] {
         let opts = AnalyzeOptions {
             threshold_ns: 1_000_000,
-            virtualized: true,
             mode: Some(mode),
         };
         let a = analyze_text(&worst(), &opts).unwrap();
@@ -1112,7 +1102,7 @@ fn lanes_are_capped_and_say_how_many_were_dropped() {
     }
     b.switch(E + 5_000_000, x, task("tau", TAU, 19))
         .marker(E + 5_100_000, E + 5_050_000);
-    let s = &b.run(false, SampleMode::Markers).spikes[0];
+    let s = &b.run(SampleMode::Markers).spikes[0];
     let g = &s.lanes.segments;
     // 1 timer IRQ + 400 eth + 401 stretches of x + the measuring thread.
     assert_eq!(g.len(), MAX_LANE_SEGMENTS);
@@ -1142,7 +1132,7 @@ fn markers() {
 proptest::proptest! {
     /// Whatever the event soup, causes never exceed the latency.
     #[test]
-    fn causes_never_exceed_latency(seq in proptest::collection::vec((0u8..12, 0u64..400_000, 0i64..4), 1..120), virt: bool, markers: bool) {
+    fn causes_never_exceed_latency(seq in proptest::collection::vec((0u8..12, 0u64..400_000, 0i64..4), 1..120), markers: bool) {
         let pids = [0i64, TAU, 200, 300];
         let prios = [120i64, 19, 120, 9];
         let mut b = B::new();
@@ -1167,7 +1157,7 @@ proptest::proptest! {
             };
             b.push(ts, pids[w], if k % 3 == 0 { "d..1." } else { "....." }, kind);
         }
-        let a = b.run(virt, if markers { SampleMode::Markers } else { SampleMode::Wakeups });
+        let a = b.run(if markers { SampleMode::Markers } else { SampleMode::Wakeups });
         for s in &a.spikes {
             proptest::prop_assert!(s.explained_ns() <= s.latency_ns, "{:?}", s);
             proptest::prop_assert_eq!(s.explained_ns() + s.unexplained_ns, s.latency_ns);
@@ -1207,7 +1197,7 @@ fn the_timer_irq_is_the_interrupt_not_the_softirq_it_interrupted() {
     );
     b.switch(E + 30_000, x, task("tau", TAU, 19))
         .marker(E + 31_000, E + 30_500);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
     let s = &a.spikes[0];
     assert_eq!(s.timer_irq_ns, Some(E + 5_000));
@@ -1260,7 +1250,7 @@ fn without_the_interrupt_events_the_timer_irq_is_the_expiry_time() {
         );
     b.switch(E + 30_000, x, task("tau", TAU, 19))
         .marker(E + 31_000, E + 30_500);
-    let a = b.run(false, SampleMode::Markers);
+    let a = b.run(SampleMode::Markers);
     assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
     assert_eq!(a.spikes[0].timer_irq_ns, Some(E + 4_000));
 }

@@ -102,7 +102,6 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         pages: &pages,
         spike: s,
         place_marker: false,
-        virtualized: true,
         render: Render::Now(Some(layout(&events, &formats))),
         comm_of: &comm_of,
     });
@@ -205,7 +204,6 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         pages: &pages,
         spike: s,
         place_marker: false,
-        virtualized: true,
     });
     assert!(b.text.is_empty() && b.dat.is_none());
     assert_eq!(format!("{:?}", b.sample), format!("{:?}", a.sample));
@@ -223,7 +221,6 @@ fn pages_of<'a>(dec: &'a RawDecoder, pages: &'a [u8], s: Spike) -> Pages<'a> {
         pages,
         spike: s,
         place_marker: false,
-        virtualized: true,
         render: Render::Later,
         comm_of: &no_names,
     }
@@ -375,7 +372,7 @@ fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
     );
     let mut with = without.clone();
     with.push(placed);
-    let a = analyze_events(&with, &[], &options(true)).unwrap();
+    let a = analyze_events(&with, &[], &options()).unwrap();
     let got = a
         .spikes
         .iter()
@@ -444,7 +441,7 @@ fn a_timerlat_spike_gets_its_marker_from_the_timerlat_timer() {
 fn the_kernels_text_is_analyzed_as_a_capture() {
     let text = MISSING_SWITCH;
     let s = missing_switch_spike();
-    let a = analyze_kernel_text(text, s, true);
+    let a = analyze_kernel_text(text, s);
     let sample = a.sample.as_ref().expect("the spike");
     assert_eq!((sample.pid, sample.latency_ns), (3211, s.latency_ns));
     assert_eq!(
@@ -454,7 +451,7 @@ fn the_kernels_text_is_analyzed_as_a_capture() {
     assert!(a.counts.events > 50, "{:?}", a.counts);
     let rec = spike_record(&a, s);
     assert!(!rec.causes.is_empty());
-    let a = analyze_kernel_text("# tracer: nop\n", s, true);
+    let a = analyze_kernel_text("# tracer: nop\n", s);
     assert!(a.sample.is_none());
     assert!(
         a.why.starts_with("trace not analyzable: line "),

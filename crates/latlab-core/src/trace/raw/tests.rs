@@ -261,7 +261,6 @@ fn render_parse_and_analysis_agree() {
     for mode in [SampleMode::Wakeups, SampleMode::Markers] {
         let opts = AnalyzeOptions {
             threshold_ns: 0,
-            virtualized: true,
             mode: Some(mode),
         };
         let a = analyze_events(&events, &[], &opts).unwrap();
@@ -296,7 +295,6 @@ fn render_parse_and_analysis_agree() {
     }
     let opts = AnalyzeOptions {
         threshold_ns: 0,
-        virtualized: true,
         mode: None,
     };
     assert!(analyze_events(&events, &[], &opts).unwrap().samples > 0);
