@@ -247,12 +247,17 @@ pub const SILENT_GAP_IDLE: &str = "silent gap (idle)";
 /// `/proc/stat` counts steal in ticks of 1/USER_HZ: 10 ms.
 pub const STEAL_TICK_NS: Nanos = 10_000_000;
 
+/// A silent stretch, as a cause or a lane segment names it: [`SILENT_GAP`] or
+/// [`SILENT_GAP_IDLE`], or `timer delivery` in records written before those names.
+fn is_silent(kind: CauseKind, name: &str) -> bool {
+    matches!(kind, CauseKind::Unknown | CauseKind::Hypervisor)
+        && (name.starts_with(SILENT_GAP) || name.starts_with("timer delivery"))
+}
+
 impl Cause {
-    /// A silent stretch: [`SILENT_GAP`] or [`SILENT_GAP_IDLE`], or `timer delivery` in
-    /// records written before those names.
+    /// A silent stretch (see [`SpikeRecord::judge_silent`]).
     pub fn is_silent(&self) -> bool {
-        matches!(self.kind, CauseKind::Unknown | CauseKind::Hypervisor)
-            && (self.name.starts_with(SILENT_GAP) || self.name.starts_with("timer delivery"))
+        is_silent(self.kind, &self.name)
     }
 }
 
@@ -282,12 +287,12 @@ impl SpikeRecord {
             c.kind = kind;
         }
         if let Some(l) = self.lanes.as_mut() {
-            for g in &mut l.segments {
-                let silent = matches!(g.cause, CauseKind::Unknown | CauseKind::Hypervisor)
-                    && (g.name.starts_with(SILENT_GAP) || g.name.starts_with("timer delivery"));
-                if silent {
-                    g.cause = kind;
-                }
+            for g in l
+                .segments
+                .iter_mut()
+                .filter(|g| is_silent(g.cause, &g.name))
+            {
+                g.cause = kind;
             }
         }
     }
