@@ -9,12 +9,19 @@ use crate::hotloop::Clock;
 use crate::live::ThreadShared;
 use crate::rt;
 
-/// What a sender and its receiver share. `seq` counts signals (the futex word); `stamp` is
-/// the sender's CLOCK_MONOTONIC time just before the signal whose number is in `seq`.
+/// Stamps kept, one per signal number: a receiver more than `STAMPS − 2` signals behind
+/// the sender takes the newest signal instead (the others coalesced).
+const STAMPS: usize = 64;
+
+/// What a sender and its receiver share. `seq` counts signals (the futex word); signal `n`'s
+/// stamp (the sender's CLOCK_MONOTONIC time just before it) is in `stamps[n % STAMPS]`,
+/// written before `n` is published. One stamp for all would let a receiver that wakes for
+/// signal `n` read the stamp of `n + 1` (written while it was between the wake-up and the
+/// read): a later stamp, an understated latency (0 ns seen on a stalled machine).
 pub struct Channel {
     ipc: Ipc,
     seq: AtomicU32,
-    stamp: AtomicU64,
+    stamps: [AtomicU64; STAMPS],
     stop: AtomicBool,
     fds: [i32; 2],
     cv: (Mutex<u32>, Condvar),
@@ -44,7 +51,7 @@ impl Channel {
         Ok(Channel {
             ipc,
             seq: AtomicU32::new(0),
-            stamp: AtomicU64::new(0),
+            stamps: std::array::from_fn(|_| AtomicU64::new(0)),
             stop: AtomicBool::new(false),
             fds,
             cv: (Mutex::new(0), Condvar::new()),
@@ -54,7 +61,10 @@ impl Channel {
     /// Sender: publish `stamp` and wake the receiver through the IPC.
     #[inline(always)]
     fn signal(&self, stamp: u64) {
-        self.stamp.store(stamp, Relaxed);
+        // The sender alone writes `seq`: the number this signal will publish.
+        let n = self.seq.load(Relaxed).wrapping_add(1);
+        // Release: a receiver that reads this stamp also sees every number published before.
+        self.stamps[n as usize % STAMPS].store(stamp, Release);
         match self.ipc {
             Ipc::Futex => {
                 self.seq.fetch_add(1, Release);
@@ -94,6 +104,27 @@ impl Channel {
                 self.seq.store(*g, Release);
                 drop(g);
                 self.cv.1.notify_one();
+            }
+        }
+    }
+
+    /// Receiver: signal `w`'s stamp (`w` published), or None if the sender may have written
+    /// a later signal's stamp over it.
+    #[inline(always)]
+    fn stamp_of(&self, w: u32) -> Option<u64> {
+        let s = self.stamps[w as usize % STAMPS].load(Acquire);
+        // The slot of `w` is written again for `w + STAMPS`, after `w + STAMPS − 1` is out.
+        let behind = self.seq.load(Acquire).wrapping_sub(w);
+        (behind as usize <= STAMPS - 2).then_some(s)
+    }
+
+    /// Receiver: the newest signal and its stamp.
+    #[inline(always)]
+    fn newest(&self) -> (u32, u64) {
+        loop {
+            let w = self.seq.load(Acquire);
+            if let Some(s) = self.stamp_of(w) {
+                return (w, s);
             }
         }
     }
@@ -238,8 +269,18 @@ impl WakeupClock {
     /// Block until the next signal; `(sender's stamp, now)`, or None once the sender stopped.
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<(u64, u64)> {
-        let w = self.ch.wait(self.last);
-        let now = rt::now_ns();
+        let mut w = self.ch.wait(self.last);
+        let mut now = rt::now_ns();
+        let stamp = match self.ch.stamp_of(w) {
+            Some(s) => s,
+            None => {
+                // The sender lapped the stamps while this thread was off the CPU: the newest
+                // signal (its stamp before a fresh `now`), the others coalesced.
+                let (w2, s) = self.ch.newest();
+                (w, now) = (w2, rt::now_ns());
+                s
+            }
+        };
         let skipped = w.wrapping_sub(self.last).wrapping_sub(1) as u64;
         self.last = w;
         if self.ch.stop.load(Acquire) {
@@ -251,7 +292,7 @@ impl WakeupClock {
                 c.store(c.load(Relaxed) + skipped, Relaxed);
             }
         }
-        Some((self.ch.stamp.load(Relaxed), now))
+        Some((stamp, now))
     }
 }
 
@@ -299,6 +340,39 @@ pub(crate) fn stop_receiver(ch: &Channel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signal sent after the receiver woke for the previous one (it was off the CPU
+    /// between the wake-up and reading the stamp) leaves the previous one's stamp in place;
+    /// a receiver lapped by the sender is told so, and takes the newest.
+    #[test]
+    fn a_wake_up_reads_its_own_signals_stamp() {
+        for ipc in [
+            Ipc::Futex,
+            Ipc::Pipe,
+            Ipc::Eventfd,
+            Ipc::Condvar,
+            Ipc::Mqueue,
+        ] {
+            let ch = Channel::new(ipc).unwrap();
+            ch.signal(10);
+            let w = ch.wait(0);
+            ch.signal(20);
+            assert_eq!(ch.stamp_of(w), Some(10), "{ipc:?}");
+            assert_eq!(ch.stamp_of(w + 1), Some(20), "{ipc:?}");
+        }
+        let ch = Channel::new(Ipc::Futex).unwrap();
+        for i in 1..=STAMPS as u64 {
+            ch.signal(i * 10);
+        }
+        assert_eq!(
+            ch.stamp_of(1),
+            None,
+            "signal {} may be writing slot 1",
+            STAMPS + 1
+        );
+        assert_eq!(ch.stamp_of(2), Some(20));
+        assert_eq!(ch.newest(), (STAMPS as u32, STAMPS as u64 * 10));
+    }
 
     #[test]
     fn channel_delivers_every_ipc_in_order_and_stops() {
