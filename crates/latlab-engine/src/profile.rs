@@ -186,6 +186,12 @@ impl ProfileSession {
                 out.record.lost_events
             ));
         }
+        if out.record.unrecorded_switches > 0 {
+            warnings.push(format!(
+                "profile: the kernel's record lacks {} context switches though it counted no loss (a task switched out that it never switched in): wake-up and switch counts may be short by as many",
+                out.record.unrecorded_switches
+            ));
+        }
         let pdir = dir.join("profile");
         if let Err(e) = latlab_sys::safefile::ensure_private_dir(&pdir) {
             warnings.push(format!("profile: cannot write {}: {e}", pdir.display()));

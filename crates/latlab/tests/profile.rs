@@ -196,17 +196,27 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
     assert_eq!(f["comm"], "prof-fifo");
     assert_eq!(f["prio"], 49);
     // A wake-up the kernel dropped (its buffer full: the reader fell behind) is one the
-    // profile cannot count; with none lost, every one. A wake-up of the task before it slept
-    // starts no wait and is no switch either.
+    // profile cannot count, and so is one whose switch-in the kernel did not record (CI's
+    // 6.18 once: woken, then switched out, 0 lost; `unrecorded_switches` counts those,
+    // on any CPU: on this kernel mostly switches to and from idle);
+    // otherwise every one. A wake-up of the task before it slept starts no wait and is no
+    // switch either.
     let wakeups = f["wakeups"].as_u64().unwrap();
     let lost = p["lost_events"].as_u64().unwrap();
+    let unrecorded = p["unrecorded_switches"].as_u64().unwrap();
     let whole = p["lost_unknown"].as_u64().unwrap() == 0;
     assert!(
-        wakeups <= slept && (wakeups + lost >= slept || !whole),
-        "{wakeups} wake-ups of {slept} sleeps, {lost} events lost ({}): {f}\n{}",
+        wakeups <= slept && (wakeups + lost + unrecorded >= slept || !whole),
+        "{wakeups} wake-ups of {slept} sleeps, {lost} events lost ({}), {unrecorded} switches unrecorded: {f}\n{}",
         p["lost_unknown"],
         kernel_saw(&dir, ftid)
     );
+    if wakeups < slept {
+        eprintln!(
+            "{wakeups} wake-ups of {slept} sleeps ({lost} lost, {unrecorded} switches unrecorded): {}",
+            kernel_saw(&dir, ftid)
+        );
+    }
     assert!(f["max_ns"].as_u64().unwrap() < 20_000_000, "{f}");
     // The busy loop was preempted by every burst, and switched back in after it.
     let b = rows
@@ -245,7 +255,8 @@ fn ground_truth_busy_loop_and_fifo_bursts() {
 
 /// What the kernel recorded of task `pid` in the profile's `trace.dat` (read by trace-cmd):
 /// its events in order, `I` switched in, `S` switched out asleep, `R` switched out runnable,
-/// `X` switched out dead, `W` woken (a sleep ends `S…W`), and the lines of its first sleep not ended by a wake-up.
+/// `X` switched out dead, `W` woken; and at its first impossible step (switched out when the
+/// record never switched it in, or in twice) every event of that CPU since its step before.
 fn kernel_saw(dir: &Path, pid: i64) -> String {
     let dat = dir.join("profile/trace.dat");
     let out = match std::process::Command::new("trace-cmd")
@@ -258,43 +269,74 @@ fn kernel_saw(dir: &Path, pid: i64) -> String {
         Err(e) => return format!("trace-cmd: {e}"),
     };
     let report = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = report.lines().collect();
     let me = format!(":{pid} [");
-    let (mut seq, mut lines) = (String::new(), Vec::new());
-    for l in report.lines() {
+    // The task's events: (tag, index in `lines`).
+    let mut seq: Vec<(u8, usize)> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
         let Some((_, ev)) = l.split_once(": sched_") else {
             continue;
         };
         let tag = if ev.starts_with("wakeup") && ev.contains(&me) {
-            'W'
+            b'W'
         } else if let Some((prev, next)) = ev.split_once(" ==> ") {
             if next.contains(&me) {
-                'I'
+                b'I'
             } else if !prev.contains(&me) {
                 continue;
             } else if prev.ends_with(" R") || prev.ends_with(" R+") {
-                'R'
+                b'R'
             } else if prev.ends_with(" X") || prev.ends_with(" Z") {
-                'X'
+                b'X'
             } else {
-                'S'
+                b'S'
             }
         } else {
             continue;
         };
-        seq.push(tag);
-        lines.push(l.to_string());
+        seq.push((tag, i));
     }
-    let first_bad = seq
-        .as_bytes()
-        .windows(2)
-        .position(|w| w[0] == b'S' && w[1] != b'W');
-    let around = first_bad.map_or(String::new(), |i| {
-        lines[i.saturating_sub(3)..(i + 4).min(lines.len())].join("\n")
+    // The switches alone must alternate in, out, in, …
+    let mut on = false;
+    let mut bad = None;
+    for (k, &(t, _)) in seq.iter().enumerate() {
+        match t {
+            b'I' if on => bad = Some(k),
+            b'I' => on = true,
+            b'S' | b'R' | b'X' if !on && k > 0 => bad = Some(k),
+            b'S' | b'R' | b'X' => on = false,
+            _ => {}
+        }
+        if bad.is_some() {
+            break;
+        }
+    }
+    let cpu_of = |l: &str| {
+        l.split_once('[')
+            .and_then(|(_, r)| r.split_once(']'))
+            .map(|(c, _)| c.to_string())
+    };
+    let around = bad.map_or(String::new(), |k| {
+        let (from, to) = (seq[k.saturating_sub(1)].1, seq[k].1);
+        let cpu = cpu_of(lines[to]);
+        let on_cpu: Vec<&str> = lines[from..=to]
+            .iter()
+            .copied()
+            .filter(|l| cpu_of(l) == cpu)
+            .collect();
+        let skip = on_cpu.len().saturating_sub(40);
+        format!(
+            "its step {k} is impossible; CPU {}'s events from its step before ({} left out):\n{}",
+            cpu.unwrap_or_default(),
+            skip,
+            on_cpu[skip..].join("\n")
+        )
     });
+    let tags: String = seq.iter().map(|&(t, _)| t as char).collect();
     format!(
-        "the kernel's trace.dat: {} wake-ups, {} sleeps of task {pid}: {seq}\n{around}",
-        seq.matches('W').count(),
-        seq.matches('S').count()
+        "the kernel's trace.dat: {} wake-ups, {} sleeps of task {pid}: {tags}\n{around}",
+        tags.matches('W').count(),
+        tags.matches('S').count()
     )
 }
 

@@ -30,6 +30,10 @@ impl Profiler {
                 // The time since this CPU's last event is unknown.
                 c.in_gap = true;
             }
+            if self.cpus[ci].in_gap {
+                // Whatever ran meanwhile is unknown.
+                self.cpus[ci].current = None;
+            }
             self.advance(ci, e.ts);
             self.cpus[ci].in_gap = false;
         }
@@ -44,7 +48,14 @@ impl Profiler {
                 next_prio,
             } => {
                 if let Some(&ci) = self.by_cpu.get(&e.cpu) {
-                    self.cpus[ci].switches += 1;
+                    let c = &mut self.cpus[ci];
+                    c.switches += 1;
+                    // A task switched out that the record never switched in: the kernel
+                    // recorded its switch-out, not the switch before it (with no loss said).
+                    if c.current.is_some_and(|p| p != prev_pid) {
+                        c.unrecorded += 1;
+                    }
+                    c.current = Some(next_pid);
                 }
                 if prev_pid > 0 {
                     let t = self.task(prev_pid, prev_prio);

@@ -45,6 +45,7 @@ impl Profiler {
                     known_ns: known,
                     gap_ns: c.gap_ns,
                     lost_events: c.lost,
+                    unrecorded_switches: c.unrecorded,
                 }
             })
             .collect();
@@ -112,6 +113,7 @@ impl Profiler {
             events: self.events,
             lost_events,
             lost_unknown,
+            unrecorded_switches: self.cpus.iter().map(|c| c.unrecorded).sum(),
             seeded_tasks: self.seeded,
             // Every task got a stats row or was counted as untracked; rows outlive exits.
             tasks_seen: (self.stats.len() as u64) + self.untracked,

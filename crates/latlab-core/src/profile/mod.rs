@@ -156,6 +156,11 @@ struct CpuAcc {
     switches: u64,
     migrations: u64,
     lost: u64,
+    /// The task the last recorded switch put on this CPU (None: none recorded yet, or a
+    /// gap since).
+    current: Option<i64>,
+    /// Switch-outs of a task other than `current` outside gaps: switches the record lacks.
+    unrecorded: u64,
     pixels: Vec<u8>,
 }
 
@@ -201,6 +206,8 @@ impl Profiler {
                 switches: 0,
                 migrations: 0,
                 lost: 0,
+                current: None,
+                unrecorded: 0,
                 pixels: Vec::new(),
             })
             .collect();

@@ -15,6 +15,10 @@ pub struct ProfileRecord {
     pub lost_events: u64,
     /// Pages that said "events lost" without a count.
     pub lost_unknown: u64,
+    /// Switches the kernel's record lacks though it said nothing was lost: switch-outs of a
+    /// task other than the one the CPU's last recorded switch put on it (the sum of `cpus[]`).
+    #[serde(default)]
+    pub unrecorded_switches: u64,
     /// Tasks found runnable in /proc at the start (the seed).
     pub seeded_tasks: u64,
     /// Every task the events showed (those that exited before the end too).
@@ -102,6 +106,9 @@ pub struct ProfileCpu {
     pub known_ns: u64,
     pub gap_ns: u64,
     pub lost_events: u64,
+    /// Switch-outs of a task the CPU's last recorded switch did not put on it, outside gaps.
+    #[serde(default)]
+    pub unrecorded_switches: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

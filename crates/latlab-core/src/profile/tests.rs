@@ -39,6 +39,37 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
+/// The record CI once held: the FIFO task woken, its switch-in missing, then its switch-out
+/// (no loss said). The profile cannot count that wake-up's wait, and says the record lacks a
+/// switch; the same hole after a loss is the loss's, and the known state starts again.
+#[test]
+fn a_switch_out_the_record_never_switched_in_is_counted() {
+    let mut p = Profiler::new(&[0], 0, 1_000);
+    for e in [
+        sw(10, 0, 0, false, 20),  // idle -> busy loop
+        wake(20, 0, 21, 0),       // FIFO task woken
+        sw(30, 0, 20, true, 21),  // busy -> FIFO
+        sw(40, 0, 21, false, 20), // FIFO sleeps -> busy
+        wake(50, 0, 21, 0),       // woken; busy -> FIFO not recorded
+        sw(60, 0, 21, false, 20), // FIFO sleeps: the record never put it on
+        wake(70, 0, 21, 0),
+        sw(80, 0, 20, true, 21),
+    ] {
+        p.event(&e);
+    }
+    // After a loss, a switch-out of another task than the last one put on is the loss's.
+    let mut lost = sw(90, 0, 0, false, 20);
+    lost.lost_before = true;
+    for e in [lost, sw(100, 0, 20, false, 0)] {
+        p.event(&e);
+    }
+    let (r, _) = p.finish(1_000, 10, |pid| format!("t{pid}"), 1, 0);
+    assert_eq!(r.cpus[0].unrecorded_switches, 1);
+    assert_eq!(r.unrecorded_switches, 1);
+    let f = r.wait.iter().find(|w| w.pid == 21).unwrap();
+    assert_eq!((f.wakeups, f.max_ns), (2, Some(10)));
+}
+
 /// A known sequence on one CPU: the run-queue lengths and the waits are exact.
 #[test]
 fn known_sequence_gives_exact_shares_and_waits() {
