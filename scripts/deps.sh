@@ -4,7 +4,9 @@
 # Debian packages: rt-tests (cyclictest, hackbench, ptsematest, pmqtest: comparisons and loads),
 # stress-ng and dbench (loads), make, gcc, tar, gzip (the compile loads), util-linux (prlimit,
 # unshare, mount), chromium (the HTML reports opened in a headless browser), trace-cmd (the
-# oracle that reads the trace.dat files latlab writes; only ever run to read files), postgresql
+# oracle that reads the trace.dat files latlab writes; only ever run to read files),
+# protobuf-compiler (protoc decodes latlab's Perfetto exports with Perfetto's own .proto files,
+# tests/fixtures/perfetto), postgresql
 # (the results-database tests start their own server from /usr/lib/postgresql/*/bin), man-db and
 # groff-base (`latlab man` pages rendered in the tests), dpkg (the package step of scripts/test),
 # prometheus (its server scrapes `latlab run --metrics-listen` in the tests; promtool lints the text),
@@ -29,7 +31,7 @@ needs=(
     make:make cc:gcc tar:tar gzip:gzip
     prlimit:util-linux unshare:util-linux mount:mount
     chromium:chromium
-    trace-cmd:trace-cmd
+    trace-cmd:trace-cmd protoc:protobuf-compiler
     man:man-db groff:groff-base dpkg:dpkg
     prometheus:prometheus promtool:prometheus
     qemu-system-x86_64:qemu-system-x86 busybox:busybox-static cpio:cpio xz:xz-utils

@@ -1,16 +1,12 @@
-//! `latlab export --format perfetto`: the file decoded with Perfetto's own definitions (the
-//! `perfetto_protos` crate, Perfetto v51.1 .proto files) must hold the events latlab's own
-//! decoder reads from the same trace, with their names and times.
+//! `latlab export --format perfetto`: the file decoded with Perfetto's own definitions
+//! (Perfetto v51.1's .proto files in `tests/fixtures/perfetto`, read by Google's `protoc
+//! --decode`) must hold the events latlab's own decoder reads from the same trace, with their
+//! names and times.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-
-use perfetto_protos::ftrace_event::ftrace_event::Event as Fe;
-use perfetto_protos::trace::Trace;
-use perfetto_protos::trace_packet::trace_packet::Data;
-use protobuf::Message;
 
 /// (cpu, ts, kind, pid named by the event).
 type Row = (u32, u64, &'static str, i64);
@@ -35,103 +31,302 @@ struct Decoded {
     marks: Vec<MarkRow>,
 }
 
+/// A message in protobuf's text format, as `protoc --decode` prints it: its fields in order,
+/// each a scalar (as printed: a number, an enum's name, a string unescaped) or a message.
+#[derive(Debug, Default)]
+struct Msg(Vec<(String, Field)>);
+
+#[derive(Debug)]
+enum Field {
+    Scalar(String),
+    Msg(Msg),
+}
+
+impl Msg {
+    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Msg> + 'a {
+        self.0.iter().filter_map(move |(k, v)| match v {
+            Field::Msg(m) if k == name => Some(m),
+            _ => None,
+        })
+    }
+    fn msg<'a>(&'a self, name: &'a str) -> Option<&'a Msg> {
+        self.all(name).next()
+    }
+    fn scalar(&self, name: &str) -> Option<&str> {
+        self.0.iter().find_map(|(k, v)| match v {
+            Field::Scalar(s) if k == name => Some(s.as_str()),
+            _ => None,
+        })
+    }
+    /// A number field, 0 when absent (proto2's default).
+    fn num(&self, name: &str) -> i64 {
+        self.scalar(name)
+            .map_or(0, |v| v.parse().unwrap_or_else(|_| panic!("{name}: {v}")))
+    }
+    fn u64(&self, name: &str) -> u64 {
+        self.scalar(name)
+            .map_or(0, |v| v.parse().unwrap_or_else(|_| panic!("{name}: {v}")))
+    }
+    fn str(&self, name: &str) -> String {
+        self.scalar(name).unwrap_or_default().to_string()
+    }
+    /// The first field that is a message: a oneof's member.
+    fn member(&self) -> Option<(&str, &Msg)> {
+        self.0.iter().find_map(|(k, v)| match v {
+            Field::Msg(m) => Some((k.as_str(), m)),
+            Field::Scalar(_) => None,
+        })
+    }
+    /// A field Perfetto's definitions do not know, printed by its number: a field latlab
+    /// wrote under a wrong number or type.
+    fn unknown_field(&self) -> Option<String> {
+        self.0.iter().find_map(|(k, v)| {
+            if k.bytes().all(|b| b.is_ascii_digit()) {
+                return Some(format!("{k}: {v:?}"));
+            }
+            match v {
+                Field::Msg(m) => m.unknown_field().map(|u| format!("{k} {{ {u} }}")),
+                Field::Scalar(_) => None,
+            }
+        })
+    }
+}
+
+/// protoc is installed, or the test `test` cannot run (a failure under
+/// LATLAB_REQUIRE_PRIVILEGED=1).
+fn have_protoc(test: &str) -> bool {
+    let found = std::process::Command::new("protoc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        support::cannot_run(
+            test,
+            "protoc is not installed (Debian's protobuf-compiler; bash scripts/deps.sh installs it)",
+        );
+    }
+    found
+}
+
+/// `bytes` decoded as a `perfetto.protos.Trace` by protoc with Perfetto's own definitions.
+fn protoc_decode(bytes: &[u8]) -> Msg {
+    use std::io::Write;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/perfetto");
+    let mut child = std::process::Command::new("protoc")
+        .arg("--decode=perfetto.protos.Trace")
+        .arg("-I")
+        .arg(&dir)
+        .arg("protos/perfetto/trace/trace.proto")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("protoc (Debian's protobuf-compiler; bash scripts/deps.sh installs it)");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "protoc cannot decode the file as a Perfetto Trace: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("protoc prints ASCII");
+    let mut toks = Tokens(text.as_bytes(), 0);
+    let m = parse_msg(&mut toks, false);
+    if let Some(u) = m.unknown_field() {
+        panic!("a field Perfetto does not define: {u}");
+    }
+    m
+}
+
+/// The text being parsed and the place in it.
+struct Tokens<'a>(&'a [u8], usize);
+
+impl Tokens<'_> {
+    fn skip_space(&mut self) {
+        while self.1 < self.0.len() && self.0[self.1].is_ascii_whitespace() {
+            self.1 += 1;
+        }
+    }
+    fn word(&mut self) -> String {
+        self.skip_space();
+        let s = self.1;
+        while self.1 < self.0.len() && !b" \n\t:{}".contains(&self.0[self.1]) {
+            self.1 += 1;
+        }
+        String::from_utf8_lossy(&self.0[s..self.1]).into_owned()
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_space();
+        self.0.get(self.1).copied()
+    }
+}
+
+/// A message's fields up to its `}` (or the end, at the top).
+fn parse_msg(t: &mut Tokens, nested: bool) -> Msg {
+    let mut m = Msg::default();
+    loop {
+        match t.peek() {
+            None if !nested => return m,
+            None => panic!("protoc's text ended inside a message"),
+            Some(b'}') => {
+                assert!(nested, "an unmatched }}");
+                t.1 += 1;
+                return m;
+            }
+            Some(_) => {}
+        }
+        let name = t.word();
+        match t.peek() {
+            Some(b'{') => {
+                t.1 += 1;
+                m.0.push((name, Field::Msg(parse_msg(t, true))));
+            }
+            Some(b':') => {
+                t.1 += 1;
+                let v = if t.peek() == Some(b'"') {
+                    unquote(t)
+                } else {
+                    t.word()
+                };
+                m.0.push((name, Field::Scalar(v)));
+            }
+            other => panic!("after {name}: {:?}", other.map(char::from)),
+        }
+    }
+}
+
+/// A C-escaped string of the text format (octal for bytes outside ASCII), as UTF-8.
+fn unquote(t: &mut Tokens) -> String {
+    t.1 += 1;
+    let mut out = Vec::new();
+    loop {
+        let c = t.0[t.1];
+        t.1 += 1;
+        match c {
+            b'"' => break,
+            b'\\' => {
+                let e = t.0[t.1];
+                t.1 += 1;
+                match e {
+                    b'n' => out.push(b'\n'),
+                    b'r' => out.push(b'\r'),
+                    b't' => out.push(b'\t'),
+                    b'0'..=b'7' => {
+                        let mut v = u32::from(e - b'0');
+                        for _ in 0..2 {
+                            match t.0[t.1] {
+                                d @ b'0'..=b'7' => {
+                                    v = v * 8 + u32::from(d - b'0');
+                                    t.1 += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        out.push(v as u8);
+                    }
+                    b'x' => {
+                        let h = std::str::from_utf8(&t.0[t.1..t.1 + 2]).unwrap();
+                        out.push(u8::from_str_radix(h, 16).unwrap());
+                        t.1 += 2;
+                    }
+                    other => out.push(other),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn decode(bytes: &[u8]) -> Decoded {
-    let t = Trace::parse_from_bytes(bytes).expect("a Perfetto Trace");
+    let t = protoc_decode(bytes);
     let (mut evs, mut names, mut slices) = (Vec::new(), BTreeMap::new(), Vec::new());
     let (mut migs, mut marks) = (Vec::new(), Vec::new());
     let mut tracks: BTreeMap<u64, String> = BTreeMap::new();
     let mut open_marks: BTreeMap<u64, (u64, String, BTreeMap<String, String>)> = BTreeMap::new();
     let spike_track = latlab_report::perfetto::SPIKE_TRACK;
     let mut open: Option<(u64, String)> = None;
-    for p in &t.packet {
-        match &p.data {
-            Some(Data::FtraceEvents(b)) => {
-                for e in &b.event {
-                    let (k, pid) = match &e.event {
-                        Some(Fe::SchedSwitch(s)) => ("switch", s.next_pid() as i64),
-                        Some(Fe::SchedWaking(s)) => ("waking", s.pid() as i64),
-                        Some(Fe::SchedWakeup(s)) => ("wakeup", s.pid() as i64),
-                        Some(Fe::IrqHandlerEntry(s)) => ("irq_entry", s.irq() as i64),
-                        Some(Fe::IrqHandlerExit(s)) => ("irq_exit", s.irq() as i64),
-                        Some(Fe::SoftirqEntry(s)) => ("softirq_entry", s.vec() as i64),
-                        Some(Fe::SoftirqExit(s)) => ("softirq_exit", s.vec() as i64),
-                        Some(Fe::Print(_)) => ("print", 0),
-                        Some(Fe::SchedMigrateTask(s)) => {
-                            migs.push((
-                                b.cpu(),
-                                e.timestamp(),
-                                s.pid() as i64,
-                                s.orig_cpu() as i64,
-                                s.dest_cpu() as i64,
-                            ));
-                            ("migrate", s.pid() as i64)
-                        }
-                        other => panic!("unexpected event {other:?}"),
-                    };
-                    evs.push((b.cpu(), e.timestamp(), k, pid));
-                }
-            }
-            Some(Data::ProcessTree(pt)) => {
-                for th in &pt.threads {
-                    names.insert(th.tid() as i64, th.name().to_string());
-                }
-            }
-            Some(Data::TrackDescriptor(td)) => {
-                tracks.insert(td.uuid(), td.name().to_string());
-            }
-            Some(Data::TrackEvent(te)) if te.track_uuid() != spike_track => {
-                use perfetto_protos::track_event::track_event::Type;
-                let args: BTreeMap<String, String> = te
-                    .debug_annotations
-                    .iter()
-                    .map(|a| {
-                        let v = if a.has_uint_value() {
-                            a.uint_value().to_string()
-                        } else {
-                            a.string_value().to_string()
-                        };
-                        (a.name().to_string(), v)
-                    })
-                    .collect();
-                let track = tracks
-                    .get(&te.track_uuid())
-                    .cloned()
-                    .expect("a mark on a described track");
-                match te.type_() {
-                    Type::TYPE_SLICE_BEGIN => {
-                        open_marks.insert(
-                            te.track_uuid(),
-                            (p.timestamp(), te.name().to_string(), args),
-                        );
+    for p in t.all("packet") {
+        if let Some(b) = p.msg("ftrace_events") {
+            let cpu = b.u64("cpu") as u32;
+            for e in b.all("event") {
+                let (k, s) = e.member().expect("an ftrace event with its fields");
+                let (k, pid) = match k {
+                    "sched_switch" => ("switch", s.num("next_pid")),
+                    "sched_waking" => ("waking", s.num("pid")),
+                    "sched_wakeup" => ("wakeup", s.num("pid")),
+                    "irq_handler_entry" => ("irq_entry", s.num("irq")),
+                    "irq_handler_exit" => ("irq_exit", s.num("irq")),
+                    "softirq_entry" => ("softirq_entry", s.num("vec")),
+                    "softirq_exit" => ("softirq_exit", s.num("vec")),
+                    "print" => ("print", 0),
+                    "sched_migrate_task" => {
+                        migs.push((
+                            cpu,
+                            e.u64("timestamp"),
+                            s.num("pid"),
+                            s.num("orig_cpu"),
+                            s.num("dest_cpu"),
+                        ));
+                        ("migrate", s.num("pid"))
                     }
-                    Type::TYPE_SLICE_END => {
-                        let (b, n, a) = open_marks
-                            .remove(&te.track_uuid())
-                            .expect("an end after a begin");
-                        marks.push((track, b, p.timestamp(), n, a));
-                    }
-                    Type::TYPE_INSTANT => marks.push((
-                        track,
-                        p.timestamp(),
-                        p.timestamp(),
-                        te.name().to_string(),
-                        args,
-                    )),
-                    t => panic!("unexpected track event type {t:?}"),
-                }
+                    other => panic!("unexpected event {other}: {s:?}"),
+                };
+                evs.push((cpu, e.u64("timestamp"), k, pid));
             }
-            Some(Data::TrackEvent(te)) => {
-                use perfetto_protos::track_event::track_event::Type;
-                match te.type_() {
-                    Type::TYPE_SLICE_BEGIN => open = Some((p.timestamp(), te.name().to_string())),
-                    Type::TYPE_SLICE_END => {
-                        let (b, n) = open.take().expect("an end after a begin");
-                        slices.push((b, p.timestamp(), n));
-                    }
-                    t => panic!("unexpected track event type {t:?}"),
-                }
+        }
+        if let Some(pt) = p.msg("process_tree") {
+            for th in pt.all("threads") {
+                names.insert(th.num("tid"), th.str("name"));
             }
-            _ => {}
+        }
+        if let Some(td) = p.msg("track_descriptor") {
+            tracks.insert(td.u64("uuid"), td.str("name"));
+        }
+        let Some(te) = p.msg("track_event") else {
+            continue;
+        };
+        let ts = p.u64("timestamp");
+        let kind = te.str("type");
+        let uuid = te.u64("track_uuid");
+        if uuid != spike_track {
+            let args: BTreeMap<String, String> = te
+                .all("debug_annotations")
+                .map(|a| {
+                    let v = a
+                        .scalar("uint_value")
+                        .map_or_else(|| a.str("string_value"), str::to_string);
+                    (a.str("name"), v)
+                })
+                .collect();
+            let track = tracks
+                .get(&uuid)
+                .cloned()
+                .expect("a mark on a described track");
+            match kind.as_str() {
+                "TYPE_SLICE_BEGIN" => {
+                    open_marks.insert(uuid, (ts, te.str("name"), args));
+                }
+                "TYPE_SLICE_END" => {
+                    let (b, n, a) = open_marks.remove(&uuid).expect("an end after a begin");
+                    marks.push((track, b, ts, n, a));
+                }
+                "TYPE_INSTANT" => marks.push((track, ts, ts, te.str("name"), args)),
+                t => panic!("unexpected track event type {t:?}"),
+            }
+        } else {
+            match kind.as_str() {
+                "TYPE_SLICE_BEGIN" => open = Some((ts, te.str("name"))),
+                "TYPE_SLICE_END" => {
+                    let (b, n) = open.take().expect("an end after a begin");
+                    slices.push((b, ts, n));
+                }
+                t => panic!("unexpected track event type {t:?}"),
+            }
         }
     }
     evs.sort();
@@ -263,6 +458,9 @@ fn profile_window_exports_the_same_events() {
     let Some(_g) = support::privileged::guard("perfetto_profile_export") else {
         return;
     };
+    if !have_protoc("perfetto_profile_export") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r");
     // A thread moving itself between CPUs 0 and 1 while the profile runs: migrations.
@@ -453,6 +651,9 @@ fn spike_windows_export_with_their_slices() {
     let Some(_g) = support::privileged::guard("perfetto_spike_export") else {
         return;
     };
+    if !have_protoc("perfetto_spike_export") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r");
     // A threshold every wake-up exceeds: spikes are traced at once.
@@ -512,6 +713,9 @@ fn spike_windows_export_with_their_slices() {
 /// slice "events lost: 42" between them, on CPU 0's track, the count as an arg. No root.
 #[test]
 fn a_text_window_with_lost_events_shows_the_gap() {
+    if !have_protoc("perfetto_text_window_lost") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("r");
     support::latlab()

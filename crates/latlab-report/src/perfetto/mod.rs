@@ -1,7 +1,7 @@
 //! Perfetto's protobuf trace (`latlab export --format perfetto`): the messages latlab writes,
 //! by hand with prost's derive, with the field numbers of Perfetto's `.proto` definitions
-//! (v51.1, as the `perfetto_protos` crate carries them; the tests decode the output with
-//! those). A `Trace` of `TracePacket`s: a `ProcessTree` naming the threads, one
+//! (v51.1; the tests decode the output with those, `tests/fixtures/perfetto` of the `latlab`
+//! crate, through `protoc --decode`). A `Trace` of `TracePacket`s: a `ProcessTree` naming the threads, one
 //! `FtraceEventBundle` per CPU and window (sched_switch, sched_waking, sched_wakeup,
 //! irq_handler_entry/exit, softirq_entry/exit, sched_migrate_task, markers as `print`), per
 //! spike a slice (intended wake-up → clock read) on a "latlab spikes" track (`TrackEvent`), and
