@@ -11,9 +11,11 @@
 # $CARGO_TARGET_DIR/fuzz-corpus/TARGET (fuzz/target/… without CARGO_TARGET_DIR), kept between
 # runs. Targets are built with debug assertions and overflow checks (-a), so arithmetic that
 # would wrap in a release build is a crash here.
-# Installs what it needs on a fresh machine (the nightly toolchain, cargo-fuzz). A crash, a
-# leak or a timeout fails the script; the input that caused it stays in fuzz/artifacts/TARGET/
-# and its path is printed. Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N).
+# Installs what it needs on a fresh machine (the nightly toolchain). The targets are built
+# and run as cargo-fuzz 0.13 builds and runs them (`cargo fuzz build -a`: the same rustc
+# flags, below), without cargo-fuzz itself: installing it compiled ~120 crates on every fresh
+# machine, and it added nothing here but those flags. A crash, a leak or a timeout fails the
+# script; the input that caused it stays in fuzz/artifacts/TARGET/ and its path is printed. Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N).
 set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-20}
@@ -26,19 +28,36 @@ if ! rustup toolchain list | grep -q '^nightly'; then
     echo "fuzz: installing the nightly toolchain"
     rustup toolchain install nightly --profile minimal
 fi
-if ! command -v cargo-fuzz >/dev/null; then
-    echo "fuzz: installing cargo-fuzz"
-    # Unoptimized (--debug): it only runs cargo and libFuzzer, and builds in 74 s of CPU
-    # here against 123 s optimized (scripts/test's machine is busy from start to end).
-    cargo install --debug cargo-fuzz --locked
-fi
+triple=$(rustc +nightly -vV | sed -n 's/^host: //p')
+bin_dir="${CARGO_TARGET_DIR:-$PWD/target}/$triple/release"
+# cargo-fuzz 0.13.2's flags for `build -a` (address sanitizer, its default): libFuzzer's
+# coverage (sancov: 8-bit counters, PC table, compares, stack depth), `cfg(fuzzing)`, no
+# branch folding, debug assertions (and with them overflow checks), one codegen unit (its
+# sancov passes keep ThinLTO from inlining across units). --target keeps them off build
+# scripts and proc macros.
+fuzz_rustflags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-inline-8bit-counters"
+fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-pc-table"
+fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-simplifycfg-branch-fold-threshold=0"
+fuzz_rustflags="$fuzz_rustflags -Zsanitizer=address -Cllvm-args=-sanitizer-coverage-stack-depth"
+fuzz_rustflags="$fuzz_rustflags -Cdebug-assertions -Ccodegen-units=1"
+# Every [[bin]] of fuzz/Cargo.toml is a target.
+all_targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^latlab-fuzz$')
+targets=${*:-$all_targets}
+for t in $targets; do
+    case " $(echo $all_targets) " in
+        *" $t "*) ;;
+        *) echo "fuzz.sh: no fuzz target '$t' (fuzz/Cargo.toml has: $(echo $all_targets))" >&2; exit 1 ;;
+    esac
+done
 
 start=$(date +%s)
-cargo +nightly fuzz build -a
+RUSTFLAGS="$fuzz_rustflags" cargo +nightly build --release --bins --target "$triple" \
+    --config 'profile.release.debug="line-tables-only"'
 echo "fuzz: targets built in $(($(date +%s) - start)) s"
 [ "$build_only" = 1 ] && exit 0
 
-targets=${*:-$(cargo +nightly fuzz list)}
 # Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N sets how many): each libFuzzer
 # process is single-threaded (scripts/test runs this at nice 19 beside its tests).
 jobs=${LATLAB_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
@@ -65,8 +84,11 @@ fuzz_one() {
         import_*) cp ../crates/latlab-core/tests/fixtures/import/* "$work/$t/" 2>/dev/null || true ;;
     esac
     rc=0
-    cargo +nightly fuzz run -a "$t" "$work/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 \
-        -timeout=10 -detect_leaks=$leaks -print_final_stats=1 $dict >"$logs/$t" 2>&1 || rc=$?
+    mkdir -p "artifacts/$t"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0" \
+        "$bin_dir/$t" -artifact_prefix="$PWD/artifacts/$t/" "$work/$t" -max_total_time="$secs" \
+        -rss_limit_mb=2048 -timeout=10 -detect_leaks=$leaks -print_final_stats=1 $dict \
+        >"$logs/$t" 2>&1 || rc=$?
     echo "$rc" >"$logs/$t.rc"
 }
 
@@ -91,7 +113,7 @@ for t in $targets; do
         echo "fuzz: $t: FAILED; the end of its log:" >&2
         tail -n 40 "$logs/$t" >&2
         for a in artifacts/"$t"/*; do
-            [ -e "$a" ] && echo "fuzz: $t: artifact $(readlink -f "$a") (reproduce: cd fuzz && cargo +nightly fuzz run -a $t $a)" >&2
+            [ -e "$a" ] && echo "fuzz: $t: artifact $(readlink -f "$a") (reproduce: $bin_dir/$t $(readlink -f "$a"))" >&2
         done
     fi
 done
