@@ -45,6 +45,17 @@ fn thread_comms(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The thread ids of process `pid` now.
+fn thread_ids(pid: u32) -> Vec<i64> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn one_error_line(o: &Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -130,9 +141,10 @@ fn no_measure_profile_of_a_busy_loop() {
         (tid, t0, rt::now_ns())
     });
     // While the busy loop runs: latlab's threads, looked at a few times.
-    let mut comms = Vec::new();
+    let (mut comms, mut tids) = (Vec::new(), std::collections::BTreeSet::new());
     for _ in 0..20 {
         comms.extend(thread_comms(pid));
+        tids.extend(thread_ids(pid));
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::Relaxed);
@@ -170,12 +182,16 @@ fn no_measure_profile_of_a_busy_loop() {
     let p = &run["profile"];
     assert!(p["events"].as_u64().unwrap() > 0, "{p}");
     let rows = p["wait"].as_array().unwrap();
+    // The profile watches the whole machine: another latlab measuring meanwhile (seen with
+    // two test runs side by side) has rows of its own; this one's threads must have none.
     assert!(
-        !rows
-            .iter()
-            .any(|r| r["comm"].as_str().unwrap().starts_with("latlab-cpu")),
-        "a measuring thread in the wait rows"
+        !rows.iter().any(|r| {
+            r["comm"].as_str().unwrap().starts_with("latlab-cpu")
+                && r["pid"].as_i64().is_some_and(|t| tids.contains(&t))
+        }),
+        "a measuring thread of this latlab in the wait rows: {rows:?}"
     );
+    assert_eq!(p["measuring"], serde_json::json!([]), "{p}");
     assert!(
         rows.iter().any(|r| r["comm"] == "latlab-profile"),
         "the profile's own reader is seen (the rows are real): {p}"
