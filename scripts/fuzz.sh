@@ -14,11 +14,18 @@
 # Installs what it needs on a fresh machine (the nightly toolchain). The targets are built
 # and run as cargo-fuzz 0.13 builds and runs them (`cargo fuzz build -a`: the same rustc
 # flags, below), without cargo-fuzz itself: installing it compiled ~120 crates on every fresh
-# machine, and it added nothing here but those flags. A crash, a leak or a timeout fails the
+# machine, and it added nothing here but those flags. No sanitizer by default (cargo-fuzz's
+# `-s none`): the fuzzed code is safe Rust but for two `from_utf8_unchecked` of bytes checked to
+# be ASCII, so AddressSanitizer found nothing it could, and it cost a third of the build's CPU
+# (796 against 537 s) and slowed every input; LATLAB_FUZZ_SANITIZER=address builds and runs with
+# it (and LeakSanitizer), as `cargo fuzz build -a` does. A crash (a panic, an overflow, a stack
+# overflow), a leak under ASan, or a timeout fails the
 # script; the input that caused it stays in fuzz/artifacts/TARGET/ and its path is printed. Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N).
 set -eu
 cd "$(dirname "$0")/../fuzz"
 secs=${1:-20}
+sanitizer=${LATLAB_FUZZ_SANITIZER:-none}
+case $sanitizer in none | address) ;; *) echo "fuzz.sh: LATLAB_FUZZ_SANITIZER must be none or address, not '$sanitizer'" >&2; exit 1 ;; esac
 build_only=0
 [ "$secs" = build ] && build_only=1 && secs=0
 case $secs in '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$secs'" >&2; exit 1 ;; esac
@@ -30,18 +37,19 @@ if ! rustup toolchain list | grep -q '^nightly'; then
 fi
 triple=$(rustc +nightly -vV | sed -n 's/^host: //p')
 bin_dir="${CARGO_TARGET_DIR:-$PWD/target}/$triple/release"
-# cargo-fuzz 0.13.2's flags for `build -a` (address sanitizer, its default): libFuzzer's
-# coverage (sancov: 8-bit counters, PC table, compares, stack depth), `cfg(fuzzing)`, no
-# branch folding, debug assertions (and with them overflow checks), one codegen unit (its
-# sancov passes keep ThinLTO from inlining across units). --target keeps them off build
-# scripts and proc macros.
+# cargo-fuzz 0.13.2's flags for `build -a -s none` (`-s address`, its default, adds
+# -Zsanitizer=address): libFuzzer's coverage (sancov: 8-bit counters, PC table, compares, stack
+# depth), `cfg(fuzzing)`, no branch folding, debug assertions (and with them overflow checks),
+# one codegen unit (its sancov passes keep ThinLTO from inlining across units). --target keeps
+# them off build scripts and proc macros.
 fuzz_rustflags="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
 fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-inline-8bit-counters"
 fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-pc-table"
 fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
 fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-simplifycfg-branch-fold-threshold=0"
-fuzz_rustflags="$fuzz_rustflags -Zsanitizer=address -Cllvm-args=-sanitizer-coverage-stack-depth"
+fuzz_rustflags="$fuzz_rustflags -Cllvm-args=-sanitizer-coverage-stack-depth"
 fuzz_rustflags="$fuzz_rustflags -Cdebug-assertions -Ccodegen-units=1"
+[ "$sanitizer" = address ] && fuzz_rustflags="$fuzz_rustflags -Zsanitizer=address"
 # Every [[bin]] of fuzz/Cargo.toml is a target.
 all_targets=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.toml | grep -v '^latlab-fuzz$')
 targets=${*:-$all_targets}
@@ -55,7 +63,7 @@ done
 start=$(date +%s)
 RUSTFLAGS="$fuzz_rustflags" cargo +nightly build --release --bins --target "$triple" \
     --config 'profile.release.debug="line-tables-only"'
-echo "fuzz: targets built in $(($(date +%s) - start)) s"
+echo "fuzz: targets built in $(($(date +%s) - start)) s (sanitizer: $sanitizer)"
 [ "$build_only" = 1 ] && exit 0
 
 # Targets run side by side, one per CPU (LATLAB_FUZZ_JOBS=N sets how many): each libFuzzer
@@ -71,10 +79,12 @@ fuzz_one() {
     t=$1
     mkdir -p "$work/$t"
     [ -d "corpus/$t" ] && cp corpus/"$t"/* "$work/$t/"
-    # The trace target runs the parallel parser (threads and std channels per input), whose
-    # per-thread channel context in thread-local storage LeakSanitizer reports as a leak (112
-    # bytes inside std, not growing): leak checks are off for it, on for the others.
-    leaks=1
+    # Leak checks need LeakSanitizer (LATLAB_FUZZ_SANITIZER=address). The trace target runs
+    # the parallel parser (threads and std channels per input), whose per-thread channel
+    # context in thread-local storage LeakSanitizer reports as a leak (112 bytes inside std,
+    # not growing): leak checks are off for it, on for the others.
+    leaks=0
+    [ "$sanitizer" = address ] && leaks=1
     # run.json readers share a dictionary of the record's keys and extreme numbers.
     dict=""
     case $t in run_json | render | compare | store_rows) dict="-dict=dict/run_json.dict" ;; esac
