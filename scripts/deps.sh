@@ -17,7 +17,8 @@
 # the guests), pkgconf, libtracefs-dev and libtraceevent-dev (rtla 6.12's build); then the
 # lab's kernels are fetched into its cache when missing (apt-get download of Debian's 6.12-rt,
 # 6.1 and 6.1-rt kernel packages, about 250 MB once; `apt-get update` first as root when apt
-# does not know them), LAVA's test-shell scripts, and rtla 6.12 is built from Debian's
+# does not know them), LAVA's test-shell scripts and dispatcher (unpacked; its python3 modules
+# and libraries are installed above), and rtla 6.12 is built from Debian's
 # linux-source-6.12 (scripts/rtla-build: 150 MB downloaded, ~30 s once).
 # As root with apt-get, the missing ones are installed (apt-get update once first). Otherwise one
 # line says what to install, and the tests that need them skip (or fail under
@@ -54,6 +55,25 @@ for l in libtracefs libtraceevent; do
         missing+=("$l-dev")
     fi
 done
+# LAVA's dispatcher (scripts/lava-test-shell unpacks it; tests/lab_lava.rs runs a job with its
+# lava-run) runs on Debian's own python3 with these modules (lava-dispatcher's and
+# lava-common's dependencies), and its guestfs module loads libguestfs, which links these
+# libraries: installed as Debian packages, the lava packages themselves only unpacked.
+lava_py="yaml:python3-yaml jinja2:python3-jinja2 pexpect:python3-pexpect
+    setproctitle:python3-setproctitle requests:python3-requests configobj:python3-configobj
+    magic:python3-magic netifaces:python3-netifaces pyudev:python3-pyudev pytz:python3-tz
+    aiohttp:python3-aiohttp voluptuous:python3-voluptuous"
+[ -x /usr/bin/python3 ] || missing+=(python3)
+for m in $lava_py; do
+    if ! /usr/bin/python3 -c "import ${m%%:*}" >/dev/null 2>&1; then
+        missing+=("${m#*:}")
+    fi
+done
+for p in libvirt0 libfuse2 libyajl2 libssh-4; do
+    if ! dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+        missing+=("$p")
+    fi
+done
 # PostgreSQL's server binaries are not on PATH.
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     missing+=(postgresql)
@@ -75,7 +95,7 @@ if command -v apt-get >/dev/null 2>&1; then
     bash "$(dirname "$0")/kernel-lab" fetch rt-6.12 stock-6.1 rt-6.1 ||
         echo "deps: the kernel lab's kernels could not be fetched (the lab tests skip)" >&2
     bash "$(dirname "$0")/lava-test-shell" fetch ||
-        echo "deps: LAVA's test-shell scripts could not be fetched (tests/lab_lava.rs skips)" >&2
+        echo "deps: LAVA's test-shell scripts or dispatcher could not be fetched (tests/lab_lava.rs skips)" >&2
     bash "$(dirname "$0")/rtla-build" fetch ||
         echo "deps: rtla 6.12 could not be built (tests/lab_rt_attribution.rs fails under LATLAB_REQUIRE_PRIVILEGED=1)" >&2
 else

@@ -25,7 +25,7 @@ pub const KERNELS: [&str; 3] = ["rt-6.12", "stock-6.1", "rt-6.1"];
 
 /// Takes the machine-wide lab lock (blocks until free; released when the file is dropped): one
 /// guest at a time, whichever test process boots it.
-fn lab_lock() -> std::fs::File {
+pub fn lab_lock() -> std::fs::File {
     let f = std::fs::File::options()
         .create(true)
         .truncate(false)
