@@ -8,6 +8,9 @@
 # Needs cargo-deb (`cargo install cargo-deb --locked`; scripts/test installs it when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The Cargo profile of the binary (release; scripts/test checks the packaging with its `ci`
+# build: LATLAB_DEB_PROFILE=ci).
+profile=${LATLAB_DEB_PROFILE:-release}
 if ! command -v cargo-deb >/dev/null 2>&1; then
     echo "deb.sh: cargo-deb is missing: cargo install cargo-deb --locked" >&2
     exit 1
@@ -15,9 +18,9 @@ fi
 target=${CARGO_TARGET_DIR:-$PWD/target}
 case $target in /*) ;; *) target=$PWD/$target ;; esac
 
-cargo build --release --locked -p latlab
-bin=$target/release/latlab
-stage=$target/release/deb-staging
+cargo build --profile "$profile" --locked -p latlab
+bin=$target/$profile/latlab
+stage=$target/$profile/deb-staging
 # The staging directory is latlab's own, rebuilt from scratch each time.
 rm -rf -- "$stage"
 mkdir -p -m 0700 -- "$stage/man" "$stage/completions"
@@ -34,4 +37,4 @@ chmod 0644 "$stage"/man/* "$stage"/completions/*
 echo "deb.sh: $(ls "$stage/man" | wc -l) man pages, 3 completion scripts staged"
 
 mkdir -p -- "$target/debian"
-cargo deb -p latlab --no-build --locked --strip --no-dbgsym -o "$target/debian" | tail -n 1
+cargo deb -p latlab --profile "$profile" --no-build --locked --strip --no-dbgsym -o "$target/debian" | tail -n 1

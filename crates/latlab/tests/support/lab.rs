@@ -45,47 +45,45 @@ pub const EXIT_NO_JOB: i32 = 6;
 pub const EXIT_NO_TRACEFS: i32 = 7;
 
 /// The latlab binary the guest runs: the test build (target/debug), or with
-/// `LATLAB_LAB_RELEASE=1` (set by `scripts/test`) the release build, brought up to date once per
-/// test process by `cargo build --release` — the binary the Debian package ships, and under TCG
-/// several times faster than the unoptimised one in the guest's own steps (analysis, loads'
-/// supervision, report writing). The guest checks its structure either way.
+/// `LATLAB_LAB_PROFILE=PROFILE` the build of that Cargo profile (`release`; `ci`, set by
+/// `scripts/test`: the release code at opt-level 1), brought up to date once per test process
+/// by `cargo build --profile PROFILE` — under TCG several times faster than the unoptimised
+/// one in the guest's own steps (analysis, loads' supervision, report writing). The guest
+/// checks its structure either way.
 pub fn guest_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let debug = super::bin();
-        if std::env::var_os("LATLAB_LAB_RELEASE").is_none_or(|v| v != "1") {
+        let Some(profile) = std::env::var("LATLAB_LAB_PROFILE")
+            .ok()
+            .filter(|p| !p.is_empty() && p != "dev")
+        else {
             return debug;
-        }
+        };
         let out = Command::new(env!("CARGO"))
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "-p",
-                "latlab",
-                "--bin",
-                "latlab",
-            ])
+            .args(["build", "--profile", &profile, "--locked", "-p", "latlab"])
+            .args(["--bin", "latlab"])
             .output()
-            .expect("run cargo build --release");
+            .expect("run cargo build");
         assert!(
             out.status.success(),
-            "LATLAB_LAB_RELEASE=1: cargo build --release failed: {}",
+            "LATLAB_LAB_PROFILE={profile}: cargo build --profile {profile} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // target/debug/latlab → target/release/latlab (CARGO_TARGET_DIR included).
-        let release = debug
+        // target/debug/latlab → target/PROFILE/latlab (CARGO_TARGET_DIR included).
+        let built = debug
             .parent()
             .and_then(Path::parent)
             .expect("the test binary lives in <target>/debug")
-            .join("release/latlab");
+            .join(&profile)
+            .join("latlab");
         assert!(
-            release.is_file(),
-            "LATLAB_LAB_RELEASE=1: no {} after cargo build --release",
-            release.display()
+            built.is_file(),
+            "LATLAB_LAB_PROFILE={profile}: no {} after cargo build",
+            built.display()
         );
-        release
+        built
     })
     .clone()
 }
