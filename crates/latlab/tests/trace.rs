@@ -371,6 +371,87 @@ mod rt {
     }
 }
 
+/// One run of the burst experiment (see the test below): the recorder cleared and started, a
+/// FIFO-90 helper spinning 3 ms mid-period and a FIFO-80 sleeper of 1 ms period on `cpu`.
+/// Returns (helper tid, sleeper tid, burst end, the delayed wake-up's due time, its latency), or
+/// why the clocks say the burst did not delay a sleeping thread.
+fn burst_attempt(
+    rec: &latlab_sys::tracefs::Recorder,
+    cpu: usize,
+) -> Result<(i64, i64, u64, u64, u64), String> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Barrier};
+    const PERIOD: u64 = 1_000_000;
+    const BURST: u64 = 3_000_000;
+    rec.clear().unwrap();
+    rec.start().unwrap();
+    // The start is set once both threads are FIFO on `cpu` (a new thread is an ordinary one
+    // until then, and may wait long for a CPU when the machine is loaded).
+    let ready = Arc::new(Barrier::new(3));
+    let t0 = Arc::new(AtomicU64::new(0));
+    // The helper's clock when it began to spin (0 before): the sleeper marks the first wake-up
+    // due after it, if it was asleep then.
+    let began = Arc::new(AtomicU64::new(0));
+    let fd = rec.marker_fd();
+    let (b, go, start_at) = (began.clone(), ready.clone(), t0.clone());
+    let helper = std::thread::spawn(move || {
+        let tid = rt::setup(cpu, 90, "lat-burst");
+        go.wait();
+        go.wait();
+        // Mid-way between two wake-ups, 150 ms in: both threads are settled by then.
+        let burst_at = start_at.load(Ordering::SeqCst) + 150 * PERIOD + PERIOD / 2;
+        rt::sleep_until(burst_at);
+        let start = rt::now();
+        b.store(start, Ordering::SeqCst);
+        while rt::now() < start + BURST {
+            std::hint::spin_loop();
+        }
+        (tid, start - burst_at, rt::now())
+    });
+    let (b, go, start_at) = (began.clone(), ready.clone(), t0.clone());
+    let sleeper = std::thread::spawn(move || {
+        let tid = rt::setup(cpu, 80, "lat-sleeper");
+        go.wait();
+        go.wait();
+        let mut e = start_at.load(Ordering::SeqCst);
+        let mut last_read = 0;
+        let mut found = None;
+        for _ in 0..300 {
+            rt::sleep_until(e);
+            let r = rt::now();
+            let lat = r - e;
+            let began = b.load(Ordering::SeqCst);
+            if found.is_none() && began != 0 && last_read < began && e >= began && lat > PERIOD {
+                let m = format!("LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={lat}\n");
+                // SAFETY: valid fd and buffer.
+                unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
+                found = Some((e, lat));
+            }
+            last_read = r;
+            e += PERIOD;
+        }
+        (tid, found)
+    });
+    ready.wait();
+    t0.store(rt::now() + 20_000_000, Ordering::SeqCst);
+    ready.wait();
+    let (htid, late, hend) = helper.join().unwrap();
+    let (stid, found) = sleeper.join().unwrap();
+    let Some((e, lat)) = found else {
+        return Err(format!(
+            "no wake-up due inside the burst was delayed over 1 ms (burst {late} ns after its time)"
+        ));
+    };
+    if e >= hend {
+        return Err(format!(
+            "the delayed wake-up came due {} ns after the burst",
+            e - hend
+        ));
+    }
+    assert!(!rec.is_on(), "the marker did not stop the recorder");
+    Ok((htid, stid, hend, e, lat))
+}
+
 /// A FIFO-80 sleeper (1 ms period) and, on the same CPU, a FIFO-90 helper that busy-loops for
 /// 3 ms at a known moment. The recorder must catch the spike, and the attribution must name the
 /// helper (comm and pid) for the time it actually kept the sleeper waiting, within 20 %.
@@ -380,8 +461,6 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
     use latlab_core::trace::{analyze_text, AnalyzeOptions, SampleMode};
     use latlab_sys::ledger::{undo, Entry, Ledger};
     use latlab_sys::tracefs::{self, Recorder, RecorderConfig};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
 
     let Some(_g) = latlab_sys::privileged::guard("ground_truth_higher_priority_burst") else {
         return;
@@ -397,50 +476,26 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
     };
     let rec = Recorder::create(&tfs.root, &cfg, &mut ledger).unwrap();
     assert_eq!(rec.clock, "mono");
-    rec.clear().unwrap();
-    rec.start().unwrap();
-
-    const PERIOD: u64 = 1_000_000;
-    const BURST: u64 = 3_000_000;
-    let t0 = rt::now() + 20_000_000;
-    // Mid-way between two wake-ups, 150 ms in: both threads are settled by then.
-    let burst_at = t0 + 150 * PERIOD + PERIOD / 2;
-    let armed = Arc::new(AtomicBool::new(true));
-    let fd = rec.marker_fd();
-
-    let helper = std::thread::spawn(move || {
-        let tid = rt::setup(cpu, 90, "lat-burst");
-        rt::sleep_until(burst_at);
-        let start = rt::now();
-        while rt::now() < start + BURST {
-            std::hint::spin_loop();
-        }
-        (tid, start, rt::now())
-    });
-    let a2 = armed.clone();
-    let sleeper = std::thread::spawn(move || {
-        let tid = rt::setup(cpu, 80, "lat-sleeper");
-        let mut e = t0;
-        let mut found = None;
-        for _ in 0..300 {
-            rt::sleep_until(e);
-            let r = rt::now();
-            let lat = r - e;
-            if e >= burst_at && lat > PERIOD && found.is_none() && a2.swap(false, Ordering::SeqCst)
-            {
-                let m = format!("LATLAB_STOP cpu={cpu} intended={e} actual={r} latency={lat}\n");
-                // SAFETY: valid fd and buffer.
-                unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
-                found = Some((e, r, lat));
+    // The experiment holds only when the clocks of both threads say so: the sleeper was asleep
+    // when the burst began and its timer came due while the helper spun. A VM stall can move
+    // the burst (CI, 2026-11-29: the helper's clock read came 45 ms late, after the sleeper's
+    // due time, and the delay seen was a timer interrupt 48 ms late, no preemption at all;
+    // here under stress-ng, a burst 69 ms late when the threads' start was not awaited);
+    // such an attempt proves nothing about attribution and is run again, at most three times.
+    let mut refused = Vec::new();
+    let (htid, stid, hend, e, lat) = loop {
+        match burst_attempt(&rec, cpu) {
+            Ok(a) => break a,
+            Err(why) if refused.len() < 2 => refused.push(why),
+            Err(why) => {
+                refused.push(why);
+                panic!("no attempt set the experiment up: {refused:?}");
             }
-            e += PERIOD;
         }
-        (tid, found)
-    });
-    let (htid, hstart, hend) = helper.join().unwrap();
-    let (stid, found) = sleeper.join().unwrap();
-    let (e, _r, lat) = found.expect("the burst delayed no wake-up by over 1 ms");
-    assert!(!rec.is_on(), "the marker did not stop the recorder");
+    };
+    if !refused.is_empty() {
+        eprintln!("attempts run again: {refused:?}");
+    }
     let text = String::from_utf8_lossy(&rec.read_cpu(cpu as u32).unwrap()).into_owned();
     // Kept for diagnosis when an assertion fails; removed at the end on success.
     let keep = std::env::temp_dir().join(format!("latlab-ground-truth-{}.txt", std::process::id()));
@@ -479,8 +534,9 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         .unwrap_or_else(|| panic!("no sample for the marker in {}", keep.display()));
     assert_eq!(s.pid, stid);
     assert_eq!(s.latency_ns, lat);
-    // What the helper really took from the sleeper: from the wake-up target to its burst end.
-    let truth = hend.saturating_sub(e.max(hstart));
+    // What the helper really took from the sleeper: from the wake-up target (inside the
+    // burst) to the burst's end.
+    let truth = hend - e;
     let got: u64 = s
         .causes
         .iter()
