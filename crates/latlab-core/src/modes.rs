@@ -66,6 +66,10 @@ pub struct ModeParams {
     /// Audio fragments in the ring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffers: Option<u32>,
+    /// Noise: the smallest gap between two clock reads that counts as noise (rtla osnoise's
+    /// `--threshold`, the kernel's `tracing_thresh`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_ns: Option<Nanos>,
 }
 
 /// Per-thread extras of a mode, stored in `CpuRecord::mode` (absent for `timer`).
@@ -95,6 +99,55 @@ pub struct CpuMode {
     /// CPU's histogram is the thread latency).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timerlat_threads: Option<String>,
+    /// Noise: what kept the CPU from the spinning thread (the CPU's histogram holds each
+    /// interference's length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseRecord>,
+}
+
+/// `--mode noise`: the operating-system noise one CPU's spinning thread saw (rtla osnoise's
+/// figures; oslat's method).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NoiseRecord {
+    /// How it was measured: `user-loop`, a thread reading CLOCK_MONOTONIC in a tight loop
+    /// (oslat's method): every gap of at least `threshold_ns` between two reads is one
+    /// interference.
+    pub method: String,
+    pub threshold_ns: Nanos,
+    /// The loop's first clock read, CLOCK_MONOTONIC ns (0: it never ran).
+    pub started_ns: Nanos,
+    /// From the loop's first clock read to its last.
+    pub runtime_ns: Nanos,
+    /// The sum of the interferences' lengths: time the CPU did not run the thread.
+    pub noise_ns: Nanos,
+    /// Clock reads of the loop (each gap below the threshold is the loop's own time).
+    pub loops: u64,
+    /// What ran on the CPU meanwhile, by source, from the kernel's counters over the run
+    /// (`/proc/interrupts`, `/proc/softirqs`): counts, `ns` null where no trace timed them.
+    pub sources: Vec<NoiseSource>,
+}
+
+/// One source of noise on a CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NoiseSource {
+    /// `irq`, `softirq`, `nmi`, `task` or `hardware`.
+    pub kind: String,
+    /// The IRQ's name (its `/proc/interrupts` line and description), the softirq vector, the
+    /// task's comm.
+    pub name: String,
+    pub count: u64,
+    /// Time it took, where a trace measured it.
+    pub ns: Option<Nanos>,
+}
+
+impl NoiseRecord {
+    /// The share of the runtime the thread had, in percent (rtla's `%CPU_AVAIL`); None
+    /// before the loop ran.
+    pub fn available_pct(&self) -> Option<f64> {
+        (self.runtime_ns > 0).then(|| {
+            100.0 * self.runtime_ns.saturating_sub(self.noise_ns) as f64 / self.runtime_ns as f64
+        })
+    }
 }
 
 /// The compute kernel and its execution-time histogram.
@@ -358,5 +411,113 @@ mod tests {
         let p: ModeParams = serde_json::from_str("{}").unwrap();
         assert_eq!(p, ModeParams::default());
         assert_eq!(serde_json::to_string(&p).unwrap(), "{}");
+    }
+}
+
+impl NoiseSource {
+    /// What the kernel counted on CPU `cpu` (its column in `/proc/interrupts` and
+    /// `/proc/softirqs`: the CPU's number when every CPU is online) over the run: each
+    /// interrupt line and softirq vector that fired there, most frequent first. `NMI` is
+    /// kind `nmi`; counts only (`ns` null).
+    pub fn counted(activity: &crate::activity::ActivityRecord, cpu: u32) -> Vec<NoiseSource> {
+        let at = |d: &crate::activity::CounterDelta| d.per_cpu.get(cpu as usize).copied();
+        let mut out: Vec<NoiseSource> = Vec::new();
+        for (name, d) in &activity.interrupts {
+            let Some(count) = at(d).filter(|&n| n > 0) else {
+                continue;
+            };
+            let kind = if name == "NMI" { "nmi" } else { "irq" };
+            let name = if d.desc.is_empty() {
+                name.clone()
+            } else {
+                format!("{name} {}", d.desc)
+            };
+            out.push(NoiseSource {
+                kind: kind.into(),
+                name,
+                count,
+                ns: None,
+            });
+        }
+        for (name, d) in &activity.softirqs {
+            if let Some(count) = at(d).filter(|&n| n > 0) {
+                out.push(NoiseSource {
+                    kind: "softirq".into(),
+                    name: name.clone(),
+                    count,
+                    ns: None,
+                });
+            }
+        }
+        out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        out
+    }
+}
+
+#[cfg(test)]
+mod noise_tests {
+    use super::*;
+    use crate::activity::{ActivityRecord, CounterDelta};
+
+    fn delta(per_cpu: &[u64], desc: &str) -> CounterDelta {
+        CounterDelta {
+            total: per_cpu.iter().sum(),
+            per_s: 0.0,
+            per_cpu: per_cpu.to_vec(),
+            desc: desc.into(),
+        }
+    }
+
+    /// Each CPU gets its own column's counts, NMIs apart, the most frequent first, nothing
+    /// that did not fire there.
+    #[test]
+    fn sources_are_the_cpus_own_counts() {
+        let mut a = ActivityRecord {
+            interval_s: 1.0,
+            softirqs: Default::default(),
+            interrupts: Default::default(),
+            loadavg_start: None,
+            loadavg_end: None,
+            from: None,
+            scratch_dir: None,
+        };
+        a.interrupts
+            .insert("LOC".into(), delta(&[900, 1000], "Local timer interrupts"));
+        a.interrupts.insert("NMI".into(), delta(&[0, 3], ""));
+        a.interrupts
+            .insert("24".into(), delta(&[7, 0], "PCI-MSIX virtio0-input.0"));
+        a.softirqs.insert("TIMER".into(), delta(&[5, 40], ""));
+        a.softirqs.insert("RCU".into(), delta(&[0, 0], ""));
+        let s = NoiseSource::counted(&a, 1);
+        let got: Vec<(&str, &str, u64)> = s
+            .iter()
+            .map(|s| (s.kind.as_str(), s.name.as_str(), s.count))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("irq", "LOC Local timer interrupts", 1000),
+                ("softirq", "TIMER", 40),
+                ("nmi", "NMI", 3)
+            ]
+        );
+        assert!(s.iter().all(|s| s.ns.is_none()));
+        assert_eq!(NoiseSource::counted(&a, 0).len(), 3);
+        assert!(NoiseSource::counted(&a, 7).is_empty());
+    }
+
+    #[test]
+    fn available_share() {
+        let r = NoiseRecord {
+            method: "user-loop".into(),
+            threshold_ns: 1_000,
+            started_ns: 5,
+            runtime_ns: 1_000_000,
+            noise_ns: 250_000,
+            loops: 10,
+            sources: vec![],
+        };
+        assert_eq!(r.available_pct(), Some(75.0));
+        assert_eq!(NoiseRecord { runtime_ns: 0, ..r }.available_pct(), None);
     }
 }

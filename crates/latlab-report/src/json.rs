@@ -88,6 +88,18 @@ pub struct ReportCpu<'a> {
     /// Extension (audio): the deadline tally of this thread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audio: Option<AudioJson>,
+    /// Extension (noise): the run record's `mode.noise`, with the share of the CPU the
+    /// spinning thread had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseJson<'a>>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct NoiseJson<'a> {
+    #[serde(flatten)]
+    pub record: &'a latlab_core::modes::NoiseRecord,
+    /// `100 × (runtime − noise) / runtime` (rtla's `%CPU_AVAIL`); null before the loop ran.
+    pub available_pct: Option<f64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -123,7 +135,7 @@ pub struct LateBy {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReportMode<'a> {
-    /// `wakeup`, `jitter` or `audio`.
+    /// `wakeup`, `jitter`, `audio` or `noise`.
     pub name: &'a str,
     pub params: Option<&'a ModeParams>,
     /// Audio: all threads merged.
@@ -181,6 +193,10 @@ pub fn report(m: &RunModel) -> Report<'_> {
                 audio: x
                     .and_then(|x| x.audio.as_ref())
                     .map(|a| audio_json(a, measured)),
+                noise: x.and_then(|x| x.noise.as_ref()).map(|n| NoiseJson {
+                    record: n,
+                    available_pct: n.available_pct(),
+                }),
             }
         })
         .collect();

@@ -1,9 +1,9 @@
-//! The extra tables of the `wakeup`, `jitter` and `audio` modes ([`crate::tables`]), and the
+//! The extra tables of the `wakeup`, `jitter`, `audio` and `noise` modes ([`crate::tables`]), and the
 //! keys they add to the JSON report.
 
 use latlab_core::hist::Histogram;
 use latlab_core::model::RunModel;
-use latlab_core::modes::{AudioRecord, AudioTally, ExecSummary};
+use latlab_core::modes::{AudioRecord, AudioTally, ExecSummary, NoiseRecord};
 use latlab_core::units::Human;
 
 use crate::tables::Table;
@@ -147,6 +147,63 @@ pub fn tables(m: &RunModel) -> Vec<Table> {
             ]),
             rows: verdict,
             note: Some(total.verdict_sentence()),
+        });
+    }
+    out.extend(noise_tables(&modes));
+    out
+}
+
+/// `--mode noise`: rtla osnoise top's figures per CPU, then what the kernel counted there.
+fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
+    let noise: Vec<(u32, &NoiseRecord)> = modes
+        .iter()
+        .filter_map(|(cpu, x)| x.noise.as_ref().map(|n| (*cpu, n)))
+        .collect();
+    let Some((_, first)) = noise.first() else {
+        return Vec::new();
+    };
+    let rows = noise
+        .iter()
+        .map(|(cpu, n)| {
+            vec![
+                cpu.to_string(),
+                Human(n.runtime_ns).to_string(),
+                Human(n.noise_ns).to_string(),
+                n.available_pct()
+                    .map_or_else(|| "-".into(), |p| format!("{p:.3} %")),
+                n.loops.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = vec![Table {
+        title: format!(
+            "Noise: a thread spinning on the clock; each gap of at least {} between two reads is an interference (the CPU's samples)",
+            Human(first.threshold_ns)
+        ),
+        header: s(&["CPU", "runtime", "noise", "CPU available", "clock reads"]),
+        rows,
+        note: Some("the interferences' count and lengths are the CPU's statistics above (samples, max); the loop's own work after each one is not counted".into()),
+    }];
+    let sources: Vec<Vec<String>> = noise
+        .iter()
+        .flat_map(|(cpu, n)| {
+            n.sources.iter().take(8).map(move |x| {
+                vec![
+                    cpu.to_string(),
+                    x.kind.clone(),
+                    x.name.clone(),
+                    x.count.to_string(),
+                    x.ns.map_or_else(|| "-".into(), |ns| Human(ns).to_string()),
+                ]
+            })
+        })
+        .collect();
+    if !sources.is_empty() {
+        out.push(Table {
+            title: "What ran on the noisy CPUs (the kernel's counters over the run, 8 most frequent per CPU)".into(),
+            header: s(&["CPU", "kind", "source", "count", "time"]),
+            rows: sources,
+            note: Some("counts from /proc/interrupts and /proc/softirqs over the run, not timed: what fired on the CPU, not which interference it caused".into()),
         });
     }
     out

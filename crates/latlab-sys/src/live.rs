@@ -304,6 +304,22 @@ pub struct ModeShared {
     /// `--backend timerlat` with user-space threads: the thread latency (→ the thread runs
     /// in the kernel), beside the return-to-user latency that is the thread's histogram.
     pub thread: Option<LiveHistogram>,
+    /// `--mode noise`: the spinning loop's totals.
+    pub noise: Option<NoiseShared>,
+}
+
+/// What a noise thread's loop publishes (Relaxed stores on each interference and at its end).
+#[derive(Debug, Default)]
+pub struct NoiseShared {
+    pub threshold_ns: u64,
+    /// The loop's first clock read (0 before).
+    pub started_ns: AtomicU64,
+    /// From the loop's first clock read to its latest.
+    pub runtime_ns: AtomicU64,
+    /// The sum of the gaps at or above the threshold.
+    pub noise_ns: AtomicU64,
+    /// Clock reads.
+    pub loops: AtomicU64,
 }
 
 impl ModeShared {
@@ -318,6 +334,18 @@ impl ModeShared {
             coalesced: AtomicU64::new(0),
             irq: None,
             thread: None,
+            noise: None,
+        }
+    }
+
+    /// A noise thread's: its loop's totals.
+    pub(crate) fn noise(layout: Layout, threshold_ns: u64) -> ModeShared {
+        ModeShared {
+            noise: Some(NoiseShared {
+                threshold_ns,
+                ..NoiseShared::default()
+            }),
+            ..ModeShared::new(layout, false, None)
         }
     }
 

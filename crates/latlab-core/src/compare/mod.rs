@@ -281,6 +281,7 @@ pub fn compare(runs: &[RunModel]) -> Comparison {
                 .join(" / ")
         ));
     }
+    flags.extend(samples_flag(runs, &labels));
     let loads: Vec<&Vec<String>> = runs.iter().map(|r| &r.record.config.loads).collect();
     if loads.iter().any(|l| *l != loads[0]) {
         flags.push(format!(
@@ -479,6 +480,41 @@ fn table(hists: &[Option<&Histogram>], edges: &[Nanos]) -> BucketTable {
         edges_ns: edges.to_vec(),
         counts,
         unknown_above: unknown,
+    }
+}
+
+/// The caution when the runs' samples are different things (a wake-up, an interference, a
+/// loop of oslat's): percentiles are then not like for like.
+fn samples_flag(runs: &[RunModel], labels: &[String]) -> Option<String> {
+    let samples: Vec<String> = runs.iter().map(|r| sample_kind(&r.record)).collect();
+    samples.iter().any(|k| *k != samples[0]).then(|| {
+        format!(
+            "the runs' samples are not the same thing ({}): their percentiles are not like for like; compare the max (and for noise the time lost, in each run's report)",
+            labels
+                .iter()
+                .zip(&samples)
+                .map(|(l, k)| format!("{l}: {k}"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        )
+    })
+}
+/// What one sample of a run is, for the comparison's caution: a wake-up (every mode that
+/// wakes a thread), an interference of latlab's noise mode, or a loop of oslat's.
+fn sample_kind(r: &crate::record::RunRecord) -> String {
+    if r.config.mode != "noise" {
+        return "wake-ups".into();
+    }
+    match r
+        .cpus
+        .iter()
+        .find_map(|c| c.mode.as_ref().and_then(|m| m.noise.as_ref()))
+    {
+        Some(n) => format!(
+            "interferences of at least {}",
+            crate::units::Human(n.threshold_ns)
+        ),
+        None => "every loop of a spinning thread (oslat)".into(),
     }
 }
 

@@ -67,6 +67,8 @@ pub(super) struct Collector {
     every_ns: u64,
     next_close: u64,
     inject_panic: Option<Duration>,
+    /// `--mode noise`: the kernel's interrupt and softirq counters when the threads started.
+    pub noise_from: Option<latlab_sys::procstat::Snapshot>,
 }
 
 impl Collector {
@@ -136,6 +138,7 @@ impl Collector {
             every_ns,
             next_close: every_ns,
             inject_panic: latlab_sys::hooks::collector_panic_ms().map(Duration::from_millis),
+            noise_from: None,
         })
     }
 
@@ -447,6 +450,10 @@ pub(super) fn periods_ns(threads: &[Arc<measure::ThreadShared>], p: &Plan) -> u6
         .iter()
         .enumerate()
         .map(|(i, t)| {
+            if let Some(n) = &t.mode.noise {
+                // A spinning thread has no periods: the time its loop ran.
+                return n.runtime_ns.load(Ordering::Relaxed);
+            }
             let periods = t.hist.totals().count + t.missed.load(Ordering::Relaxed);
             latlab_core::units::thread_interval(p.interval_ns, p.distance_ns, i)
                 .unwrap_or(p.interval_ns)

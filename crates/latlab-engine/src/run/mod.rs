@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use latlab_core::model::RunModel;
 use latlab_core::units::Human;
 use latlab_sys::measure::{SpikeEvent, TraceHook};
+use latlab_sys::procstat::Snapshot;
 
 use crate::profile::ProfileSession;
 use crate::rundir;
@@ -211,7 +212,10 @@ fn start(
     // The record's start is the measurement's, after the warm-up.
     s.started_at = rundir::utc_now().0;
     let intervals = !no_measure && !cx.rp.backend.simulated_time(cx.rp.realtime);
-    let c = Collector::new(cx, m, tracer, steal, metrics, intervals)?;
+    let mut c = Collector::new(cx, m, tracer, steal, metrics, intervals)?;
+    if matches!(cx.mp.mode, latlab_sys::modes::Mode::Noise { .. }) {
+        c.noise_from = latlab_sys::procstat::Snapshot::read(std::path::Path::new("/")).ok();
+    }
     Ok((c, profiler))
 }
 
@@ -232,6 +236,7 @@ fn end(
     c.finish(&mut s, cx, hooks, measured_ns);
     collector::close_intervals(&mut c, measured_ns);
     let mut record = c.record(&s, cx, measured_ns, Some(&results), true);
+    noise_sources(&mut record, c.noise_from.take());
     if let Some(tr) = c.tracer.take() {
         c.live.say(&format!(
             "writing the spikes' captures and their analyses ({} spikes)",
@@ -258,6 +263,21 @@ fn end(
         stopped_by: c.stopped_by,
         dir: cx.dir.to_path_buf(),
     })
+}
+
+/// `--mode noise`: each CPU's interrupts and softirqs between the threads' start and now.
+fn noise_sources(record: &mut latlab_core::record::RunRecord, from: Option<Snapshot>) {
+    let Some(from) = from else { return };
+    let Ok(now) = Snapshot::read(std::path::Path::new("/")) else {
+        return;
+    };
+    let delta = from.delta(&now);
+    for c in &mut record.cpus {
+        let cpu = c.cpu;
+        if let Some(n) = c.mode.as_mut().and_then(|m| m.noise.as_mut()) {
+            n.sources = latlab_core::modes::NoiseSource::counted(&delta, cpu);
+        }
+    }
 }
 
 /// What the threads measured. A run to its end: its duration. An ended-early run measured

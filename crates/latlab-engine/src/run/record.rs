@@ -38,7 +38,8 @@ fn run_config(a: &SessionPlan, p: &Plan, mp: &ModePlan, measured_ns: Nanos) -> R
     RunConfig {
         mode: mp.name.into(),
         backend: a.backend.name().into(),
-        interval_ns: threads.then_some(p.interval_ns),
+        // A noise thread spins: it has no period.
+        interval_ns: (threads && mp.name != "noise").then_some(p.interval_ns),
         duration_ns: Some(p.duration_ns),
         cpus: p.cpus.clone(),
         housekeeping_cpus: p.housekeeping.clone(),

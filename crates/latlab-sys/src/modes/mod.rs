@@ -1,6 +1,7 @@
 //! What a measuring thread measures: timer wake-ups (cyclictest), thread → thread wake-ups
 //! through an IPC (`wakeup`), a calibrated compute kernel each period (`jitter`), and
-//! Senoner's audio deadline model (`audio`).
+//! Senoner's audio deadline model (`audio`), and the gaps of a thread spinning on the clock
+//! (`noise`, oslat's method).
 //!
 //! **The extension point.** A mode is a variant of [`Mode`] and one arm in each of
 //! [`Mode::shared`] (what its threads share with the collector), [`Mode::sender`] (a helper
@@ -23,6 +24,7 @@ use latlab_core::sim::{SimParams, SimSource, SplitMix64};
 use crate::hotloop::{self, Backend, Body, NoWork, RealClock, SimClock, Work};
 use crate::live::{ModeShared, ThreadShared};
 
+mod noise;
 mod wakeup;
 mod work;
 
@@ -76,6 +78,9 @@ pub enum Mode {
     Jitter { work_ns: u64 },
     /// As `Jitter`, and tally the fragment deadlines with `buffers` fragments of one period.
     Audio { work_ns: u64, buffers: u32 },
+    /// Spin on the clock from the start to the end; every gap of at least `threshold_ns`
+    /// between two reads is a sample (an interference).
+    Noise { threshold_ns: u64 },
 }
 
 /// A measuring thread, as its mode sees it when building its loop.
@@ -108,6 +113,7 @@ impl Mode {
             Mode::Audio { buffers, .. } => {
                 ModeShared::new(layout, true, Some((period_ns, *buffers)))
             }
+            Mode::Noise { threshold_ns } => ModeShared::noise(layout, *threshold_ns),
         }
     }
 
@@ -156,6 +162,11 @@ impl Mode {
                 let tally = AudioTally::new(env.interval_ns, *buffers);
                 period_work(&env, *work_ns, Some(tally))
             }
+            Mode::Noise { .. } => match env.backend {
+                Backend::Real => noise::body(),
+                // The plan refuses the simulated backend: it has no noise model.
+                Backend::Sim { .. } => with_clock(&env, NoWork),
+            },
         }
     }
 }

@@ -187,7 +187,7 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 29] = [
+const NO_MEASURE_CONFLICTS: [&str; 30] = [
     "interval",
     "dma_latency",
     "until",
@@ -215,6 +215,7 @@ const NO_MEASURE_CONFLICTS: [&str; 29] = [
     "work",
     "period",
     "buffers",
+    "noise_threshold",
     "on_threshold",
     "priospread",
 ];
@@ -230,6 +231,8 @@ pub enum RunMode {
     Jitter,
     /// An audio pipeline's fragment deadlines (Senoner's latencytest)
     Audio,
+    /// Operating-system noise: a thread spinning on the clock, every gap an interference (oslat, rtla osnoise)
+    Noise,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -262,6 +265,9 @@ pub struct ModeArgs {
     /// audio: fragments in the ring buffer (deadline = (buffers − 1) periods) [default: 2]
     #[arg(long, value_name = "N")]
     pub buffers: Option<u32>,
+    /// noise: the smallest gap between two clock reads that counts as noise (rtla osnoise's default) [default: 1us]
+    #[arg(long, value_name = "T")]
+    pub noise_threshold: Option<Latency>,
 }
 
 /// The action flags of `latlab run`.

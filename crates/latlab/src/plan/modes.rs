@@ -1,4 +1,4 @@
-//! `latlab run --mode wakeup|jitter|audio`: validation of the mode flags (before anything
+//! `latlab run --mode wakeup|jitter|audio|noise`: validation of the mode flags (before anything
 //! starts) and what each mode adds to the run record.
 
 use anyhow::bail;
@@ -37,6 +37,11 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
         "--buffers",
         m.buffers.is_some() && !is(RunMode::Audio),
         "audio",
+    )?;
+    only(
+        "--noise-threshold",
+        m.noise_threshold.is_some() && !is(RunMode::Noise),
+        "noise",
     )?;
     let work = |default: u64, period: u64| -> anyhow::Result<u64> {
         let w = m.work.map_or(default, |w| w.0);
@@ -158,5 +163,44 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
                 pairs: vec![],
             }
         }
+        RunMode::Noise => noise_plan(a, p)?,
+    })
+}
+
+/// `--mode noise`: a spinning thread on the real back end, without periods or a trace.
+fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
+    let m = &a.mode;
+    if a.backend != "real" {
+        bail!(
+            "--mode noise: measured by a thread spinning on this machine's clock (--backend real); the {} back end has no noise to measure",
+            a.backend
+        );
+    }
+    if p.interval_given {
+        bail!("--interval: --mode noise spins without periods; remove --interval (--noise-threshold sets what counts as noise)");
+    }
+    if p.trace_threshold_ns.is_some() {
+        bail!("--trace-threshold: --mode noise does not trace yet (the analyzer explains a thread's wake-ups, not the gaps of one that never sleeps); its sources are the kernel's counters over the run");
+    }
+    let threshold_ns = m.noise_threshold.map_or(1_000, |t| t.0);
+    if threshold_ns == 0 {
+        bail!("--noise-threshold: must be more than 0 (e.g. 1us)");
+    }
+    // A thread that never sleeps, above every ordinary task: only RT throttling
+    // leaves the CPU to the rest of the machine.
+    if p.policy.is_rt() && latlab_sys::rt::rt_throttling_us().is_none() {
+        bail!(
+            "--mode noise --policy {}: RT throttling is off (kernel.sched_rt_runtime_us = -1), so a spinning real-time thread would starve everything else on its CPUs; use --policy other, or turn throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
+            p.policy.as_str()
+        );
+    }
+    Ok(ModePlan {
+        mode: Mode::Noise { threshold_ns },
+        name: "noise",
+        params: Some(ModeParams {
+            noise_threshold_ns: Some(threshold_ns),
+            ..ModeParams::default()
+        }),
+        pairs: vec![],
     })
 }

@@ -3,7 +3,7 @@
 //! end).
 
 use latlab_core::hist::Layout;
-use latlab_core::modes::{AudioRecord, CpuMode, ExecRecord, ModeParams};
+use latlab_core::modes::{AudioRecord, CpuMode, ExecRecord, ModeParams, NoiseRecord};
 use latlab_core::units::Nanos;
 use latlab_sys::measure::ThreadShared;
 use latlab_sys::modes::Mode;
@@ -71,6 +71,16 @@ impl ModePlan {
             histogram: h.snapshot().to_record(),
         });
         let audio: Option<AudioRecord> = t.mode.audio.as_ref().map(|a| a.tally().to_record());
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let noise = t.mode.noise.as_ref().map(|n| NoiseRecord {
+            method: "user-loop".into(),
+            threshold_ns: n.threshold_ns,
+            started_ns: load(&n.started_ns),
+            runtime_ns: load(&n.runtime_ns),
+            noise_ns: load(&n.noise_ns),
+            loops: load(&n.loops),
+            sources: Vec::new(),
+        });
         Some(CpuMode {
             pair: self.pairs.get(i).cloned(),
             exec,
@@ -78,6 +88,7 @@ impl ModePlan {
             irq: irq.map(|h| h.snapshot().to_record()),
             thread: thread.map(|h| h.snapshot().to_record()),
             timerlat_threads: irq.map(|_| if thread.is_some() { "user" } else { "kernel" }.into()),
+            noise,
         })
     }
 }
