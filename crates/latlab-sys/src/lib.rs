@@ -15,6 +15,7 @@ pub mod loads;
 pub mod mapfile;
 pub mod measure;
 pub mod modes;
+pub mod osnoise;
 pub mod pimutex;
 /// Support for the test suites (root checks, the machine-wide lock): only in test builds.
 #[cfg(any(test, feature = "test-hooks"))]

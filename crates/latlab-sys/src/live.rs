@@ -311,6 +311,8 @@ pub struct ModeShared {
 /// What a noise thread's loop publishes (Relaxed stores on each interference and at its end).
 #[derive(Debug, Default)]
 pub struct NoiseShared {
+    /// `user-loop` (latlab's spinning thread) or `osnoise` (the kernel's tracer).
+    pub method: &'static str,
     pub threshold_ns: u64,
     /// The loop's first clock read (0 before).
     pub started_ns: AtomicU64,
@@ -318,8 +320,10 @@ pub struct NoiseShared {
     pub runtime_ns: AtomicU64,
     /// The sum of the gaps at or above the threshold.
     pub noise_ns: AtomicU64,
-    /// Clock reads.
+    /// Clock reads (the user loop's; 0 for the kernel's tracer, which does not say).
     pub loops: AtomicU64,
+    /// The interferences by source with their times (the osnoise tracer's, at the end).
+    pub sources: std::sync::Mutex<Vec<latlab_core::modes::NoiseSource>>,
 }
 
 impl ModeShared {
@@ -339,9 +343,10 @@ impl ModeShared {
     }
 
     /// A noise thread's: its loop's totals.
-    pub(crate) fn noise(layout: Layout, threshold_ns: u64) -> ModeShared {
+    pub(crate) fn noise(layout: Layout, threshold_ns: u64, method: &'static str) -> ModeShared {
         ModeShared {
             noise: Some(NoiseShared {
+                method,
                 threshold_ns,
                 ..NoiseShared::default()
             }),

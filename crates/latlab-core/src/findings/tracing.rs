@@ -78,33 +78,52 @@ pub(super) fn tracing(inv: &Inventory, out: &mut Vec<Finding>) {
 }
 
 /// `run.backends`: the `--backend`s this kernel offers (`real` and `sim` everywhere;
-/// `timerlat` with the kernel's timerlat tracer in a mounted tracefs) and why one is not.
+/// `timerlat` and `osnoise` with the kernel's tracers in a mounted tracefs) and why one is not.
 fn backends(inv: &Inventory, out: &mut Vec<Finding>) {
     let t = &inv.tracing;
-    let timerlat = t.tracefs.is_some() && t.tracers.iter().any(|x| x == "timerlat");
-    let why_not = if timerlat {
-        "timerlat: the kernel's timerlat tracer (IRQ, thread and return-to-user latency)".into()
-    } else if t.tracefs.is_none() {
-        "not timerlat: tracefs is not mounted".to_string()
-    } else {
-        format!(
-            "not timerlat: no timerlat tracer (CONFIG_TIMERLAT_TRACER is not set; available_tracers: {})",
-            t.tracers.join(" ")
-        )
+    let has = |n: &str| t.tracefs.is_some() && t.tracers.iter().any(|x| x == n);
+    let (timerlat, osnoise) = (has("timerlat"), has("osnoise"));
+    let why_not = |name: &str, option: &str| {
+        if t.tracefs.is_none() {
+            format!("not {name}: tracefs is not mounted")
+        } else {
+            format!(
+                "not {name}: no {name} tracer ({option} is not set; available_tracers: {})",
+                t.tracers.join(" ")
+            )
+        }
     };
+    let evidence = [
+        if timerlat {
+            "timerlat: the kernel's timerlat tracer (IRQ, thread and return-to-user latency)".into()
+        } else {
+            why_not("timerlat", "CONFIG_TIMERLAT_TRACER")
+        },
+        if osnoise {
+            "osnoise (--mode noise): the kernel's osnoise tracer (noise by source, with times)"
+                .into()
+        } else {
+            why_not("osnoise", "CONFIG_OSNOISE_TRACER")
+        },
+    ]
+    .join("; ");
+    let mut names = String::from("real, sim");
+    for (on, n) in [(timerlat, "timerlat"), (osnoise, "osnoise")] {
+        if on {
+            names.push_str(", ");
+            names.push_str(n);
+        }
+    }
     out.push(f(
         "run.backends",
         Info,
-        format!(
-            "latlab run's back ends here: real, sim{}",
-            if timerlat { ", timerlat" } else { "" }
-        ),
-        why_not,
+        format!("latlab run's back ends here: {names}"),
+        evidence,
         "`latlab run --backend NAME` measures with one of them.",
         if timerlat {
-            "latlab run --backend timerlat (root): the kernel's tracer measures, with IRQ and thread latency apart"
+            "latlab run --backend timerlat (root): the kernel's tracer measures, with IRQ and thread latency apart; latlab run --mode noise --backend osnoise: the kernel's noise by source"
         } else {
-            "--backend timerlat needs a kernel built with CONFIG_TIMERLAT_TRACER (Debian's from 6.1 PREEMPT_RT, 6.12)"
+            "--backend timerlat and osnoise need a kernel built with CONFIG_TIMERLAT_TRACER and CONFIG_OSNOISE_TRACER (Debian's from 6.1 PREEMPT_RT, 6.12)"
         },
     ));
 }
@@ -134,10 +153,22 @@ mod tests {
             "{}",
             stock.evidence
         );
+        assert!(
+            stock.evidence.contains("CONFIG_OSNOISE_TRACER"),
+            "{}",
+            stock.evidence
+        );
         inv.tracing.tracers.push("timerlat".into());
         assert_eq!(
             of(&inv).title,
             "latlab run's back ends here: real, sim, timerlat"
         );
+        inv.tracing.tracers.push("osnoise".into());
+        let rt = of(&inv);
+        assert_eq!(
+            rt.title,
+            "latlab run's back ends here: real, sim, timerlat, osnoise"
+        );
+        assert!(rt.evidence.contains("noise by source"), "{}", rt.evidence);
     }
 }

@@ -274,7 +274,13 @@ fn noise_sources(record: &mut latlab_core::record::RunRecord, from: Option<Snaps
     let delta = from.delta(&now);
     for c in &mut record.cpus {
         let cpu = c.cpu;
-        if let Some(n) = c.mode.as_mut().and_then(|m| m.noise.as_mut()) {
+        // The osnoise tracer's own sources (timed) when it measured.
+        if let Some(n) = c
+            .mode
+            .as_mut()
+            .and_then(|m| m.noise.as_mut())
+            .filter(|n| n.sources.is_empty())
+        {
             n.sources = latlab_core::modes::NoiseSource::counted(&delta, cpu);
         }
     }

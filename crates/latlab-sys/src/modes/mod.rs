@@ -113,7 +113,7 @@ impl Mode {
             Mode::Audio { buffers, .. } => {
                 ModeShared::new(layout, true, Some((period_ns, *buffers)))
             }
-            Mode::Noise { threshold_ns } => ModeShared::noise(layout, *threshold_ns),
+            Mode::Noise { threshold_ns } => ModeShared::noise(layout, *threshold_ns, "user-loop"),
         }
     }
 

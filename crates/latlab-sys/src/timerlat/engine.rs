@@ -122,13 +122,15 @@ impl Engine {
                     }
                 }
             }
-            Threads::Kernel => match kernel_threads(&cfg.cpus, cfg.policy, cfg.priority) {
-                Ok(p) => (None, p),
-                Err(e) => {
-                    drop(raw);
-                    return fail(inst, e);
+            Threads::Kernel => {
+                match kernel_threads("timerlat/", &cfg.cpus, cfg.policy, cfg.priority) {
+                    Ok(p) => (None, p),
+                    Err(e) => {
+                        drop(raw);
+                        return fail(inst, e);
+                    }
                 }
-            },
+            }
         };
         // The measurement starts once every thread waits (forking and opening take a while
         // under emulation): activations before it are not the run's.

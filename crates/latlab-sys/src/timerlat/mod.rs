@@ -20,8 +20,8 @@
 //! [`ThreadShared`]: crate::live::ThreadShared
 
 mod engine;
-mod setup;
-mod workers;
+pub(crate) mod setup;
+pub(crate) mod workers;
 
 pub use engine::{tracefs_root, Config, Engine};
 pub use setup::{conflicts, probe, Instance, InstanceConfig, Threads};

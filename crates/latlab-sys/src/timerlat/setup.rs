@@ -268,7 +268,7 @@ impl Instance {
 /// An `osnoise/` file's value, in one read of a page: `osnoise/cpus` answers a read shorter
 /// than its text with `Invalid argument`, as the second, shorter read of
 /// `fs::read_to_string` is (6.12).
-fn read_value(path: &Path) -> Result<String, String> {
+pub(crate) fn read_value(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let mut buf = vec![0u8; 4096];
@@ -280,7 +280,7 @@ fn read_value(path: &Path) -> Result<String, String> {
 }
 
 /// Save `path`'s value in the ledger, then write `value`.
-fn knob(
+pub(crate) fn knob(
     ledger: &mut Ledger,
     knobs: &mut Vec<(EntryId, Entry)>,
     path: &Path,
@@ -290,7 +290,7 @@ fn knob(
     save_and_write(ledger, knobs, path, knob_value(&original), value)
 }
 
-fn save_and_write(
+pub(crate) fn save_and_write(
     ledger: &mut Ledger,
     knobs: &mut Vec<(EntryId, Entry)>,
     path: &Path,
@@ -312,7 +312,7 @@ fn save_and_write(
 /// none and opens `timerlat_fd`), on for the kernel's. Its file lists every option; the one
 /// saved is the workload's (`OSNOISE_WORKLOAD` or `NO_OSNOISE_WORKLOAD`), which is what
 /// writing back restores. A kernel without the option (6.1) always runs its own threads.
-fn workload(
+pub(crate) fn workload(
     ledger: &mut Ledger,
     knobs: &mut Vec<(EntryId, Entry)>,
     options: &Path,
@@ -339,7 +339,7 @@ fn workload(
 }
 
 /// Undo the saved settings, newest first; the lines of what could not be.
-fn restore(ledger: &mut Ledger, knobs: &mut Vec<(EntryId, Entry)>) -> Vec<String> {
+pub(crate) fn restore(ledger: &mut Ledger, knobs: &mut Vec<(EntryId, Entry)>) -> Vec<String> {
     let mut out = Vec::new();
     while let Some((id, e)) = knobs.pop() {
         let (line, ok) = undo_checked(&e);

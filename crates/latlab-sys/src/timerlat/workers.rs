@@ -185,17 +185,19 @@ fn spawn(osnoise: &Path, cpu: u32, policy: Policy, priority: u32) -> Result<libc
     })
 }
 
-/// The kernel's `timerlat/N` threads of `cpus` given `policy` and `priority` (they start
-/// with the tracer, at FIFO 95, and end with it: nothing to restore). Their pids by CPU.
-pub(super) fn kernel_threads(
+/// The kernel's `timerlat/N` threads (`prefix` `timerlat/`; the osnoise tracer's are
+/// `osnoise/N`) of `cpus` given `policy` and `priority` (they start with the tracer, at FIFO
+/// 95 for timerlat, and end with it: nothing to restore). Their pids by CPU.
+pub(crate) fn kernel_threads(
+    prefix: &str,
     cpus: &[u32],
     policy: Policy,
     priority: u32,
 ) -> Result<Vec<(u32, libc::pid_t)>, String> {
     let mut found = Vec::new();
-    for (pid, comm) in crate::tasks::named(Path::new("/"), "timerlat/") {
+    for (pid, comm) in crate::tasks::named(Path::new("/"), prefix) {
         let pid = pid as libc::pid_t;
-        let Some(n) = comm.strip_prefix("timerlat/") else {
+        let Some(n) = comm.strip_prefix(prefix) else {
             continue;
         };
         let Ok(cpu) = n.parse::<u32>() else { continue };
@@ -211,7 +213,7 @@ pub(super) fn kernel_threads(
         // SAFETY: plain syscall.
         if unsafe { libc::sched_setscheduler(pid, sched(policy), &param) } != 0 {
             return Err(format!(
-                "cannot give the kernel's timerlat/{cpu} thread {} priority {priority}: {}",
+                "cannot give the kernel's {prefix}{cpu} thread {} priority {priority}: {}",
                 policy.as_str(),
                 io::Error::last_os_error()
             ));

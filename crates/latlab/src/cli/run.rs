@@ -28,9 +28,9 @@ pub struct RunArgs {
     /// Real-time priority of the measurement threads (1..99 for fifo and rr)
     #[arg(long, short = 'p', default_value_t = 95)]
     pub priority: u32,
-    /// Scheduling policy of the measurement threads
-    #[arg(long, value_enum, default_value_t = Policy::Fifo)]
-    pub policy: Policy,
+    /// Scheduling policy of the measurement threads [default: fifo; other with --mode noise]
+    #[arg(long, value_enum)]
+    pub policy: Option<Policy>,
     /// Add this much to the interval of each further thread (as cyclictest -d)
     #[arg(long, default_value = "0", value_name = "T")]
     pub distance: Latency,
@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Where run directories go
     #[arg(long, default_value = "latlab-results")]
     pub results: PathBuf,
-    /// `real` measures this machine (root); `timerlat`: the kernel's timerlat tracer measures (root, a kernel with CONFIG_TIMERLAT_TRACER); `sim` feeds the same pipeline from a seeded generator
+    /// `real` measures this machine (root); `timerlat`: the kernel's timerlat tracer measures (root, a kernel with CONFIG_TIMERLAT_TRACER); `osnoise` (with --mode noise): the kernel's osnoise tracer; `sim` feeds the same pipeline from a seeded generator
     #[arg(long, default_value = "real", value_parser = PossibleValuesParser::new(backend::names()))]
     pub backend: String,
     /// Seed of the simulated source

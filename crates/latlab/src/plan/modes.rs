@@ -170,9 +170,9 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
 /// `--mode noise`: a spinning thread on the real back end, without periods or a trace.
 fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
     let m = &a.mode;
-    if a.backend != "real" {
+    if a.backend != "real" && a.backend != "osnoise" {
         bail!(
-            "--mode noise: measured by a thread spinning on this machine's clock (--backend real); the {} back end has no noise to measure",
+            "--mode noise: measured by a thread spinning on this machine's clock (--backend real, latlab's; --backend osnoise, the kernel's); the {} back end has no noise to measure",
             a.backend
         );
     }
@@ -191,6 +191,15 @@ fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
     if p.policy.is_rt() && latlab_sys::rt::rt_throttling_us().is_none() {
         bail!(
             "--mode noise --policy {}: RT throttling is off (kernel.sched_rt_runtime_us = -1), so a spinning real-time thread would starve everything else on its CPUs; use --policy other, or turn throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
+            p.policy.as_str()
+        );
+    }
+    // On PREEMPT_RT the CPU's timers and softirqs run in FIFO 1 threads (ktimers/N,
+    // ksoftirqd/N) that a spinning real-time thread starves (the kernel lab's 6.12-rt hung
+    // with the osnoise tracer's threads at FIFO 50, as with `rtla osnoise -P f:50`).
+    if p.policy.is_rt() && latlab_sys::rt::kernel_is_realtime() {
+        bail!(
+            "--mode noise --policy {}: on this PREEMPT_RT kernel a spinning real-time thread starves its CPU's timer and softirq threads (ktimers, ksoftirqd: FIFO 1) and can hang the machine; leave --policy out (other, as rtla osnoise and oslat run)",
             p.policy.as_str()
         );
     }

@@ -57,7 +57,14 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         );
     }
     let layout = flag("hist-limit", Layout::new(1_000, limit))?;
-    let policy = Policy::from(a.policy);
+    // A spinning thread (noise) runs beside ordinary tasks unless asked (rtla osnoise's and
+    // oslat's default): a real-time one takes the CPU from everything below it.
+    let noise = a.mode.mode == crate::cli::RunMode::Noise;
+    let policy = Policy::from(a.policy.unwrap_or(if noise {
+        crate::cli::values::Policy::Other
+    } else {
+        crate::cli::values::Policy::Fifo
+    }));
     if policy.is_rt() && !(1..=99).contains(&a.priority) {
         bail!(
             "--priority {}: must be 1..99 for --policy {}",

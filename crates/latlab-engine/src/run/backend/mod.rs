@@ -10,6 +10,8 @@
 //!   with `realtime`), so the whole pipeline runs without root;
 //! - [`timerlat`] (`timerlat`): the kernel's timerlat tracer in latlab's own instance, its
 //!   samples (IRQ, thread, return-to-user latency) read from the ring's binary pages;
+//! - [`osnoise`] (`osnoise`, `--mode noise` only): the kernel's osnoise tracer in latlab's own
+//!   instance, its noises and their sources read from the ring's binary pages;
 //! - [`idle`]: no thread at all (`latlab profile --no-measure`): the run lasts its duration.
 //!
 //! docs/design.md ("Adding a back end") walks through `sim` as the worked example.
@@ -22,6 +24,7 @@ use super::plan::measure::{ModePlan, Plan};
 
 pub mod cyclic;
 pub mod idle;
+pub mod osnoise;
 pub mod sim;
 pub mod timerlat;
 
@@ -88,7 +91,12 @@ pub trait Measurement {
 }
 
 /// Every back end, by name: the one list to extend.
-pub const BACKENDS: &[&dyn Backend] = &[&cyclic::Cyclic, &sim::Sim, &timerlat::Timerlat];
+pub const BACKENDS: &[&dyn Backend] = &[
+    &cyclic::Cyclic,
+    &sim::Sim,
+    &timerlat::Timerlat,
+    &osnoise::Osnoise,
+];
 
 /// The back end called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Backend> {

@@ -73,13 +73,13 @@ impl ModePlan {
         let audio: Option<AudioRecord> = t.mode.audio.as_ref().map(|a| a.tally().to_record());
         let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         let noise = t.mode.noise.as_ref().map(|n| NoiseRecord {
-            method: "user-loop".into(),
+            method: n.method.into(),
             threshold_ns: n.threshold_ns,
             started_ns: load(&n.started_ns),
             runtime_ns: load(&n.runtime_ns),
             noise_ns: load(&n.noise_ns),
             loops: load(&n.loops),
-            sources: Vec::new(),
+            sources: n.sources.lock().map(|s| s.clone()).unwrap_or_default(),
         });
         Some(CpuMode {
             pair: self.pairs.get(i).cloned(),

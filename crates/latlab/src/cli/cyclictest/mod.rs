@@ -93,12 +93,12 @@ impl OptsExt for Opts {
         a.cpus = CpuSel::List(CpuList(self.out.cpus.clone()));
         a.interval = Some(us("--interval", self.out.interval_us)?);
         a.distance = us("--distance", self.out.distance_us)?;
-        a.policy = match self.policy {
+        a.policy = Some(match self.policy {
             "fifo" => Policy::Fifo,
             "rr" => Policy::Rr,
             _ => Policy::Other,
-        };
-        if a.policy != Policy::Other {
+        });
+        if a.policy != Some(Policy::Other) {
             a.priority = self.out.priority;
         }
         a.duration = self.duration()?.unwrap_or(a.duration);
