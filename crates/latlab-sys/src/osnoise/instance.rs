@@ -158,3 +158,28 @@ impl Instance {
         out
     }
 }
+
+/// The events CPU `cpu`'s ring of the instance in `dir` dropped because it was full
+/// (`per_cpu/cpuN/stats`' `dropped events`: a ring that keeps what it has drops new events
+/// without flagging its pages); None when unreadable.
+pub(super) fn dropped(dir: &Path, cpu: u32) -> Option<u64> {
+    let text = fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+    dropped_of(&text)
+}
+
+fn dropped_of(stats: &str) -> Option<u64> {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("dropped events:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_dropped_count_is_read_from_the_stats() {
+        let text = "entries: 0\noverrun: 0\ncommit overrun: 0\nbytes: 0\noldest event ts:     0.000000\nnow ts: 80139.040113\ndropped events: 417\nread events: 9\n";
+        assert_eq!(super::dropped_of(text), Some(417));
+        assert_eq!(super::dropped_of("entries: 0\n"), None);
+    }
+}

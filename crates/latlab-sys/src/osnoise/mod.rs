@@ -174,6 +174,9 @@ impl Engine {
                 reader.run(&inst, &stop2);
                 reader.drain(&inst);
                 reader.ran_until(rt::now_ns());
+                for s in &mut reader.sinks {
+                    s.lost += instance::dropped(inst.rec.dir(), s.sh.cpu).unwrap_or(0);
+                }
                 let results = reader.finish();
                 let mut lines = reader.lost_lines();
                 drop(reader);

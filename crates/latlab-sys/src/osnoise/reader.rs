@@ -19,7 +19,7 @@ use crate::rt;
 
 /// One CPU as the reader publishes it.
 pub(super) struct Sink {
-    sh: Arc<ThreadShared>,
+    pub(super) sh: Arc<ThreadShared>,
     raw: File,
     tid: Option<i64>,
     sec: u64,
@@ -31,7 +31,7 @@ pub(super) struct Sink {
     hw: u64,
     sources: BTreeMap<(NoiseKind, String), (u64, u64)>,
     /// Records the ring dropped (full), and pages that dropped some without saying how many.
-    lost: u64,
+    pub(super) lost: u64,
     lost_pages: u64,
 }
 
