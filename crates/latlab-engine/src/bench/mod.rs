@@ -14,6 +14,7 @@ pub mod child;
 pub mod db;
 pub mod loads;
 pub mod measure;
+pub mod noise;
 pub mod profile;
 pub mod trace;
 pub mod wakeup;

@@ -75,6 +75,18 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 2)]
         pairs: u32,
     },
+    /// latlab --mode noise against oslat, alternated on one CPU: gaps of 10 µs or more
+    Noise {
+        /// CPU to measure on
+        #[arg(long, default_value_t = 1)]
+        cpu: u32,
+        /// Length of each run (whole seconds)
+        #[arg(long, default_value = "5s")]
+        duration: Duration,
+        /// Pairs of runs (latlab and oslat, which goes first alternating)
+        #[arg(long, default_value_t = 6)]
+        pairs: u32,
+    },
     /// What each load does to latency: one run per profile (idle first), one table
     Loads {
         /// Profiles to run, comma-separated (default: every profile whose tools are installed)

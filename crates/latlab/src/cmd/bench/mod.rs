@@ -9,6 +9,7 @@ use crate::cli::{BenchArgs, BenchCommand};
 mod db;
 mod loads;
 mod measure;
+mod noise;
 mod profile;
 mod report;
 mod tail;
@@ -27,6 +28,11 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             duration,
             pairs,
         } => measure::bench(cpu, duration.0, pairs),
+        BenchCommand::Noise {
+            cpu,
+            duration,
+            pairs,
+        } => noise::bench(cpu, duration.0, pairs),
         BenchCommand::Loads {
             profiles,
             duration,
