@@ -122,6 +122,10 @@ pub struct NoiseRecord {
     pub noise_ns: Nanos,
     /// Clock reads of the loop (each gap below the threshold is the loop's own time).
     pub loops: u64,
+    /// Records of the osnoise tracer its ring dropped (full: it wrote faster than latlab read):
+    /// the noises and sources are short of them. 0 for the user loop.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
     /// What ran on the CPU meanwhile, by source, from the kernel's counters over the run
     /// (`/proc/interrupts`, `/proc/softirqs`): counts, `ns` null where no trace timed them.
     pub sources: Vec<NoiseSource>,
@@ -138,6 +142,10 @@ pub struct NoiseSource {
     pub count: u64,
     /// Time it took, where a trace measured it.
     pub ns: Option<Nanos>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl NoiseRecord {
@@ -515,6 +523,7 @@ mod noise_tests {
             runtime_ns: 1_000_000,
             noise_ns: 250_000,
             loops: 10,
+            dropped: 0,
             sources: vec![],
         };
         assert_eq!(r.available_pct(), Some(75.0));

@@ -175,6 +175,13 @@ fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
             ]
         })
         .collect();
+    let mut note = "the interferences' count and lengths are the CPU's statistics above (samples, max); the loop's own work after each one is not counted".to_string();
+    for (cpu, n) in noise.iter().filter(|(_, n)| n.dropped > 0) {
+        note.push_str(&format!(
+            "; CPU {cpu}: the tracer's ring dropped {} records (it wrote faster than latlab read): its noises and sources are short of them",
+            n.dropped
+        ));
+    }
     let mut out = vec![Table {
         title: format!(
             "Noise: a thread spinning on the clock; each gap of at least {} between two reads is an interference (the CPU's samples)",
@@ -182,7 +189,7 @@ fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
         ),
         header: s(&["CPU", "runtime", "noise", "CPU available", "clock reads"]),
         rows,
-        note: Some("the interferences' count and lengths are the CPU's statistics above (samples, max); the loop's own work after each one is not counted".into()),
+        note: Some(note),
     }];
     let sources: Vec<Vec<String>> = noise
         .iter()

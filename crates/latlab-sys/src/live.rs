@@ -322,6 +322,8 @@ pub struct NoiseShared {
     pub noise_ns: AtomicU64,
     /// Clock reads (the user loop's; 0 for the kernel's tracer, which does not say).
     pub loops: AtomicU64,
+    /// Records the osnoise tracer's ring dropped (at the end).
+    pub dropped: AtomicU64,
     /// The interferences by source with their times (the osnoise tracer's, at the end).
     pub sources: std::sync::Mutex<Vec<latlab_core::modes::NoiseSource>>,
 }

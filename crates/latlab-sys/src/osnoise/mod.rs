@@ -176,6 +176,9 @@ impl Engine {
                 reader.ran_until(rt::now_ns());
                 for s in &mut reader.sinks {
                     s.lost += instance::dropped(inst.rec.dir(), s.sh.cpu).unwrap_or(0);
+                    if let Some(n) = &s.sh.mode.noise {
+                        n.dropped.store(s.lost, Relaxed);
+                    }
                 }
                 let results = reader.finish();
                 let mut lines = reader.lost_lines();

@@ -79,6 +79,7 @@ impl ModePlan {
             runtime_ns: load(&n.runtime_ns),
             noise_ns: load(&n.noise_ns),
             loops: load(&n.loops),
+            dropped: load(&n.dropped),
             sources: n.sources.lock().map(|s| s.clone()).unwrap_or_default(),
         });
         Some(CpuMode {
