@@ -52,6 +52,35 @@ fn analyze(path: &Path, threshold: Option<u64>) -> anyhow::Result<Analysis> {
     })
 }
 
+/// A saved trace as the kernel's text, for `latlab analyze --print-trace`, each CPU's text
+/// handed to `out` in turn: a trace-cmd file's pages rendered CPU by CPU, each in time order
+/// with its header (a spike's `trace.dat` holds one CPU: the `trace.txt` `--trace-text`
+/// writes, but for `%p` pointers, hashed with a key of each process as the kernel hashes
+/// them); a text trace as it is.
+pub fn trace_text(
+    path: &Path,
+    out: &mut dyn FnMut(&[u8]) -> anyhow::Result<()>,
+) -> crate::Result<()> {
+    use latlab_core::trace::raw::decoder_for;
+    use latlab_core::trace::tracedat;
+    let p = path.display().to_string();
+    let bytes =
+        trace_bytes(path).map_err(|e| anyhow::anyhow!("cannot read trace file {p}: {e}"))?;
+    if !bytes.starts_with(tracedat::MAGIC) {
+        return Ok(out(&bytes)?);
+    }
+    let dat = tracedat::read(&bytes).map_err(|e| anyhow::anyhow!("{p}: {e}"))?;
+    let (dec, comms) = decoder_for(&dat).map_err(|e| {
+        anyhow::anyhow!("{p}: {e} (latlab renders the layouts latlab records; trace-cmd report -i FILE prints any)")
+    })?;
+    for c in dat.cpus.iter().filter(|c| !c.pages.is_empty()) {
+        let mut text = String::with_capacity(c.pages.len() * 2);
+        let _ = dec.render_text(c.cpu, &c.pages, &comms, &mut text);
+        out(text.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// A trace-cmd file: its pages decoded with its own layout (header and format files), every
 /// CPU merged in time order, and analyzed as the recorder does.
 fn analyze_dat(bytes: &[u8], threshold: Option<u64>) -> anyhow::Result<Analysis> {

@@ -103,8 +103,8 @@ fn smoke(test: &str, kernel: &str, model: &str) {
     assert_eq!(cpus_of(&run), vec![0, 1]);
     counts_consistent(&run);
 
-    // The recorder read the kernel's binary pages: every spike has its trace.txt, trace.dat
-    // and analysis.txt.
+    // The recorder read the kernel's binary pages: every spike has its trace.dat (its
+    // trace_file) and analysis.txt, and no trace.txt (only with --trace-text).
     let trace = &run["trace"];
     assert_eq!(trace["read_as"], "binary", "{trace}");
     let spikes = run["spikes"].as_array().unwrap();
@@ -114,11 +114,13 @@ fn smoke(test: &str, kernel: &str, model: &str) {
     );
     assert_eq!(trace["traced"].as_u64(), Some(spikes.len() as u64));
     for s in spikes {
-        let txt = dir.join(s["trace_file"].as_str().expect("a trace file"));
-        let sd = txt.parent().unwrap();
-        for f in ["trace.txt", "trace.dat", "analysis.txt"] {
+        let file = dir.join(s["trace_file"].as_str().expect("a trace file"));
+        assert!(file.ends_with("trace.dat"), "{}", file.display());
+        let sd = file.parent().unwrap();
+        for f in ["trace.dat", "analysis.txt"] {
             assert!(sd.join(f).is_file(), "{} missing", sd.join(f).display());
         }
+        assert!(!sd.join("trace.txt").exists(), "{}", sd.display());
         assert!(!s["causes"].as_array().unwrap().is_empty(), "{s}");
         // The steal time around it, read from this kernel's /proc/stat (0 under TCG, which
         // gives the guest no steal clock): the window holds the spike.

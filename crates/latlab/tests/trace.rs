@@ -1111,7 +1111,7 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
         .iter()
         .map(|s| run.join(s["trace_file"].as_str().unwrap()))
         .filter(|tf| {
-            let t = std::fs::read_to_string(tf).unwrap();
+            let t = print_trace(tf);
             // In any of its events: a switch to it from the idle task is not traced, so a
             // burst on an idle CPU shows the name in its wake-up and switch-out only.
             t.contains("comm=lat\nbur\nst ")
@@ -1176,9 +1176,75 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
     assert!(!html.contains(NAME), "the name with raw newlines");
 }
 
-/// A traced spike is also saved as trace-cmd's file: trace-cmd reads it back (the oracle) and
-/// shows the spike's own marker, and `latlab analyze` finds in it the same spike, with the
-/// same causes, as in the spike's `trace.txt`.
+/// `--trace-text` keeps each spike's text beside its trace.dat: the text `analyze
+/// --print-trace` renders from the file, but for the `%p` pointers (each process hashes them
+/// with its own key, as the kernel does).
+#[test]
+fn trace_text_writes_the_text_that_print_trace_renders() {
+    let Some(_g) = latlab_sys::privileged::guard("trace_text_writes_the_text") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let st = support::command()
+        .args([
+            "run",
+            "--cpus",
+            "1",
+            "--duration",
+            "1s",
+            "--quiet",
+            "--trace-text",
+        ])
+        .args(["--trace-threshold", "1us", "--trace-max-spikes", "1"])
+        .arg("--results")
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = support::only_run_dir(t.path());
+    let rec = support::read_json(&run.join("run.json"));
+    assert_eq!(rec["spikes"][0]["trace_file"], "spikes/001/trace.dat");
+    let written = std::fs::read_to_string(run.join("spikes/001/trace.txt")).expect("trace.txt");
+    let printed = print_trace(&run.join("spikes/001/trace.dat"));
+    // `=` then 16 hex digits: a hashed pointer.
+    let blank = |t: &str| -> String {
+        t.split_inclusive([' ', '\n'])
+            .map(|w| match w.split_once('=') {
+                Some((k, v))
+                    if v.trim_end().len() == 16
+                        && v.trim_end().bytes().all(|b| b.is_ascii_hexdigit()) =>
+                {
+                    format!("{k}=P{}", &v[16..])
+                }
+                _ => w.to_string(),
+            })
+            .collect()
+    };
+    assert!(written.lines().count() > 10, "{written}");
+    assert_eq!(blank(&printed), blank(&written));
+}
+
+/// A trace file's events as the kernel's text (`latlab analyze --print-trace`).
+fn print_trace(f: &std::path::Path) -> String {
+    let out = support::command()
+        .args(["analyze", "--print-trace"])
+        .arg(f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        f.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 text")
+}
+
+/// A traced spike is saved as trace-cmd's file, and by default as that alone (issue 31: the
+/// text was 2–3 times its size): trace-cmd reads it back (the oracle) and shows the spike's
+/// own marker; `latlab analyze --print-trace` renders it as the kernel's text on demand, and
+/// `latlab analyze` finds in the file and in that text the same spike, with the same causes.
 #[test]
 fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     let Some(_g) = latlab_sys::privileged::guard("a_spike_is_saved_as_trace_dat") else {
@@ -1207,6 +1273,20 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     let dat = run.join("spikes/001/trace.dat");
     let bytes = std::fs::read(&dat).expect("spikes/001/trace.dat");
     assert!(bytes.starts_with(latlab_core::trace::tracedat::MAGIC));
+    assert_eq!(rec["spikes"][0]["trace_file"], "spikes/001/trace.dat");
+    let names: Vec<String> = std::fs::read_dir(run.join("spikes/001"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "trace.txt"),
+        "no trace.txt without --trace-text: {names:?}"
+    );
+    // The text, rendered on demand: the kernel's layout, the marker among its events.
+    let text = print_trace(&dat);
+    assert!(text.starts_with("# tracer: nop"), "{}", &text[..100]);
+    assert!(text.contains(&format!("LATLAB_STOP cpu=1 intended={at} ")));
+    std::fs::write(run.join("spikes/001/printed.txt"), &text).unwrap();
 
     let out = std::process::Command::new("trace-cmd")
         .args(["report", "-i"])
@@ -1245,7 +1325,7 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
         from_dat.as_array().is_some_and(|s| !s.is_empty()),
         "{from_dat}"
     );
-    assert_eq!(from_dat, spikes("trace.txt"));
+    assert_eq!(from_dat, spikes("printed.txt"));
     // `analyze` gives the spike the lanes the recorder recorded (the same analyzer).
     let same = from_dat
         .as_array()

@@ -178,7 +178,9 @@ pub struct SpikeRecord {
     /// Sorted by `ns`, largest first; they add up to the part of `latency_ns` the trace explains.
     #[serde(default)]
     pub causes: Vec<Cause>,
-    /// Relative path of the saved trace in the run directory.
+    /// Relative path of the saved trace in the run directory: `spikes/NNN/trace.dat` when the
+    /// recorder read binary pages (`trace.txt` beside it only with `--trace-text`), else
+    /// `spikes/NNN/trace.txt`. Runs written before 2026-11-29 name `trace.txt`.
     #[serde(default)]
     pub trace_file: Option<String>,
     /// A short text timeline of the spike, as text lines: rendered from `timeline_events` when

@@ -62,8 +62,13 @@ pub enum Render<'a> {
     /// Later, by [`render`] from the pages and [`Analyzed::comms`] (the files wait in memory
     /// as pages, which are smaller than their text).
     Later,
-    /// Now, into [`Analyzed::text`] and (when the layout is known) [`Analyzed::dat`].
-    Now(Option<DatLayout<'a>>),
+    /// Now: [`Analyzed::dat`] when the layout is known, and [`Analyzed::text`] when `text`
+    /// asks for it or there is no `trace.dat` (`latlab analyze --print-trace` renders a
+    /// `trace.dat` as text on demand).
+    Now {
+        dat: Option<DatLayout<'a>>,
+        text: bool,
+    },
 }
 
 /// A spike's capture as binary pages.
@@ -118,8 +123,8 @@ pub struct Analyzed {
     pub counts: Counts,
     /// The task names the pages' events (and [`Pages::comm_of`]) gave, to render them later.
     pub comms: Comms,
-    /// `trace.txt` and `trace.dat` ([`Render::Now`] only).
-    pub text: String,
+    /// `trace.txt` and `trace.dat` ([`Render::Now`] only; see it for when each is rendered).
+    pub text: Option<String>,
     pub dat: Option<Vec<u8>>,
 }
 
@@ -243,13 +248,14 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
         analyze_events(&events, &lost, &opts)
     };
     let mut o = outcome(analysis, spike, counts);
-    if let Render::Now(dat) = c.render {
+    if let Render::Now { dat, text } = c.render {
         let r = Rendering {
             decoder: dec,
             cpu,
             pages: c.pages,
             comms: &comms,
             dat,
+            text,
         };
         (o.text, o.dat) = render_events(&r, &events);
     }
@@ -284,27 +290,30 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
     o
 }
 
-/// One CPU's pages to render as its `trace.txt` and (with a layout) `trace.dat`.
+/// One CPU's pages to render as its `trace.dat` (with a layout) and `trace.txt`.
 pub struct Rendering<'a> {
     pub decoder: &'a RawDecoder,
     pub cpu: u32,
     pub pages: &'a [u8],
     pub comms: &'a Comms,
     pub dat: Option<DatLayout<'a>>,
+    /// `trace.txt` too, beside a `trace.dat` (`--trace-text`). Without a `trace.dat` it is
+    /// always rendered: a spike keeps one trace file.
+    pub text: bool,
 }
 
-/// A CPU's pages as the kernel's text layout (`trace.txt`) and as trace-cmd's file
-/// (`trace.dat`, when the layout is known).
-pub fn render(r: &Rendering) -> (String, Option<Vec<u8>>) {
+/// A CPU's pages as trace-cmd's file (`trace.dat`, when the layout is known) and as the
+/// kernel's text layout (`trace.txt`: when [`Rendering::text`] asks, or there is no
+/// `trace.dat`). The text is 2–3 times the file's size and most of the time spent writing a
+/// spike's files; `latlab analyze --print-trace` renders it from the `trace.dat` on demand.
+pub fn render(r: &Rendering) -> (Option<String>, Option<Vec<u8>>) {
     let mut events = Vec::new();
     let _ = r.decoder.decode_cpu(r.cpu, r.pages, r.comms, &mut events);
     render_events(r, &events)
 }
 
 /// [`render`] of pages whose events are decoded already.
-fn render_events(r: &Rendering, events: &[Event]) -> (String, Option<Vec<u8>>) {
-    let mut text = String::with_capacity(r.pages.len() * 2);
-    let _ = r.decoder.render_text(r.cpu, r.pages, r.comms, &mut text);
+fn render_events(r: &Rendering, events: &[Event]) -> (Option<String>, Option<Vec<u8>>) {
     let dat = r.dat.and_then(|layout| {
         trace_dat(&DatInput {
             decoder: r.decoder,
@@ -313,6 +322,11 @@ fn render_events(r: &Rendering, events: &[Event]) -> (String, Option<Vec<u8>>) {
             comms: r.comms,
             events,
         })
+    });
+    let text = (r.text || dat.is_none()).then(|| {
+        let mut text = String::with_capacity(r.pages.len() * 2);
+        let _ = r.decoder.render_text(r.cpu, r.pages, r.comms, &mut text);
+        text
     });
     (text, dat)
 }

@@ -22,6 +22,9 @@ pub struct TraceOptions {
     /// `--trace-events full`: the timer interrupt's own events too.
     pub timer_irq: bool,
     pub required: bool,
+    /// Each spike's `trace.txt` beside its `trace.dat` (`--trace-text`); without a
+    /// `trace.dat` (a layout latlab does not decode) the text is always written.
+    pub text_files: bool,
     /// Keep the spikes' files in memory until the measurement ends (`defer_budget`).
     pub defer_files: bool,
     /// The back end writes a spike's marker from another CPU than the spike's (timerlat's

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, DatLayout, Spike};
+use latlab_core::trace::capture::{self, Analyzed, DatLayout, Render, Spike};
 use latlab_core::trace::raw::RawDecoder;
 use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::tracefs::RawLayout;
@@ -40,6 +40,8 @@ pub(super) struct Common {
     pub virtualized: bool,
     /// [`super::TraceOptions::markers_off_cpu`].
     pub markers_off_cpu: bool,
+    /// [`super::TraceOptions::text_files`].
+    pub text_files: bool,
     /// The decoder of the instances' binary pages (Err: why spikes are read as text).
     pub binary: Result<RawDecoder, String>,
     /// The first instance's layout (kept for the files written after the instances are gone).
@@ -93,8 +95,8 @@ impl SpikeDir {
 
 /// A spike's trace files, as far as the strategy got.
 pub(super) enum Trace {
-    /// Written already (`trace.txt`, and `trace.dat` from pages).
-    Written,
+    /// Written already: `trace.dat` (from pages, when its layout is known), else `trace.txt`.
+    Written { dat: bool },
     /// The session's pages, rendered when the files are written.
     Pages(RawFiles),
     /// None (the recorder that never stops found no pages for it).
@@ -133,6 +135,7 @@ impl Common {
             max_spikes: opts.max_spikes,
             virtualized: latlab_sys::tracefs::virtualized(),
             markers_off_cpu: opts.markers_off_cpu,
+            text_files: opts.text_files,
             binary,
             not_traced: 0,
             over_max_spikes: 0,
@@ -150,6 +153,15 @@ impl Common {
         }
     }
 
+    /// How a capture of instance `slot` is rendered at once: its `trace.dat`, and its
+    /// `trace.txt` with `--trace-text` or without a `trace.dat`.
+    pub fn render_now(&self, slot: usize) -> Render<'_> {
+        Render::Now {
+            dat: self.dat_layout(slot),
+            text: self.text_files,
+        }
+    }
+
     /// What a `trace.dat` of instance `slot`'s pages carries besides them (None: its layout is
     /// unknown).
     pub fn dat_layout(&self, slot: usize) -> Option<DatLayout<'_>> {
@@ -164,12 +176,17 @@ impl Common {
             self.unmatched += 1;
         }
         let mut spike = capture::spike_record(a, s);
-        let (has_trace, raw) = match trace {
-            Trace::Written => (true, None),
-            Trace::Pages(p) => (true, Some(p)),
-            Trace::Missing => (false, None),
+        // The file a reader opens: trace.dat, which trace-cmd, KernelShark, Perfetto's export
+        // and `latlab analyze` read, else the text (a layout latlab does not decode).
+        let (file, raw) = match trace {
+            Trace::Written { dat } => (Some(dat), None),
+            Trace::Pages(p) => (Some(self.binary.is_ok() && self.layout.is_some()), Some(p)),
+            Trace::Missing => (None, None),
         };
-        spike.trace_file = has_trace.then(|| format!("{}/trace.txt", d.rel));
+        spike.trace_file = file.map(|dat| {
+            let name = if dat { "trace.dat" } else { "trace.txt" };
+            format!("{}/{name}", d.rel)
+        });
         let f = SpikeFiles {
             dir: d.dir.clone(),
             analysis: capture::analysis_txt(d.n, s, &spike, &a.warnings),
@@ -181,6 +198,7 @@ impl Common {
                 .layout
                 .as_ref()
                 .map(|l| dat_layout(l, &self.info.clock)),
+            text: self.text_files,
         };
         self.files.save(f, &r);
         spike
@@ -194,6 +212,7 @@ impl Common {
                 .layout
                 .as_ref()
                 .map(|l| dat_layout(l, &self.info.clock)),
+            text: self.text_files,
         };
         self.files.write_pending(&r);
     }

@@ -1,4 +1,5 @@
-//! A spike's files (`spikes/NNN/`: `trace.txt`, `trace.dat`, `analysis.txt`): written safely
+//! A spike's files (`spikes/NNN/`: `trace.dat`, else (or with `--trace-text` too)
+//! `trace.txt`, and `analysis.txt`): written safely
 //! (a temp file, never through a planted link, in short calls: latlab_sys::safefile), and, when
 //! they come as pages, kept in memory until the measuring threads have stopped.
 
@@ -29,7 +30,7 @@ pub fn defer_budget() -> usize {
 pub(super) struct SpikeFiles {
     pub dir: PathBuf,
     pub analysis: String,
-    /// Binary pages of one CPU, rendered as `trace.txt` and `trace.dat` when written.
+    /// Binary pages of one CPU, rendered as `trace.dat` (and `trace.txt`) when written.
     pub raw: Option<RawFiles>,
 }
 
@@ -44,6 +45,8 @@ pub(super) struct RawFiles {
 pub(super) struct Renderer<'a> {
     pub decoder: Option<&'a RawDecoder>,
     pub dat: Option<DatLayout<'a>>,
+    /// `trace.txt` beside `trace.dat` (`TraceOptions::text_files`).
+    pub text: bool,
 }
 
 /// The spikes' files kept until the end of the measurement.
@@ -94,7 +97,7 @@ impl Files {
     }
 }
 
-/// Write a spike's directory: its `trace.txt` and `trace.dat` rendered from its pages, and
+/// Write a spike's directory: its `trace.dat` (and `trace.txt`) rendered from its pages, and
 /// `analysis.txt`.
 fn write(f: &SpikeFiles, r: &Renderer) {
     let _ = std::fs::create_dir_all(&f.dir);
@@ -105,16 +108,19 @@ fn write(f: &SpikeFiles, r: &Renderer) {
             pages: &raw.pages,
             comms: &raw.comms,
             dat: r.dat,
+            text: r.text,
         });
-        write_trace(&f.dir, &text, dat.as_deref());
+        write_trace(&f.dir, text.as_deref(), dat.as_deref());
     }
     let _ = write_atomic_unsynced(&f.dir.join("analysis.txt"), f.analysis.as_bytes());
 }
 
-/// A spike's `trace.txt` (megabytes), and the same pages as trace-cmd's `trace.dat` (for
-/// trace-cmd report and KernelShark) when there is one.
-pub(super) fn write_trace(dir: &Path, text: &str, dat: Option<&[u8]>) {
-    let _ = write_atomic_unsynced(&dir.join("trace.txt"), text.as_bytes());
+/// A spike's trace: trace-cmd's `trace.dat` (for trace-cmd report, KernelShark and `latlab
+/// analyze`) when its layout is known, and its `trace.txt` (megabytes) when rendered.
+pub(super) fn write_trace(dir: &Path, text: Option<&str>, dat: Option<&[u8]>) {
+    if let Some(text) = text {
+        let _ = write_atomic_unsynced(&dir.join("trace.txt"), text.as_bytes());
+    }
     if let Some(dat) = dat {
         let _ = write_atomic_unsynced(&dir.join("trace.dat"), dat);
     }

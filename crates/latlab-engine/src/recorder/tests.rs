@@ -40,7 +40,8 @@ pub(super) fn start_stepped(
     start_strategy(c, false).ok().expect("started")
 }
 
-/// The tests' recorder: 256 KiB per CPU, tracing required, files deferred.
+/// The tests' recorder: 256 KiB per CPU, tracing required, files deferred, each spike's
+/// `trace.txt` written beside its `trace.dat` (the tests read the text).
 pub(super) fn opts(max_spikes: u32, instances: u32) -> TraceOptions {
     TraceOptions {
         threshold_ns: 1,
@@ -49,6 +50,7 @@ pub(super) fn opts(max_spikes: u32, instances: u32) -> TraceOptions {
         instances,
         timer_irq: false,
         required: true,
+        text_files: true,
         defer_files: true,
         markers_off_cpu: false,
     }
@@ -163,6 +165,7 @@ fn no_tracefs_warns_or_fails_when_required() {
     let opts = TraceOptions {
         buffer_kb: 64,
         required: false,
+        text_files: false,
         ..opts(1, 2)
     };
     let s = start_at(&t.path().join("none"), &opts, &[0], l.clone(), &mut w).unwrap();
@@ -174,6 +177,7 @@ fn no_tracefs_warns_or_fails_when_required() {
     );
     let opts = TraceOptions {
         required: true,
+        text_files: false,
         ..opts
     };
     let e = start_at(&t.path().join("none"), &opts, &[0], l, &mut w)

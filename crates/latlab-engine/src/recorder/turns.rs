@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Spike};
+use latlab_core::trace::capture::{self, Analyzed, Pages, Spike};
 use latlab_core::trace_summary::{SpikeCapture, TraceSummary};
 use latlab_sys::live::SpikeEvent;
 use latlab_sys::pimutex::PiMutex;
@@ -254,7 +254,7 @@ impl Turns {
             pages: &pages,
             spike: s,
             place_marker: false,
-            render: Render::Now(self.common.dat_layout(p.slot)),
+            render: self.common.render_now(p.slot),
             comm_of: &proc_comm,
         });
         a.counts.apply(cap);
@@ -276,7 +276,7 @@ impl Turns {
         cap.read_ns = t_read.elapsed().as_nanos() as u64;
         cap.overrun = self.overruns_since(slot, s.cpu).unwrap_or(0);
         let text = String::from_utf8_lossy(&text).into_owned();
-        write_trace(&d.dir, &text, None);
+        write_trace(&d.dir, Some(&text), None);
         self.recycle_cleared(slot);
         // Not re-armed yet (no standby was free): the instance just cleared takes over.
         self.poll();
@@ -332,7 +332,7 @@ impl Turns {
             pages,
             spike: s,
             place_marker: true,
-            render: Render::Now(self.common.dat_layout(last.slot)),
+            render: self.common.render_now(last.slot),
             comm_of: &proc_comm,
         });
         a.counts.apply(&mut cap);
@@ -349,9 +349,10 @@ impl Turns {
         ));
         self.covered += 1;
         let _ = std::fs::create_dir_all(&d.dir);
-        write_trace(&d.dir, &a.text, a.dat.as_deref());
+        write_trace(&d.dir, a.text.as_deref(), a.dat.as_deref());
         self.common.captures.push(cap);
-        Some(self.common.record(&d, s, &a, Trace::Written))
+        let dat = a.dat.is_some();
+        Some(self.common.record(&d, s, &a, Trace::Written { dat }))
     }
 
     /// Stop, remove the instances (and unmount if the session mounted), forget the ledger
@@ -499,14 +500,15 @@ impl Recorder for Turns {
         let a = match copy {
             Some(c) => {
                 let a = self.read_binary(&p, c, s, &mut cap);
-                write_trace(&d.dir, &a.text, a.dat.as_deref());
+                write_trace(&d.dir, a.text.as_deref(), a.dat.as_deref());
                 a
             }
             None => self.read_text(p.slot, s, &d, &mut cap),
         };
         self.common.captures.push(cap);
         self.count_rearm(&p, n, s.actual_ns);
-        Some(self.common.record(&d, s, &a, Trace::Written))
+        let dat = a.dat.is_some();
+        Some(self.common.record(&d, s, &a, Trace::Written { dat }))
     }
 
     fn not_traced(&self) -> u64 {

@@ -231,6 +231,10 @@ pub struct AnalyzeArgs {
     pub threshold: Option<Latency>,
     #[arg(long, value_enum, default_value_t = RunFormat::Text)]
     pub format: RunFormat,
+    /// Print the trace's events as the kernel's text instead of the analysis: a trace.dat
+    /// rendered CPU by CPU (a spike's is what its trace.txt held with --trace-text)
+    #[arg(long, conflicts_with_all = ["threshold", "format"])]
+    pub print_trace: bool,
 }
 
 #[derive(Debug, Args)]

@@ -128,6 +128,11 @@ pub struct RunExtArgs {
     /// End with an error when tracing is impossible (default: measure on without it)
     #[arg(long)]
     pub trace_required: bool,
+    /// Write each spike's trace as text too (spikes/NNN/trace.txt, 2-3 times its trace.dat),
+    /// not only as trace.dat; `latlab analyze spikes/NNN/trace.dat --print-trace` prints that
+    /// text on demand
+    #[arg(long)]
+    pub trace_text: bool,
     /// Time loads run before measuring starts
     #[arg(long, default_value = "2s", value_name = "D")]
     pub warmup: Duration,
@@ -187,7 +192,7 @@ pub struct ProfileArgs {
 }
 
 /// `latlab run` flags about the measuring threads, refused with `profile --no-measure`.
-const NO_MEASURE_CONFLICTS: [&str; 30] = [
+const NO_MEASURE_CONFLICTS: [&str; 31] = [
     "interval",
     "dma_latency",
     "until",
@@ -209,6 +214,7 @@ const NO_MEASURE_CONFLICTS: [&str; 30] = [
     "trace_instances",
     "trace_events",
     "trace_required",
+    "trace_text",
     "mode",
     "ipc",
     "cross_cpu",

@@ -6,6 +6,17 @@ use std::process::ExitCode;
 use crate::cli::{AnalyzeArgs, RunFormat};
 
 pub fn analyze(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    if args.print_trace {
+        latlab_engine::analyze::trace_text(&args.trace, &mut |b| {
+            crate::stdout::write(b).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot write the trace to stdout: {}",
+                    format!("{e:#}").trim_start_matches("cannot write to stdout: ")
+                )
+            })
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let threshold = args.threshold.map(|t| t.0);
     let a = latlab_engine::analyze::analyze_file(&args.trace, threshold)?;
     let out = match args.format {

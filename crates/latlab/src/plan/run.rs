@@ -153,6 +153,7 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
         instances: a.ext.trace_instances,
         timer_irq: a.ext.trace_events == crate::cli::TraceEvents::Full,
         required: a.ext.trace_required,
+        text_files: a.ext.trace_text,
         // A `trace` action must find the spike's files saved before the actions after it.
         defer_files: !a
             .actions

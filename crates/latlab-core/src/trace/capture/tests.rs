@@ -102,7 +102,10 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         pages: &pages,
         spike: s,
         place_marker: false,
-        render: Render::Now(Some(layout(&events, &formats))),
+        render: Render::Now {
+            dat: Some(layout(&events, &formats)),
+            text: true,
+        },
         comm_of: &comm_of,
     });
     let sample = a.sample.as_ref().expect("the spike's sample");
@@ -140,16 +143,16 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         assert_eq!(a.comms.get(pid), format!("named-{pid}"));
     }
     // trace.txt: the kernel's layout, every event, the marker, the names.
+    let text = a.text.as_deref().expect("trace.txt asked for");
     assert!(
-        a.text
-            .starts_with("# tracer: nop (latlab: CPU 0 decoded from"),
+        text.starts_with("# tracer: nop (latlab: CPU 0 decoded from"),
         "{}",
-        &a.text[..200]
+        &text[..200]
     );
-    assert!(a.text.contains(&s.marker()));
-    assert!(a.text.contains(&format!("named-{STRANGER}-{STRANGER} ")));
-    assert!(!a.text.contains("<...>-"));
-    let lines = Parser::new(&a.text)
+    assert!(text.contains(&s.marker()));
+    assert!(text.contains(&format!("named-{STRANGER}-{STRANGER} ")));
+    assert!(!text.contains("<...>-"));
+    let lines = Parser::new(text)
         .filter(|r| matches!(r, Record::Event(_)))
         .count();
     assert_eq!(lines, 1372);
@@ -193,9 +196,20 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         pages: &pages,
         comms: &a.comms,
         dat: Some(layout(&events, &formats)),
+        text: true,
     });
     assert_eq!(later.0, a.text);
     assert_eq!(later.1, a.dat);
+    // By default a spike keeps its trace.dat alone: the same file, no text rendered.
+    let dat_only = render(&Rendering {
+        decoder: &dec,
+        cpu: 0,
+        pages: &pages,
+        comms: &a.comms,
+        dat: Some(layout(&events, &formats)),
+        text: false,
+    });
+    assert_eq!((dat_only.0, dat_only.1), (None, a.dat.clone()));
     // Render::Later renders nothing, and the analysis is the same.
     let b = analyze_pages(&Pages {
         render: Render::Later,
@@ -205,14 +219,18 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         spike: s,
         place_marker: false,
     });
-    assert!(b.text.is_empty() && b.dat.is_none());
+    assert!(b.text.is_none() && b.dat.is_none());
     assert_eq!(format!("{:?}", b.sample), format!("{:?}", a.sample));
-    // Without a layout, no trace.dat.
+    // Without a layout, no trace.dat: the text is the spike's trace, asked for or not.
     let c = analyze_pages(&Pages {
-        render: Render::Now(None),
+        render: Render::Now {
+            dat: None,
+            text: false,
+        },
         ..pages_of(&dec, &pages, s)
     });
-    assert!(!c.text.is_empty() && c.dat.is_none());
+    assert!(c.dat.is_none());
+    assert!(c.text.is_some_and(|t| t.contains(&s.marker())));
 }
 
 fn pages_of<'a>(dec: &'a RawDecoder, pages: &'a [u8], s: Spike) -> Pages<'a> {

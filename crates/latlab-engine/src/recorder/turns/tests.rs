@@ -99,7 +99,7 @@ fn real_session_marker_spike_finish_and_panic() {
     let sp = s
         .on_spike(&ev(0, e, r, true), &run)
         .expect("a traced spike");
-    assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.txt"));
+    assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.dat"));
     let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
     assert!(trace.contains("LATLAB_STOP"), "{trace}");
     assert!(run.join("spikes/001/analysis.txt").exists());
@@ -173,7 +173,7 @@ fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
     assert!(s.wants_collector());
     let run = t.path().join("rundir");
     let sp = s.on_spike(&ev(0, e1, r1, true), &run).expect("traced");
-    assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.txt"));
+    assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.dat"));
     let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
     assert!(trace.contains(&format!("intended={e1}")), "{trace}");
     assert!(!s.wants_collector());
@@ -195,7 +195,7 @@ fn ping_pong_rearms_before_the_copy_and_reaps_orphans() {
     assert!(s.is_armed());
     assert!(s.common.instances.all()[1].is_on());
     let sp = s.on_spike(&ev(0, e3, r3, true), &run).expect("traced");
-    assert_eq!(sp.trace_file.as_deref(), Some("spikes/002/trace.txt"));
+    assert_eq!(sp.trace_file.as_deref(), Some("spikes/002/trace.dat"));
     let trace2 = std::fs::read_to_string(run.join("spikes/002/trace.txt")).unwrap();
     assert!(trace2.contains(&format!("intended={e3}")));
     // A was read (consumed), not cleared, before it was armed again: nothing of spike 1.
@@ -239,6 +239,9 @@ fn an_unknown_layout_falls_back_to_the_text_copy() {
     let run = t.path().join("rundir");
     let sp = s.on_spike(&ev(0, e, r, true), &run).expect("traced");
     assert!(!sp.causes.is_empty() || !sp.timeline.is_empty());
+    // No trace.dat without a decoded layout: the text is the spike's trace file.
+    assert_eq!(sp.trace_file.as_deref(), Some("spikes/001/trace.txt"));
+    assert!(!run.join("spikes/001/trace.dat").exists());
     let trace = std::fs::read_to_string(run.join("spikes/001/trace.txt")).unwrap();
     assert!(trace.contains(&format!("intended={e}")), "{trace}");
     assert!(
