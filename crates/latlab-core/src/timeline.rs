@@ -103,6 +103,7 @@ mod tests {
             timeline_events: events,
             lanes: None,
             steal: None,
+            others: None,
         }
     }
 

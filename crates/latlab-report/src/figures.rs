@@ -141,17 +141,35 @@ pub fn cause_context(c: &latlab_core::record::Cause) -> String {
         .unwrap_or_default()
 }
 
+/// A `switch-to-user` stretch this long is no path back to user space (2–5 µs as a rule)
+/// but a stall, shown with the other CPUs' evidence.
+pub const SLOW_SWITCH_TO_USER_NS: u64 = 10_000;
+
 /// The evidence for a silent stretch (a `silent gap`, `hypervisor` when the steal time shows
 /// the host took the CPU, else `unknown`; `timer delivery` in older records): the steal time
-/// of the spike's CPU around it, as ` [steal 10 ms on CPU 1 in the 1.02 s around it]` (empty
-/// for other causes or a record without it).
+/// of the spike's CPU around it and what the other CPUs did meanwhile, as ` [steal 10 ms on
+/// CPU 1 in the 1.02 s around it; other CPUs in the 5.0 ms: CPU 0 (hackbench) 37 events]`
+/// (empty for other causes or a record without either).
 pub fn cause_evidence(
     s: &latlab_core::record::SpikeRecord,
     c: &latlab_core::record::Cause,
 ) -> String {
-    match s.steal {
-        Some(e) if c.is_silent() => format!(" [{}]", e.describe(s.cpu)),
-        _ => String::new(),
+    // The thread's own way back to user space: a stall only when it took 10 µs or more.
+    let own = c.name.starts_with("switch-to-user");
+    let slow_own = own && c.ns >= SLOW_SWITCH_TO_USER_NS;
+    if !(c.is_silent() || slow_own) {
+        return String::new();
+    }
+    let mut parts = Vec::new();
+    if let Some(e) = s.steal.filter(|_| !own) {
+        parts.push(e.describe(s.cpu));
+    }
+    if let Some(o) = &s.others {
+        parts.push(o.describe());
+    }
+    match parts.is_empty() {
+        true => String::new(),
+        false => format!(" [{}]", parts.join("; ")),
     }
 }
 
@@ -244,7 +262,7 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::cause_evidence;
-    use latlab_core::record::{Cause, CauseKind, SpikeRecord, SpikeSteal};
+    use latlab_core::record::{Cause, CauseKind, OtherCpu, SpikeOthers, SpikeRecord, SpikeSteal};
 
     fn cause(kind: CauseKind, name: &str) -> Cause {
         Cause {
@@ -275,6 +293,7 @@ mod tests {
                 window_ns: 1_020_000_000,
                 steal_ns: 10_000_000,
             }),
+            others: None,
         };
         let hv = cause(CauseKind::Hypervisor, "silent gap (idle)");
         let bare = cause(CauseKind::Unknown, "silent gap");
@@ -296,5 +315,30 @@ mod tests {
         );
         s.steal = None;
         assert_eq!(cause_evidence(&s, &hv), "");
+        // The other CPUs' evidence: after a silent stretch, and after the thread's own
+        // switch-to-user when it took 10 µs or more (steal is for the silent gaps only).
+        s.steal = Some(SpikeSteal {
+            from_ns: 4_500_000_000,
+            window_ns: 1_020_000_000,
+            steal_ns: 0,
+        });
+        s.others = Some(SpikeOthers {
+            silent_ns: 1_010_000,
+            cpus: vec![OtherCpu {
+                cpu: 0,
+                events: 60,
+                running: Some("hackbench".into()),
+            }],
+        });
+        let others = "other CPUs in its 1010 µs of silent stretches: CPU 0 (hackbench) 60 events";
+        assert_eq!(
+            cause_evidence(&s, &bare),
+            format!(" [no steal on CPU 3 in the 1.02 s around it; {others}]")
+        );
+        let mut own = cause(CauseKind::Task, "switch-to-user (latlab-cpu3)");
+        assert_eq!(cause_evidence(&s, &own), format!(" [{others}]"));
+        own.ns = 9_999;
+        assert_eq!(cause_evidence(&s, &own), "");
+        assert_eq!(cause_evidence(&s, &task), "");
     }
 }

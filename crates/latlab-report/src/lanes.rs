@@ -545,6 +545,7 @@ mod tests {
             ],
             lanes,
             steal: None,
+            others: None,
         }
     }
 

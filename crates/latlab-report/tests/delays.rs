@@ -30,6 +30,7 @@ fn spike(latency_ns: u64, causes: Vec<Cause>) -> SpikeRecord {
         timeline_events: vec![],
         lanes: None,
         steal: None,
+        others: None,
     }
 }
 

@@ -173,6 +173,7 @@ fn spike(latency_ns: u64, causes: &[(CauseKind, &str, u64)]) -> SpikeRecord {
         timeline_events: vec![],
         lanes: None,
         steal: None,
+        others: None,
     }
 }
 

@@ -99,6 +99,7 @@ fn record() -> RunRecord {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         }],
         trace: None,
         loads: vec![],

@@ -1626,3 +1626,119 @@ fn traced_spikes_carry_the_steal_of_their_cpu_around_them() {
         );
     }
 }
+
+/// A spike keeps the other measured CPU's events of its window (from 10 ms before its
+/// intended wake-up to its clock read) in its trace.dat, and `spikes[].others` counts that
+/// CPU's events inside the spike's silent stretches (`silent gap`, `switch-to-user`): the
+/// oracle is trace-cmd reading the same file (issue 31 §2).
+#[test]
+fn a_spike_keeps_the_other_cpus_window_and_counts_their_events_in_its_silent_stretches() {
+    let Some(_g) = latlab_sys::privileged::guard("a_spike_keeps_the_other_cpus_window") else {
+        return;
+    };
+    if which("trace-cmd").is_none() {
+        return support::cannot_run(
+            "a_spike_keeps_the_other_cpus_window",
+            "trace-cmd is not installed (bash scripts/deps.sh installs it)",
+        );
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("a_spike_keeps_the_other_cpus_window: one CPU here, no other CPU to keep");
+        return;
+    }
+    // The recorder that never stops, and instances taking turns.
+    for instances in ["1", "2"] {
+        other_cpus_window_of_a_run(instances);
+    }
+}
+
+fn other_cpus_window_of_a_run(instances: &str) {
+    let t = tempfile::tempdir().unwrap();
+    let st = support::command()
+        .args(["run", "--cpus", "0,1", "--duration", "2s", "--quiet"])
+        .args(["--trace-threshold", "1us", "--trace-max-spikes", "4"])
+        .args(["--trace-instances", instances])
+        .arg("--results")
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = support::only_run_dir(t.path());
+    let rec = support::read_json(&run.join("run.json"));
+    let traced: Vec<&serde_json::Value> = rec["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["trace_file"].is_string())
+        .collect();
+    assert!(!traced.is_empty(), "{:#}", rec["trace"]);
+    let n = |v: &serde_json::Value| v.as_i64().unwrap_or_else(|| panic!("not a number: {v}"));
+    // A spike read from another spike's capture (instances taking turns: `covered`) has
+    // no other CPU's pages of its own window; every other one has them.
+    let with: Vec<_> = traced.iter().filter(|s| s["others"].is_object()).collect();
+    assert!(
+        with.len() as i64 >= traced.len() as i64 - n(&rec["trace"]["covered"]) && !with.is_empty(),
+        "{} of {} traced spikes with others: {:#}",
+        with.len(),
+        traced.len(),
+        rec["trace"]
+    );
+    for s in with {
+        let (cpu, at, lat) = (n(&s["cpu"]), n(&s["at_ns"]), n(&s["latency_ns"]));
+        let other = 1 - cpu;
+        // The spike's silent stretches, from its lanes.
+        let spans: Vec<(i64, i64)> = s["lanes"]["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| {
+                n(&g["cpu"]) == cpu
+                    && (g["lane"] == "measuring"
+                        || g["name"].as_str().unwrap().starts_with("silent gap"))
+            })
+            .map(|g| (at + n(&g["start_ns"]), at + n(&g["end_ns"])))
+            .filter(|(a, b)| b > a)
+            .collect();
+        assert!(!spans.is_empty(), "no switch-to-user: {s:#}");
+        let o = &s["others"];
+        let silent: i64 = spans.iter().map(|(a, b)| b - a).sum();
+        assert_eq!(n(&o["silent_ns"]), silent, "{o}");
+        assert_eq!(o["cpus"].as_array().unwrap().len(), 1, "{o}");
+        assert_eq!(n(&o["cpus"][0]["cpu"]), other, "{o}");
+        // trace-cmd's view of the same file: the other CPU's events, in the window.
+        let dat = run.join(s["trace_file"].as_str().unwrap());
+        let out = std::process::Command::new("trace-cmd")
+            .args(["report", "-t", "-i"])
+            .arg(&dat)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = String::from_utf8_lossy(&out.stdout);
+        let tag = format!("[{other:03}]");
+        let theirs: Vec<i64> = report
+            .lines()
+            .filter_map(|l| {
+                let rest = &l[l.find(&tag)? + tag.len()..];
+                let ts = rest.trim_start().split(':').next()?;
+                let (sec, ns) = ts.split_once('.')?;
+                Some(sec.parse::<i64>().ok()? * 1_000_000_000 + ns.parse::<i64>().ok()?)
+            })
+            .collect();
+        assert!(
+            theirs
+                .iter()
+                .all(|&ts| ts >= at - 10_000_000 && ts <= at + lat),
+            "CPU {other}'s events outside the spike's window"
+        );
+        let inside = theirs
+            .iter()
+            .filter(|&&ts| spans.iter().any(|&(a, b)| ts >= a && ts < b))
+            .count() as i64;
+        assert_eq!(n(&o["cpus"][0]["events"]), inside, "{o}");
+    }
+}

@@ -136,6 +136,7 @@ fn day_spikes(rng: &mut SplitMix64) -> Vec<SpikeRecord> {
                 timeline_events: vec![],
                 lanes: None,
                 steal: None,
+                others: None,
             }
         })
         .collect()

@@ -681,6 +681,7 @@ mod tests {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         };
         let mut a = run("before", [1000u64].into_iter(), 1_000_000);
         let mut b = run("after", [1000u64].into_iter(), 1_000_000);

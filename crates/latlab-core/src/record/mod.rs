@@ -14,10 +14,12 @@ use crate::units::Nanos;
 
 mod config;
 mod cpu;
+mod others;
 mod spike;
 
 pub use config::{Machine, RunConfig, Source};
 pub use cpu::{CpuRecord, SampleSpike, ThreadInfo};
+pub use others::{OtherCpu, SpikeOthers};
 pub use spike::{
     Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, SpikeSteal,
     TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS, SILENT_GAP, SILENT_GAP_IDLE, STEAL_TICK_NS,
@@ -511,6 +513,7 @@ mod tests {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         };
         let mut r = record();
         r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];

@@ -203,6 +203,12 @@ pub struct SpikeRecord {
     /// reading of it (files written before it existed, a kernel without the column).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal: Option<SpikeSteal>,
+    /// The other measured CPUs during the spike's silent stretches (their events are in the
+    /// spike's `trace.dat` too): whether the machine stalled as a whole. Absent when the spike
+    /// has no silent stretch, no other CPU was measured, or the recorder did not read them
+    /// (files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others: Option<super::SpikeOthers>,
 }
 
 /// Steal time of a spike's CPU between two readings of `/proc/stat` that hold the spike
@@ -260,6 +266,13 @@ impl Cause {
     /// A silent stretch (see [`SpikeRecord::judge_silent`]).
     pub fn is_silent(&self) -> bool {
         is_silent(self.kind, &self.name)
+    }
+}
+
+impl LaneSegment {
+    /// A silent stretch (see [`SpikeRecord::judge_silent`]).
+    pub fn is_silent(&self) -> bool {
+        is_silent(self.cause, &self.name)
     }
 }
 
@@ -473,6 +486,7 @@ mod tests {
                 window_ns: 1_000_000_000,
                 steal_ns,
             }),
+            others: None,
         }
     }
 

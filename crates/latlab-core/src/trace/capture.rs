@@ -256,6 +256,7 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
             comms: &comms,
             dat,
             text,
+            others: &[],
         };
         (o.text, o.dat) = render_events(&r, &events);
     }
@@ -300,6 +301,8 @@ pub struct Rendering<'a> {
     /// `trace.txt` too, beside a `trace.dat` (`--trace-text`). Without a `trace.dat` it is
     /// always rendered: a spike keeps one trace file.
     pub text: bool,
+    /// The other CPUs' pages of the spike's window ([`others_window`]), in both files.
+    pub others: &'a [(u32, Vec<u8>)],
 }
 
 /// A CPU's pages as trace-cmd's file (`trace.dat`, when the layout is known) and as the
@@ -309,23 +312,34 @@ pub struct Rendering<'a> {
 pub fn render(r: &Rendering) -> (Option<String>, Option<Vec<u8>>) {
     let mut events = Vec::new();
     let _ = r.decoder.decode_cpu(r.cpu, r.pages, r.comms, &mut events);
+    for (cpu, pages) in r.others {
+        let _ = r.decoder.decode_cpu(*cpu, pages, r.comms, &mut events);
+    }
     render_events(r, &events)
 }
 
-/// [`render`] of pages whose events are decoded already.
+/// [`render`] of pages whose events are decoded already: every CPU's, in CPU order (the
+/// spike's and [`Rendering::others`]).
 fn render_events(r: &Rendering, events: &[Event]) -> (Option<String>, Option<Vec<u8>>) {
+    let mut cpus: Vec<(u32, &[u8])> = vec![(r.cpu, r.pages)];
+    cpus.extend(r.others.iter().map(|(c, p)| (*c, &p[..])));
+    cpus.sort_by_key(|c| c.0);
+    cpus.dedup_by_key(|c| c.0);
     let dat = r.dat.and_then(|layout| {
         trace_dat(&DatInput {
             decoder: r.decoder,
             layout,
-            cpus: &[(r.cpu, r.pages)],
+            cpus: &cpus,
             comms: r.comms,
             events,
         })
     });
     let text = (r.text || dat.is_none()).then(|| {
-        let mut text = String::with_capacity(r.pages.len() * 2);
-        let _ = r.decoder.render_text(r.cpu, r.pages, r.comms, &mut text);
+        let bytes: usize = cpus.iter().map(|c| c.1.len()).sum();
+        let mut text = String::with_capacity(bytes * 2);
+        for (cpu, pages) in cpus.iter().filter(|c| c.0 == r.cpu || !c.1.is_empty()) {
+            let _ = r.decoder.render_text(*cpu, pages, r.comms, &mut text);
+        }
         text
     });
     (text, dat)
@@ -461,6 +475,7 @@ pub fn spike_record(a: &Analyzed, s: Spike) -> SpikeRecord {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         },
     };
     spike.latency_ns = s.latency_ns;
@@ -534,5 +549,8 @@ pub fn split_at(layout: &PageLayout, pages: &[u8], at_ns: u64) -> (usize, usize)
     (after * ps, after.saturating_sub(1) * ps)
 }
 
+mod others;
 #[cfg(test)]
 mod tests;
+
+pub use others::{others_evidence, others_window, OTHERS_LOOKBACK_NS};

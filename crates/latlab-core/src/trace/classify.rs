@@ -357,6 +357,7 @@ mod tests {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         };
         let rows = summarize(&[
             sp(

@@ -183,6 +183,10 @@ impl Common {
             Trace::Pages(p) => (Some(self.binary.is_ok() && self.layout.is_some()), Some(p)),
             Trace::Missing => (None, None),
         };
+        // What the other CPUs did while this one was silent (their pages of its window).
+        if let (Some(p), Ok(dec)) = (&raw, &self.binary) {
+            spike.others = capture::others_evidence(dec, &spike, &p.others, &p.comms);
+        }
         spike.trace_file = file.map(|dat| {
             let name = if dat { "trace.dat" } else { "trace.txt" };
             format!("{}/{name}", d.rel)

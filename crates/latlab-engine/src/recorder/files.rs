@@ -37,6 +37,8 @@ pub(super) struct SpikeFiles {
 pub(super) struct RawFiles {
     pub cpu: u32,
     pub pages: Vec<u8>,
+    /// The other measured CPUs' pages of the spike's window (`capture::others_window`).
+    pub others: Vec<(u32, Vec<u8>)>,
     pub comms: Comms,
 }
 
@@ -75,7 +77,10 @@ impl Files {
     /// A spike's files: kept in memory until the run ends when they come as pages, the session
     /// defers and fewer than the budget's bytes wait; else written now.
     pub fn save(&mut self, f: SpikeFiles, r: &Renderer) {
-        let bytes = f.analysis.len() + f.raw.as_ref().map_or(0, |r| r.pages.len());
+        let bytes = f.analysis.len()
+            + f.raw.as_ref().map_or(0, |r| {
+                r.pages.len() + r.others.iter().map(|o| o.1.len()).sum::<usize>()
+            });
         if f.raw.is_some() && self.defer && self.bytes + bytes <= self.max {
             self.bytes += bytes;
             self.pending.push(f);
@@ -109,6 +114,7 @@ fn write(f: &SpikeFiles, r: &Renderer) {
             comms: &raw.comms,
             dat: r.dat,
             text: r.text,
+            others: &raw.others,
         });
         write_trace(&f.dir, text.as_deref(), dat.as_deref());
     }

@@ -132,6 +132,25 @@ impl Running {
         Some((pages, a))
     }
 
+    /// The other measured CPUs' pages of spike `s`'s window (`capture::others_window`), each
+    /// once its tape holds the window; a CPU whose copy does not come within [`COPY_WAIT`]
+    /// is left out. Read for the spike's `trace.dat` and the evidence of its silent stretches.
+    fn others_of(&self, k: usize, s: Spike) -> Vec<(u32, Vec<u8>)> {
+        let Ok(dec) = self.common.binary.as_ref() else {
+            return Vec::new();
+        };
+        let span = capture::others_window(s);
+        let copier = self.copier.is_some();
+        (0..self.common.cpus.len())
+            .filter(|&j| j != k)
+            .filter(|&j| self.tapes.wait_past(j, s.actual_ns, copier, COPY_WAIT))
+            .map(|j| {
+                let pages = self.tapes.peek(j, span.clone());
+                (self.common.cpus[j], dec.trim_pages(&pages, span.clone()))
+            })
+            .collect()
+    }
+
     /// Stop, remove the instance (and unmount if the session mounted), forget the ledger
     /// entries, write the spikes' files; return the summary stored as run.json's `"trace"`.
     pub(super) fn finish(mut self) -> TraceSummary {
@@ -239,11 +258,21 @@ impl Recorder for Running {
         self.common.captures.push(cap);
         let trace = match pages.is_empty() {
             true => Trace::Missing,
-            false => Trace::Pages(RawFiles {
-                cpu: s.cpu,
-                pages,
-                comms: std::mem::take(&mut a.comms),
-            }),
+            false => {
+                let others = self.others_of(k, s);
+                let mut comms = std::mem::take(&mut a.comms);
+                if let Ok(dec) = &self.common.binary {
+                    for (_, p) in &others {
+                        let _ = dec.learn_comms(p, &mut comms);
+                    }
+                }
+                Trace::Pages(RawFiles {
+                    cpu: s.cpu,
+                    pages,
+                    others,
+                    comms,
+                })
+            }
         };
         Some(self.common.record(&d, s, &a, trace))
     }

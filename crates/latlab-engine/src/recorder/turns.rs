@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, Pages, Spike};
+use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Rendering, Spike};
 use latlab_core::trace_summary::{SpikeCapture, TraceSummary};
 use latlab_sys::live::SpikeEvent;
 use latlab_sys::pimutex::PiMutex;
@@ -220,19 +220,32 @@ impl Turns {
         None
     }
 
-    /// The spike's capture from its instance's copied pages: decoded, analyzed, its
-    /// `trace.txt` and `trace.dat` written; the other CPUs' pages kept for [`Turns::cover`].
+    /// The spike's capture from its instance's copied pages: decoded, analyzed and rendered
+    /// (its `trace.dat`, and `trace.txt` when asked), with the other measured CPUs' pages of
+    /// its window (returned, for the evidence of its silent stretches); the other CPUs'
+    /// pages kept for [`Turns::cover`].
     fn read_binary(
         &mut self,
         p: &Pending,
         c: Copied,
         s: Spike,
         cap: &mut SpikeCapture,
-    ) -> Analyzed {
+    ) -> (Analyzed, Vec<(u32, Vec<u8>)>) {
         self.common.count_overruns(&c.overruns);
         cap.overrun = c.overruns.iter().find(|o| o.0 == s.cpu).map_or(0, |o| o.1);
         cap.read_ns = c.read_ns;
         let (mine, others): (Vec<_>, Vec<_>) = c.pages.into_iter().partition(|x| x.0 == s.cpu);
+        let dec = self
+            .common
+            .binary
+            .as_ref()
+            .expect("the binary path has a decoder");
+        let span = capture::others_window(s);
+        let window: Vec<(u32, Vec<u8>)> = others
+            .iter()
+            .filter(|o| self.common.cpus.contains(&o.0))
+            .map(|(c, p)| (*c, dec.trim_pages(p, span.clone())))
+            .collect();
         // The other CPUs' pages, for a spike that found the recorder stopped by this one.
         self.last = Some(LastCapture {
             stop_ns: s.actual_ns,
@@ -249,17 +262,29 @@ impl Turns {
             .binary
             .as_ref()
             .expect("the binary path has a decoder");
-        let a = capture::analyze_pages(&Pages {
+        let mut a = capture::analyze_pages(&Pages {
             decoder: dec,
             pages: &pages,
             spike: s,
             place_marker: false,
-            render: self.common.render_now(p.slot),
+            render: Render::Later,
             comm_of: &proc_comm,
+        });
+        for (_, p) in &window {
+            let _ = dec.learn_comms(p, &mut a.comms);
+        }
+        (a.text, a.dat) = capture::render(&Rendering {
+            decoder: dec,
+            cpu: s.cpu,
+            pages: &pages,
+            comms: &a.comms,
+            dat: self.common.dat_layout(p.slot),
+            text: self.common.text_files,
+            others: &window,
         });
         a.counts.apply(cap);
         cap.decode_ns = t_dec.elapsed().as_nanos() as u64;
-        a
+        (a, window)
     }
 
     /// The spike's capture as the kernel's text (a layout latlab does not decode): copied in
@@ -497,18 +522,23 @@ impl Recorder for Turns {
             Some(c) => Some(c),
             None => self.drain_polling(p.slot),
         };
-        let a = match copy {
+        let (a, window) = match copy {
             Some(c) => {
-                let a = self.read_binary(&p, c, s, &mut cap);
+                let (a, window) = self.read_binary(&p, c, s, &mut cap);
                 write_trace(&d.dir, a.text.as_deref(), a.dat.as_deref());
-                a
+                (a, window)
             }
-            None => self.read_text(p.slot, s, &d, &mut cap),
+            None => (self.read_text(p.slot, s, &d, &mut cap), Vec::new()),
         };
         self.common.captures.push(cap);
         self.count_rearm(&p, n, s.actual_ns);
         let dat = a.dat.is_some();
-        Some(self.common.record(&d, s, &a, Trace::Written { dat }))
+        let mut spike = self.common.record(&d, s, &a, Trace::Written { dat });
+        // What the other CPUs did while this one was silent (their pages of its window).
+        if let Ok(dec) = &self.common.binary {
+            spike.others = capture::others_evidence(dec, &spike, &window, &a.comms);
+        }
+        Some(spike)
     }
 
     fn not_traced(&self) -> u64 {

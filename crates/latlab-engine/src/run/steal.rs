@@ -111,6 +111,7 @@ mod tests {
             timeline_events: vec![],
             lanes: None,
             steal: None,
+            others: None,
         }
     }
 

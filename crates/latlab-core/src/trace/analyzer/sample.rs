@@ -79,6 +79,7 @@ impl Sample {
             timeline_events: self.timeline_events(),
             lanes: Some(self.lanes.clone()),
             steal: None,
+            others: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 
 use super::*;
+use crate::record::{CauseKind, Lane, LaneSegment, SpikeLanes, SILENT_GAP};
 use crate::trace::parser::{Parser, Record};
 use crate::trace::raw::tests::{
     cmdlines_of_text, decoder, print, text_events, Page, FORMATS, HEADER_EVENT, HEADER_PAGE, PAGES,
@@ -197,6 +198,7 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         comms: &a.comms,
         dat: Some(layout(&events, &formats)),
         text: true,
+        others: &[],
     });
     assert_eq!(later.0, a.text);
     assert_eq!(later.1, a.dat);
@@ -208,6 +210,7 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         comms: &a.comms,
         dat: Some(layout(&events, &formats)),
         text: false,
+        others: &[],
     });
     assert_eq!((dat_only.0, dat_only.1), (None, a.dat.clone()));
     // Render::Later renders nothing, and the analysis is the same.
@@ -540,4 +543,147 @@ fn trace_dat_places_cpus_by_number() {
     };
     assert!(trace_dat(&input(layout(&bad, &formats), &cpus)).is_none());
     assert!(trace_dat(&input(layout(&events, &formats), &[])).is_none());
+}
+
+/// A stretch of the spike's CPU in its lanes, from `a` to `b` (absolute ns) after `at`.
+fn segment(at: u64, lane: Lane, kind: CauseKind, name: &str, a: u64, b: u64) -> LaneSegment {
+    LaneSegment {
+        cpu: 0,
+        lane,
+        cause: kind,
+        name: name.into(),
+        pid: 0,
+        start_ns: a as i64 - at as i64,
+        end_ns: b as i64 - at as i64,
+    }
+}
+
+/// The other CPUs' evidence: the fixture's pages read as CPU 1 beside a spike of CPU 0. Its
+/// events inside the spike's silent gap and switch-to-user are counted (the oracle: the same
+/// events in the kernel's text), its task when the first stretch began named; an IRQ
+/// stretch counts nothing, and a spike without a silent stretch or another CPU has none.
+#[test]
+fn the_other_cpus_events_in_the_silent_stretches_are_counted() {
+    let dec = decoder();
+    let text = text_events();
+    // Stretches between fixture events: the gap holds events i+1..=i+3, the switch-to-user
+    // events j+1..=j+2, the IRQ stretch k+1 (not counted). The text rounds to the µs what
+    // the pages hold in ns: a stretch starts 1 µs after an event and ends 1 µs before one,
+    // where the events around its ends are 2 µs apart or more.
+    let apart = |a: usize, n: usize| {
+        (a..text.len() - n - 1)
+            .find(|&x| {
+                text[x + 1].ts - text[x].ts >= 2_000 && text[x + n + 1].ts - text[x + n].ts >= 2_000
+            })
+            .expect("such a stretch in the fixture")
+    };
+    let (i, j, k) = (apart(100, 3), apart(400, 2), apart(700, 1));
+    let gap = (text[i].ts + 1_000, text[i + 4].ts - 1_000);
+    let own = (text[j].ts + 1_000, text[j + 3].ts - 1_000);
+    let irq = (text[k].ts + 1_000, text[k + 2].ts - 1_000);
+    let at = gap.0;
+    let mut rec = SpikeRecord {
+        cpu: 0,
+        at_ns: at,
+        latency_ns: own.1 - at,
+        causes: vec![],
+        trace_file: None,
+        timeline: vec![],
+        timeline_events: vec![],
+        lanes: Some(SpikeLanes {
+            segments: vec![
+                segment(
+                    at,
+                    Lane::Stall,
+                    CauseKind::Unknown,
+                    SILENT_GAP,
+                    gap.0,
+                    gap.1,
+                ),
+                segment(at, Lane::Irq, CauseKind::Irq, "IRQ 4", irq.0, irq.1),
+                segment(
+                    at,
+                    Lane::Measuring,
+                    CauseKind::Task,
+                    "switch-to-user (x)",
+                    own.0,
+                    own.1,
+                ),
+            ],
+            dropped: 0,
+        }),
+        steal: None,
+        others: None,
+    };
+    let inside = |a: u64, b: u64| text.iter().filter(|e| e.ts >= a && e.ts < b).count() as u64;
+    let want = inside(gap.0, gap.1) + inside(own.0, own.1);
+    assert_eq!(want, 5, "the stretches as chosen");
+    let mut comms = Comms::default();
+    dec.learn_comms(PAGES, &mut comms).unwrap();
+    let others = vec![(1, PAGES.to_vec())];
+    let o = others_evidence(&dec, &rec, &others, &comms).expect("evidence");
+    let before = &text[i];
+    let running = match &before.kind {
+        EventKind::SchedSwitch { next, .. } if next.pid == 0 => "idle".to_string(),
+        EventKind::SchedSwitch { next, .. } => next.comm.to_string(),
+        _ if before.pid == 0 => "idle".to_string(),
+        _ => before.task_comm.to_string(),
+    };
+    assert_eq!(
+        o,
+        crate::record::SpikeOthers {
+            silent_ns: (gap.1 - gap.0) + (own.1 - own.0),
+            cpus: vec![crate::record::OtherCpu {
+                cpu: 1,
+                events: want,
+                running: Some(running),
+            }],
+        }
+    );
+    assert!(o.others_active());
+    // No other CPU, or no silent stretch: no evidence.
+    assert_eq!(others_evidence(&dec, &rec, &[], &comms), None);
+    rec.lanes
+        .as_mut()
+        .unwrap()
+        .segments
+        .retain(|g| g.lane == Lane::Irq);
+    assert_eq!(others_evidence(&dec, &rec, &others, &comms), None);
+}
+
+/// A spike's files with the other CPUs' pages: trace.dat holds every CPU, each read back
+/// whole; the text holds each CPU's section in CPU order.
+#[test]
+fn the_files_hold_the_other_cpus_pages() {
+    let dec = decoder();
+    let (events, formats) = names();
+    let mut comms = Comms::default();
+    dec.learn_comms(PAGES, &mut comms).unwrap();
+    let others = vec![(2, PAGES.to_vec())];
+    let (text, dat) = render(&Rendering {
+        decoder: &dec,
+        cpu: 0,
+        pages: PAGES,
+        comms: &comms,
+        dat: Some(layout(&events, &formats)),
+        text: true,
+        others: &others,
+    });
+    let file = tracedat::read(dat.as_deref().expect("a trace.dat")).unwrap();
+    let with_pages: Vec<u32> = file
+        .cpus
+        .iter()
+        .filter(|c| !c.pages.is_empty())
+        .map(|c| c.cpu)
+        .collect();
+    assert_eq!(with_pages, [0, 2]);
+    assert!(file
+        .cpus
+        .iter()
+        .all(|c| c.pages.is_empty() || &c.pages[..] == PAGES));
+    let text = text.expect("text asked for");
+    let cpu0 = text.find("CPU 0 decoded").expect("CPU 0's section");
+    let cpu2 = text.find("CPU 2 decoded").expect("CPU 2's section");
+    assert!(cpu0 < cpu2);
+    assert_eq!(text.matches("[002]").count(), text.matches("[000]").count());
 }

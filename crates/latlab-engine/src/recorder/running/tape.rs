@@ -1,11 +1,14 @@
 //! The tapes of the recorder that never stops: a copier thread (`latlab-trace`, SCHED_FIFO 1,
 //! every [`COPY_SLICE`]) reads the binary pages (`per_cpu/cpuN/trace_pipe_raw`, kept open) of
-//! every CPU whose marker count moved, up to what the ring holds now, into that CPU's *tape*;
-//! the collector takes a CPU's tape for a spike and gives back what follows its session.
+//! every measured CPU when a marker count moved, up to what the ring holds now, into each
+//! CPU's *tape*; the collector takes a CPU's tape for a spike and gives back what follows its
+//! session, and reads the other CPUs' tapes over the spike's window ([`Tapes::peek`]).
 //!
 //! The ring keeps seconds of history (about 2 MB/s per CPU under hackbench with the lean
-//! events: a 4 MiB ring holds ~2 s), so the copier is in no hurry; reading only CPUs with a
-//! new marker keeps quiet CPUs' history in the kernel, where it costs nothing. The copy reads
+//! events: a 4 MiB ring holds ~2 s), so the copier is in no hurry; reading only when a marker
+//! came keeps the history in the kernel while nothing happens, where it costs nothing. Every
+//! CPU is read then, so a spike finds the other CPUs' events of its window (a tape keeps at
+//! most two rings, as the kernel would have overwritten the rest). The copy reads
 //! the CPU's ring to the end, which consumes it (the kernel keeps overwriting what nobody
 //! read: a flight recorder's normal state, counted as `overrun` in each capture).
 
@@ -47,6 +50,9 @@ pub(super) struct Tape {
     reads: Vec<(u64, u64)>,
     /// Time spent reading this CPU since a spike last took its pages.
     read_ns: u64,
+    /// CLOCK_MONOTONIC when the last read began: every event before it is in `pages` (or was
+    /// handed on, dropped or overwritten).
+    read_began_ns: u64,
     /// Events older than this belong to the previous spike of this CPU (its marker's time + 1).
     from_ns: u64,
     /// The kernel's cumulative `overrun` of this CPU at the last read, and what it added since
@@ -150,15 +156,47 @@ impl Tapes {
             .map_or(0, |m| m.load(Ordering::Acquire))
     }
 
-    /// Read every CPU whose marker count moved since its last read. The copier's step: its
-    /// reads wait for the quiet windows of the CPU it is pinned to, if any.
+    /// Read every CPU when a marker count moved since its last read (the other CPUs'
+    /// events of a spike's window come with it). The copier's step: its reads wait for the
+    /// quiet windows of the CPU it is pinned to, if any.
     pub(super) fn copy_new(&self) {
-        for k in 0..self.cpus.len() {
-            let m = self.marks_of(self.cpus[k]);
-            if m != self.tapes.lock()[k].read_marks {
+        let moved = (0..self.cpus.len())
+            .any(|k| self.marks_of(self.cpus[k]) != self.tapes.lock()[k].read_marks);
+        if moved {
+            for k in 0..self.cpus.len() {
                 self.read_cpu(k, self.quiet.get());
             }
         }
+    }
+
+    /// Wait until CPU `k`'s tape holds every event before `at_ns` (a read began after it),
+    /// reading it here when there is no copier or it is late. False after `wait`.
+    pub(super) fn wait_past(&self, k: usize, at_ns: u64, copier: bool, wait: Duration) -> bool {
+        let t0 = Instant::now();
+        loop {
+            if self.tapes.lock()[k].read_began_ns > at_ns {
+                return true;
+            }
+            if !copier || t0.elapsed() >= SELF_COPY_AFTER {
+                self.read_cpu(k, None);
+                if self.tapes.lock()[k].read_began_ns > at_ns {
+                    return true;
+                }
+            }
+            if t0.elapsed() >= wait {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A copy of CPU `k`'s pages that hold events of `span` (whole pages: trim them).
+    pub(super) fn peek(&self, k: usize, span: std::ops::Range<u64>) -> Vec<u8> {
+        let tapes = self.tapes.lock();
+        let pages = &tapes[k].pages;
+        let from = capture::split_at(&self.layout, pages, span.start).1;
+        let to = capture::split_at(&self.layout, pages, span.end).0;
+        pages.get(from..to.max(from)).unwrap_or_default().to_vec()
     }
 
     /// Read CPU `k`'s ring to its end into its tape, each read in a quiet window of `gate`.
@@ -193,6 +231,7 @@ impl Tapes {
         let done = mono_ns();
         let mut tapes = self.tapes.lock();
         let t = &mut tapes[k];
+        t.read_began_ns = t.read_began_ns.max(t0);
         t.pages.extend_from_slice(scratch);
         if t.pages.len() > self.cap_bytes {
             let over = (t.pages.len() - self.cap_bytes).div_ceil(self.page) * self.page;
@@ -201,7 +240,8 @@ impl Tapes {
             t.dropped += (over / self.page) as u64;
         }
         t.read_marks = t.read_marks.max(m);
-        if t.reads.len() < 1024 {
+        // A read that brought new markers (the others' reads with it change nothing).
+        if t.reads.len() < 1024 && t.reads.last().is_none_or(|r| r.0 != m) {
             t.reads.push((m, done));
         }
         t.read_ns += done.saturating_sub(t0);

@@ -1,0 +1,102 @@
+//! The other CPUs during a spike's silent stretches (run.json `spikes[].others`): evidence
+//! for or against a stall of the whole machine, beside the steal time of the spike's CPU.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Human, Nanos};
+
+/// What the other traced CPUs did while the spike's CPU was silent (its `silent gap` and
+/// `switch-to-user` stretches: no event on the CPU in either). Another CPU's events in those stretches show that the stall was the spike's
+/// CPU's alone (its vCPU descheduled by the host, or a region the events do not cover); none
+/// on a CPU that was running a task is what a stall of the whole machine looks like (the
+/// host pausing the VM, an SMI). An idle CPU is silent anyway, and a task in user space logs
+/// nothing between ticks: silence alone is weak evidence, events are strong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpikeOthers {
+    /// The spike's silent stretches (`silent gap`, `switch-to-user`), in total.
+    pub silent_ns: Nanos,
+    /// The other CPUs whose events of the spike's window were read (the other measured
+    /// CPUs), in CPU order.
+    pub cpus: Vec<OtherCpu>,
+}
+
+/// One other CPU over the spike's silent stretches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OtherCpu {
+    pub cpu: u32,
+    /// Its events inside the silent stretches.
+    pub events: u64,
+    /// What it ran when the first silent stretch began: `idle`, a task's name, or null when
+    /// its trace does not say (no task switch on it in the window read).
+    #[serde(default)]
+    pub running: Option<String>,
+}
+
+impl SpikeOthers {
+    /// `other CPUs in its 120 µs of silent stretches: CPU 0 (hackbench) 37 events, CPU 2
+    /// (idle) none`.
+    pub fn describe(&self) -> String {
+        let cpus: Vec<String> = self
+            .cpus
+            .iter()
+            .map(|c| {
+                let what = c
+                    .running
+                    .as_deref()
+                    .map(|r| format!(" ({})", crate::escape::escape(r)))
+                    .unwrap_or_default();
+                let n = match c.events {
+                    0 => "none".to_string(),
+                    1 => "1 event".to_string(),
+                    n => format!("{n} events"),
+                };
+                format!("CPU {}{what} {n}", c.cpu)
+            })
+            .collect();
+        format!(
+            "other CPUs in its {} of silent stretches: {}",
+            Human(self.silent_ns),
+            cpus.join(", ")
+        )
+    }
+
+    /// Every other CPU logged events while the spike's CPU was silent.
+    pub fn others_active(&self) -> bool {
+        !self.cpus.is_empty() && self.cpus.iter().all(|c| c.events > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn described_with_names_escaped_and_counts() {
+        let o = SpikeOthers {
+            silent_ns: 120_000,
+            cpus: vec![
+                OtherCpu {
+                    cpu: 0,
+                    events: 37,
+                    running: Some("hack\nbench".into()),
+                },
+                OtherCpu {
+                    cpu: 2,
+                    events: 0,
+                    running: Some("idle".into()),
+                },
+                OtherCpu {
+                    cpu: 3,
+                    events: 1,
+                    running: None,
+                },
+            ],
+        };
+        assert_eq!(
+            o.describe(),
+            "other CPUs in its 120 µs of silent stretches: CPU 0 (hack\\u{a}bench) 37 events, CPU 2 (idle) none, CPU 3 1 event"
+        );
+        assert!(!o.others_active());
+    }
+}
