@@ -104,6 +104,7 @@ mod tests {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         }
     }
 

@@ -141,6 +141,15 @@ pub fn cause_context(c: &latlab_core::record::Cause) -> String {
         .unwrap_or_default()
 }
 
+/// timerlat's own figures of a spike's activation after its latency, as ` [timerlat: IRQ
+/// 120 µs, thread 15.30 ms of 15.40 ms]` (empty for other back ends).
+pub fn spike_facts(s: &latlab_core::record::SpikeRecord) -> String {
+    s.timerlat
+        .and_then(|t| t.describe(s.latency_ns))
+        .map(|d| format!(" [{d}]"))
+        .unwrap_or_default()
+}
+
 /// A `switch-to-user` stretch this long is no path back to user space (2–5 µs as a rule)
 /// but a stall, shown with the other CPUs' evidence.
 pub const SLOW_SWITCH_TO_USER_NS: u64 = 10_000;
@@ -261,7 +270,7 @@ pub fn williams_rows(s: &Stats) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use super::cause_evidence;
+    use super::{cause_evidence, spike_facts};
     use latlab_core::record::{Cause, CauseKind, OtherCpu, SpikeOthers, SpikeRecord, SpikeSteal};
 
     fn cause(kind: CauseKind, name: &str) -> Cause {
@@ -294,6 +303,7 @@ mod tests {
                 steal_ns: 10_000_000,
             }),
             others: None,
+            timerlat: None,
         };
         let hv = cause(CauseKind::Hypervisor, "silent gap (idle)");
         let bare = cause(CauseKind::Unknown, "silent gap");
@@ -340,5 +350,12 @@ mod tests {
         own.ns = 9_999;
         assert_eq!(cause_evidence(&s, &own), "");
         assert_eq!(cause_evidence(&s, &task), "");
+        // timerlat's figures follow the latency of a timerlat spike, nothing for others.
+        assert_eq!(spike_facts(&s), "");
+        s.timerlat = Some(latlab_core::record::SpikeTimerlat {
+            irq_ns: Some(150_000),
+            thread_ns: None,
+        });
+        assert_eq!(spike_facts(&s), " [timerlat: IRQ 150 µs of 2000 µs]");
     }
 }

@@ -546,6 +546,7 @@ mod tests {
             lanes,
             steal: None,
             others: None,
+            timerlat: None,
         }
     }
 

@@ -243,7 +243,11 @@ fn spikes_table(o: &mut String, spikes: &[latlab_core::record::SpikeRecord]) {
                     s.at_ns / 1_000_000_000,
                     s.at_ns % 1_000_000_000 / 1000
                 ),
-                Human(s.latency_ns).to_string(),
+                cell(&format!(
+                    "{}{}",
+                    Human(s.latency_ns),
+                    crate::figures::spike_facts(s)
+                )),
                 cell(
                     &s.causes
                         .iter()

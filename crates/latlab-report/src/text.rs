@@ -320,10 +320,11 @@ pub fn render(m: &RunModel) -> Vec<u8> {
                 })
                 .collect();
             format!(
-                "  #{:03} CPU {} {}: {}",
+                "  #{:03} CPU {} {}{}: {}",
                 i + 1,
                 s.cpu,
                 Human(s.latency_ns),
+                crate::figures::spike_facts(s),
                 if causes.is_empty() {
                     "not attributed".into()
                 } else {

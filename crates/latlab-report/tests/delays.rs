@@ -31,6 +31,7 @@ fn spike(latency_ns: u64, causes: Vec<Cause>) -> SpikeRecord {
         lanes: None,
         steal: None,
         others: None,
+        timerlat: None,
     }
 }
 

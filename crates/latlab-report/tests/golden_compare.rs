@@ -174,6 +174,7 @@ fn spike(latency_ns: u64, causes: &[(CauseKind, &str, u64)]) -> SpikeRecord {
         lanes: None,
         steal: None,
         others: None,
+        timerlat: None,
     }
 }
 

@@ -100,6 +100,7 @@ fn record() -> RunRecord {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         }],
         trace: None,
         loads: vec![],

@@ -162,11 +162,17 @@ pub struct SpikeEvent {
     pub latency_ns: u64,
     /// This thread wrote the trace marker that stopped the recorder.
     pub marker_written: bool,
+    /// timerlat's other latencies of the same activation (its back end only): the IRQ's, and
+    /// the thread's when the sample is the return to user space.
+    pub irq_ns: Option<u64>,
+    pub thread_ns: Option<u64>,
 }
 
-/// Single-producer single-consumer ring of spikes.
+/// Single-producer single-consumer ring of spikes. A slot: intended, actual, latency, flags
+/// (bit 0 the marker, bit 1 the two context slots written), then the IRQ's and the thread's
+/// latency plus one (0: none).
 pub(crate) struct SpikeRing {
-    slots: Box<[[AtomicU64; 4]]>,
+    slots: Box<[[AtomicU64; 6]]>,
     head: AtomicU64, // written by producer
     tail: AtomicU64, // written by consumer
     dropped: AtomicU64,
@@ -186,6 +192,36 @@ impl SpikeRing {
 
     #[inline]
     pub(crate) fn push(&self, intended: u64, actual: u64, latency: u64, marker: bool) {
+        self.push_flags(intended, actual, latency, marker as u64, None);
+    }
+
+    /// [`SpikeRing::push`] with timerlat's IRQ and thread latencies of the activation.
+    pub(crate) fn push_contexts(
+        &self,
+        spike: [u64; 3],
+        marker: bool,
+        irq: Option<u64>,
+        thread: Option<u64>,
+    ) {
+        let [intended, actual, latency] = spike;
+        self.push_flags(
+            intended,
+            actual,
+            latency,
+            marker as u64 | 2,
+            Some((irq, thread)),
+        );
+    }
+
+    #[inline]
+    fn push_flags(
+        &self,
+        intended: u64,
+        actual: u64,
+        latency: u64,
+        flags: u64,
+        contexts: Option<(Option<u64>, Option<u64>)>,
+    ) {
         let h = self.head.load(Relaxed);
         if h - self.tail.load(Acquire) >= SPIKE_RING as u64 {
             self.dropped.store(self.dropped.load(Relaxed) + 1, Relaxed);
@@ -195,7 +231,12 @@ impl SpikeRing {
         s[0].store(intended, Relaxed);
         s[1].store(actual, Relaxed);
         s[2].store(latency, Relaxed);
-        s[3].store(marker as u64, Relaxed);
+        s[3].store(flags, Relaxed);
+        if let Some((irq, thread)) = contexts {
+            let plus_one = |v: Option<u64>| v.map_or(0, |v| v.saturating_add(1));
+            s[4].store(plus_one(irq), Relaxed);
+            s[5].store(plus_one(thread), Relaxed);
+        }
         self.head.store(h + 1, Release);
     }
 
@@ -204,12 +245,19 @@ impl SpikeRing {
         let mut t = self.tail.load(Relaxed);
         while t < h {
             let s = &self.slots[(t % SPIKE_RING as u64) as usize];
+            let flags = s[3].load(Relaxed);
+            let context = |k: usize| match flags & 2 {
+                0 => None,
+                _ => s[k].load(Relaxed).checked_sub(1),
+            };
             out.push(SpikeEvent {
                 cpu,
                 intended_ns: s[0].load(Relaxed),
                 actual_ns: s[1].load(Relaxed),
                 latency_ns: s[2].load(Relaxed),
-                marker_written: s[3].load(Relaxed) != 0,
+                marker_written: flags & 1 != 0,
+                irq_ns: context(4),
+                thread_ns: context(5),
             });
             t += 1;
         }

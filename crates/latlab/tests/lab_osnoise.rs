@@ -12,6 +12,9 @@
 //!   them (which ones the kernel writes is its own: all on a quiet host);
 //!   `rtla osnoise top` beside the same hog sees it too (the oracle: its longest noise holds
 //!   a burst, its thread noise at least once per burst);
+//! - `--backend hwnoise`, the tracer with interrupts disabled while it spins: no IRQ, softirq
+//!   or thread interference counted, `OSNOISE_IRQ_DISABLE` set only during the run; `rtla
+//!   hwnoise` (6.12) on the same CPU the oracle of its report's shape;
 //! - rtla running: refused in one line, nothing changed;
 //! - SIGKILL mid-run, then `latlab cleanup`: the settings restored, no instance left.
 //!
@@ -34,6 +37,12 @@ osn >osnoise-before
 # 1. The tracer alone.
 step base on --duration 3s --results /lab/base
 osn >osnoise-after-base; ours >instances-after-base
+# 1b. hwnoise: the same tracer spinning with interrupts disabled, then rtla's.
+# At 1 us the emulated CPU is noise every few us, with interrupts off too: the tracer wrote
+# 26 million records in 3 s, its ring dropped them and the step took 57 s of guest time.
+step hw latlab run --mode noise --backend hwnoise --cpus 1 --no-db -q --duration 3s --noise-threshold 100us --results /lab/hw
+osn >osnoise-after-hw; ours >instances-after-hw
+step rtlahw rtla-6.12 hwnoise -c 1 -d 3 -q
 # 2. A FIFO 97 hog on CPU 1 (10 ms every 100 ms for 20 s, logged when it ends). A 100 us
 # threshold: at 1 us the emulated CPU is noise every few us, the tracer writes faster than
 # the debug build reads under TCG, and the ring dropped 532 921 records in 4 s (latlab warns
@@ -71,6 +80,7 @@ fn guest() -> Option<&'static Guest> {
     let make = || {
         let mut l = Lab::new("rt-6.12", 2, 600);
         let ok = l.tools(test, &["rtla"]) && l.injector(test);
+        let ok = ok && l.bin(test, support::lab::rtla_6_12());
         ok.then_some(l)
     };
     Lab::once(&G, test, make, SCRIPT)
@@ -89,12 +99,17 @@ fn num(v: &Value) -> u64 {
 
 /// A noise run of the tracer on CPU 1 with `threshold` ns: its figures agree with each other.
 fn osnoise_cpu(run: &Value, threshold: u64) -> Value {
-    assert_eq!(run["config"]["backend"], "osnoise");
+    noise_cpu(run, threshold, "osnoise")
+}
+
+/// [`osnoise_cpu`] of either back end (`osnoise`, `hwnoise`).
+fn noise_cpu(run: &Value, threshold: u64, method: &str) -> Value {
+    assert_eq!(run["config"]["backend"], method);
     assert_eq!(run["config"]["mode"], "noise");
     assert_eq!(run["config"]["cpus"], serde_json::json!([1]));
     let c = run["cpus"][0].clone();
     let n = &c["mode"]["noise"];
-    assert_eq!(n["method"], "osnoise", "{n}");
+    assert_eq!(n["method"], method, "{n}");
     assert_eq!(num(&n["threshold_ns"]), threshold);
     let (runtime, noise) = (num(&n["runtime_ns"]), num(&n["noise_ns"]));
     assert!(
@@ -111,7 +126,7 @@ fn osnoise_cpu(run: &Value, threshold: u64) -> Value {
     assert!(num(&c["histogram"]["min_ns"]) >= threshold, "{c}");
     // The tracer's interferences carry their times.
     let sources = n["sources"].as_array().unwrap();
-    assert!(!sources.is_empty(), "{n}");
+    assert!(method == "hwnoise" || !sources.is_empty(), "{n}");
     for s in sources {
         let kind = s["kind"].as_str().unwrap();
         assert!(
@@ -132,6 +147,50 @@ fn the_tracer_alone_restores_its_settings() {
     eprintln!("osnoise alone: {}", c["mode"]["noise"]);
     assert_eq!(g.read("osnoise-after-base"), g.read("osnoise-before"));
     assert_eq!(g.read("instances-after-base"), "");
+}
+
+/// `--backend hwnoise`: the tracer spinning with interrupts disabled. What it counts can no
+/// longer be an IRQ, a softirq or a thread (they cannot interrupt it), only NMIs and the
+/// noise nothing explains; `OSNOISE_IRQ_DISABLE` is set for the run only. `rtla hwnoise` on the
+/// same CPU reports the same shape (its HW and NMI columns, no IRQ column).
+#[test]
+fn hwnoise_counts_no_interrupt_and_restores_the_option() {
+    let Some(g) = guest() else { return };
+    let run = run_of(g, "hw");
+    let c = noise_cpu(&run, 100_000, "hwnoise");
+    let n = &c["mode"]["noise"];
+    eprintln!("hwnoise: {n}");
+    for s in n["sources"].as_array().unwrap() {
+        assert!(
+            ["nmi", "hardware"].contains(&s["kind"].as_str().unwrap()),
+            "an interference interrupts cannot cause with them disabled: {s}"
+        );
+    }
+    assert!(
+        !g.read("osnoise-before").contains(" OSNOISE_IRQ_DISABLE"),
+        "{}",
+        g.read("osnoise-before")
+    );
+    assert_eq!(g.read("osnoise-after-hw"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-hw"), "");
+    let rc = g.read("rtlahw.rc");
+    let out = g.read("rtlahw.out");
+    assert_eq!(rc.trim(), "0", "rtla hwnoise: {}", g.read("rtlahw.err"));
+    eprintln!("rtla hwnoise:\n{out}");
+    assert!(out.contains("Hardware-related Noise"), "{out}");
+    let header = out
+        .lines()
+        .find(|l| l.contains("CPU Period"))
+        .expect("rtla's header");
+    assert!(
+        header.contains("HW") && header.contains("NMI") && !header.contains("IRQ"),
+        "{header}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().next() == Some("1")),
+        "no CPU 1 row: {out}"
+    );
 }
 
 /// `burst WAKE START END` lines of a hog's log.

@@ -98,21 +98,6 @@ aa pi 15000 pi-low lab_inject pi 1 120 /lab/aa-pi.log
 true
 "#;
 
-/// `scripts/rtla-build path`: rtla 6.12 built from Debian's linux-source-6.12 (its
-/// auto-analysis; Debian's own rtla is 6.1), or why it is missing.
-fn rtla_6_12() -> Result<std::path::PathBuf, String> {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rtla-build");
-    let out = std::process::Command::new(script)
-        .arg("path")
-        .output()
-        .map_err(|e| format!("cannot run scripts/rtla-build: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().into())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
 /// The one boot all tests of this file read (None: the lab cannot run here, skipped).
 fn guest() -> Option<&'static Guest> {
     static G: lab::Once = lab::Once::new();
@@ -120,7 +105,7 @@ fn guest() -> Option<&'static Guest> {
     let make = || {
         let mut l = Lab::new("rt-6.12", 2, 600);
         let ok = l.tools(test, &["chrt", "taskset", "cyclictest", "rtla"]) && l.injector(test);
-        let ok = ok && l.bin(test, rtla_6_12());
+        let ok = ok && l.bin(test, lab::rtla_6_12());
         ok.then_some(l)
     };
     Lab::once(&G, test, make, SCRIPT)

@@ -25,6 +25,19 @@ uname -r >uname-r
 step run latlab run --duration 3s --interval 5ms --trace-threshold 500us --trace-max-spikes 3 --results /lab/results --no-db -q
 left() { ls -A /sys/kernel/tracing/instances | grep -v "^kernel-lab-"; true; }
 left >instances-after-run
+# 6.1 (no timerlat_fd): the timerlat back end on the kernel's own threads, and the osnoise one.
+osn() { for f in cpus timerlat_period_us stop_tracing_us stop_tracing_total_us print_stack; do echo "$f $(cat /sys/kernel/tracing/osnoise/$f 2>&1)"; done; }
+case $(uname -r) in 6.1.*)
+  cat /sys/kernel/tracing/available_tracers >tracers
+  cat /sys/kernel/tracing/osnoise/options >osnoise-options 2>&1
+  osn >osnoise-before
+  step timerlat latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --duration 2s --results /lab/timerlat --no-db -q
+  osn >osnoise-after-timerlat; left >instances-after-timerlat
+  step noise latlab run --mode noise --backend osnoise --cpus 1 --duration 2s --noise-threshold 100us --results /lab/noise --no-db -q
+  osn >osnoise-after-noise; left >instances-after-noise
+  step hw latlab run --mode noise --backend hwnoise --cpus 1 --duration 2s --noise-threshold 100us --results /lab/hw --no-db -q
+  osn >osnoise-after-hw; left >instances-after-hw
+esac
 step check latlab check --format json
 step cleanup latlab cleanup
 left >instances-after-cleanup
@@ -154,8 +167,124 @@ fn smoke(test: &str, kernel: &str, model: &str) {
         .collect();
     assert!(odd.is_empty(), "{odd:#?}");
 
+    match kernel {
+        // Debian's stock 6.1 is built without the tracers, its RT 6.1 with them.
+        "stock-6.1" => no_timerlat_or_osnoise(&g),
+        "rt-6.1" => timerlat_and_osnoise_on_6_1(&g),
+        _ => {}
+    }
+
     step_ok(&g, "cleanup");
     assert_eq!(g.read("instances-after-cleanup"), "");
+}
+
+/// A kernel built without the timerlat and osnoise tracers (Debian's stock 6.1): each back
+/// end is refused in one line naming the kernel option, exit 1, no run directory, nothing
+/// changed.
+fn no_timerlat_or_osnoise(g: &Guest) {
+    let tracers = g.read("tracers");
+    assert!(
+        !tracers.contains("timerlat") && !tracers.contains("osnoise"),
+        "{tracers}"
+    );
+    for (step, option) in [
+        ("timerlat", "CONFIG_TIMERLAT_TRACER"),
+        ("noise", "CONFIG_OSNOISE_TRACER"),
+        ("hw", "CONFIG_OSNOISE_TRACER"),
+    ] {
+        let err = g.read(&format!("{step}.err"));
+        assert_eq!(g.read(&format!("{step}.rc")).trim(), "1", "{step}: {err}");
+        assert_eq!(err.lines().count(), 1, "{step}: {err}");
+        assert!(
+            err.starts_with("latlab: error: this kernel has no ") && err.contains(option),
+            "{step}: {err}"
+        );
+        assert!(
+            !g.path(step).exists() || support::run_dirs(&g.path(step)).is_empty(),
+            "{step} wrote a run directory"
+        );
+    }
+    assert_eq!(g.read("osnoise-after-timerlat"), g.read("osnoise-before"));
+    assert_eq!(g.read("osnoise-after-noise"), g.read("osnoise-before"));
+    assert_eq!(g.read("osnoise-after-hw"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-noise"), "");
+}
+
+/// On RT 6.1, which has the timerlat and osnoise tracers but no `timerlat_fd` (6.8): the
+/// timerlat back end measures with the kernel's own `timerlat/1` thread and says so, every
+/// activation is a sample or a missed period, each sample has its IRQ latency, and the
+/// tracer's settings and instances are as before. The osnoise back end measures the CPU's
+/// noise; hwnoise measures where this kernel's osnoise can disable interrupts (its
+/// `OSNOISE_IRQ_DISABLE` option), else it is refused in one line; the settings are as before.
+fn timerlat_and_osnoise_on_6_1(g: &Guest) {
+    let tracers = g.read("tracers");
+    assert!(
+        tracers.contains("timerlat") && tracers.contains("osnoise"),
+        "{tracers}"
+    );
+    step_ok(g, "timerlat");
+    let run = support::read_json(&support::only_run_dir(&g.path("timerlat")).join("run.json"));
+    assert_eq!(run["config"]["backend"], "timerlat");
+    let c = &run["cpus"][0];
+    assert_eq!(c["cpu"], 1);
+    let m = &c["mode"];
+    assert_eq!(m["timerlat_threads"], "kernel", "{m}");
+    assert!(!m["thread"].is_object(), "{m}");
+    let expected = run["config"]["measured_ns"].as_f64().unwrap() / 5e6;
+    let samples = c["samples"].as_f64().unwrap();
+    let missed = c["missed_periods"].as_f64().unwrap();
+    assert!(
+        (samples + missed - expected).abs() <= expected * 0.05 + 2.0 && samples >= 3.0,
+        "{samples} samples + {missed} missed of {expected} periods"
+    );
+    let irq = m["irq"]["count"].as_f64().unwrap();
+    assert!((irq - samples).abs() <= 2.0, "IRQ {irq}, thread {samples}");
+    assert_eq!(g.read("osnoise-after-timerlat"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-timerlat"), "");
+
+    step_ok(g, "noise");
+    let run = support::read_json(&support::only_run_dir(&g.path("noise")).join("run.json"));
+    let n = &run["cpus"][0]["mode"]["noise"];
+    eprintln!("osnoise on {}: {n}", g.read("uname-r").trim());
+    assert_eq!(n["method"], "osnoise", "{n}");
+    assert_eq!(n["threshold_ns"], 100_000, "{n}");
+    let (runtime, noise) = (
+        n["runtime_ns"].as_u64().unwrap(),
+        n["noise_ns"].as_u64().unwrap(),
+    );
+    assert!(runtime > 0 && noise <= runtime, "{n}");
+    assert_eq!(
+        run["cpus"][0]["histogram"]["sum_ns"].as_u64(),
+        Some(noise),
+        "{n}"
+    );
+    assert_eq!(g.read("osnoise-after-noise"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-noise"), "");
+    // hwnoise where this kernel's osnoise can disable interrupts, else one line saying so.
+    let options = g.read("osnoise-options");
+    let err = g.read("hw.err");
+    eprintln!("osnoise/options on {}: {options}", g.read("uname-r").trim());
+    if options.contains("OSNOISE_IRQ_DISABLE") {
+        step_ok(g, "hw");
+        let run = support::read_json(&support::only_run_dir(&g.path("hw")).join("run.json"));
+        let n = &run["cpus"][0]["mode"]["noise"];
+        assert_eq!(n["method"], "hwnoise", "{n}");
+        for s in n["sources"].as_array().unwrap() {
+            assert!(
+                ["nmi", "hardware"].contains(&s["kind"].as_str().unwrap()),
+                "{s}"
+            );
+        }
+    } else {
+        assert_eq!(g.read("hw.rc").trim(), "1", "hwnoise on 6.1: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("latlab: error: ") && err.contains("OSNOISE_IRQ_DISABLE"),
+            "{err}"
+        );
+    }
+    assert_eq!(g.read("osnoise-after-hw"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-hw"), "");
 }
 
 #[test]

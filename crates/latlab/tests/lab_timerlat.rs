@@ -283,6 +283,32 @@ fn a_traced_timerlat_run_names_the_hog() {
         hog.iter().all(|c| c["pid"].as_i64() == Some(pid)),
         "{hog:?}"
     );
+    // timerlat's own figures of each spike's activation: its IRQ and thread latencies, parts
+    // of the return to user space it was measured by. The hog delays the thread, after the
+    // IRQ: the IRQ's share is the smaller.
+    let facts: Vec<(u64, u64, u64)> = spikes
+        .iter()
+        .filter_map(|s| {
+            let t = &s["timerlat"];
+            Some((
+                t["irq_ns"].as_u64()?,
+                t["thread_ns"].as_u64()?,
+                s["latency_ns"].as_u64()?,
+            ))
+        })
+        .collect();
+    eprintln!("timerlat (IRQ, thread, user) of the traced spikes: {facts:?}");
+    assert!(
+        !facts.is_empty(),
+        "no spike with timerlat's figures: {spikes:#?}"
+    );
+    for &(irq, thread, user) in &facts {
+        assert!(irq <= thread && thread <= user, "{facts:?}");
+    }
+    assert!(
+        facts.iter().any(|&(irq, _, user)| irq * 2 < user),
+        "{facts:?}"
+    );
     assert_eq!(g.read("osnoise-after-hogtr"), g.read("osnoise-before"));
     assert_eq!(g.read("instances-after-hogtr").trim(), "");
 }

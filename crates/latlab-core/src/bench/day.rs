@@ -137,6 +137,7 @@ fn day_spikes(rng: &mut SplitMix64) -> Vec<SpikeRecord> {
                 lanes: None,
                 steal: None,
                 others: None,
+                timerlat: None,
             }
         })
         .collect()

@@ -682,6 +682,7 @@ mod tests {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         };
         let mut a = run("before", [1000u64].into_iter(), 1_000_000);
         let mut b = run("after", [1000u64].into_iter(), 1_000_000);

@@ -19,7 +19,7 @@ mod spike;
 
 pub use config::{Machine, RunConfig, Source};
 pub use cpu::{CpuRecord, SampleSpike, ThreadInfo};
-pub use others::{OtherCpu, SpikeOthers};
+pub use others::{OtherCpu, SpikeOthers, SpikeTimerlat};
 pub use spike::{
     Cause, CauseContext, CauseKind, Lane, LaneSegment, Moment, SpikeLanes, SpikeRecord, SpikeSteal,
     TimelineEvent, TimelineTask, MAX_LANE_SEGMENTS, SILENT_GAP, SILENT_GAP_IDLE, STEAL_TICK_NS,
@@ -514,6 +514,7 @@ mod tests {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         };
         let mut r = record();
         r.spikes = vec![spike(u64::MAX, 1), spike(1, 1)];

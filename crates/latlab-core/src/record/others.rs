@@ -67,6 +67,36 @@ impl SpikeOthers {
     }
 }
 
+/// timerlat's own figures of a spike's activation (run.json `spikes[].timerlat`, the
+/// timerlat back end only), as `rtla timerlat --aa` begins its analysis: how much of the
+/// latency the timer's IRQ already had, and how much came after it, on the thread's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SpikeTimerlat {
+    /// The activation's IRQ latency (the timer's expiry → its handler), null when the IRQ
+    /// sample was not read before the spike's.
+    #[serde(default)]
+    pub irq_ns: Option<Nanos>,
+    /// Its thread latency (→ the thread runs in the kernel), with latlab's threads on
+    /// `timerlat_fd`, whose spike is the return to user space; null with the kernel's threads
+    /// (the spike is the thread latency then).
+    #[serde(default)]
+    pub thread_ns: Option<Nanos>,
+}
+
+impl SpikeTimerlat {
+    /// `IRQ 120 µs, thread 15.3 ms of 15.4 ms`: the parts of the spike's `latency`.
+    pub fn describe(&self, latency: Nanos) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(i) = self.irq_ns {
+            parts.push(format!("IRQ {}", Human(i)));
+        }
+        if let Some(t) = self.thread_ns {
+            parts.push(format!("thread {}", Human(t)));
+        }
+        (!parts.is_empty()).then(|| format!("timerlat: {} of {}", parts.join(", "), Human(latency)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +128,30 @@ mod tests {
             "other CPUs in its 120 µs of silent stretches: CPU 0 (hack\\u{a}bench) 37 events, CPU 2 (idle) none, CPU 3 1 event"
         );
         assert!(!o.others_active());
+    }
+
+    #[test]
+    fn timerlat_figures_described_when_there_are_any() {
+        let t = SpikeTimerlat {
+            irq_ns: Some(120_000),
+            thread_ns: Some(15_300_000),
+        };
+        assert_eq!(
+            t.describe(15_400_000).as_deref(),
+            Some("timerlat: IRQ 120 µs, thread 15.30 ms of 15.40 ms")
+        );
+        let k = SpikeTimerlat {
+            irq_ns: Some(120_000),
+            thread_ns: None,
+        };
+        assert_eq!(
+            k.describe(15_400_000).as_deref(),
+            Some("timerlat: IRQ 120 µs of 15.40 ms")
+        );
+        let none = SpikeTimerlat {
+            irq_ns: None,
+            thread_ns: None,
+        };
+        assert_eq!(none.describe(1), None);
     }
 }

@@ -209,6 +209,9 @@ pub struct SpikeRecord {
     /// (files written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub others: Option<super::SpikeOthers>,
+    /// timerlat's own figures of the spike's activation (the timerlat back end only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timerlat: Option<super::SpikeTimerlat>,
 }
 
 /// Steal time of a spike's CPU between two readings of `/proc/stat` that hold the spike
@@ -487,6 +490,7 @@ mod tests {
                 steal_ns,
             }),
             others: None,
+            timerlat: None,
         }
     }
 

@@ -476,6 +476,7 @@ pub fn spike_record(a: &Analyzed, s: Spike) -> SpikeRecord {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         },
     };
     spike.latency_ns = s.latency_ns;

@@ -358,6 +358,7 @@ mod tests {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         };
         let rows = summarize(&[
             sp(

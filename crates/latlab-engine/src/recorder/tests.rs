@@ -91,6 +91,8 @@ pub(super) fn ev(cpu: u32, intended_ns: u64, actual_ns: u64, marker_written: boo
         actual_ns,
         latency_ns: actual_ns - intended_ns,
         marker_written,
+        irq_ns: None,
+        thread_ns: None,
     }
 }
 

@@ -290,7 +290,18 @@ impl Collector {
         let threshold = cx.p.trace_threshold_ns.unwrap_or(u64::MAX);
         let before = self.spikes.len();
         for e in self.events.iter().filter(|e| e.latency_ns >= threshold) {
-            self.spikes.extend(tr.on_spike(e, cx.dir));
+            let mut sp = tr.on_spike(e, cx.dir);
+            // timerlat's figures of the same activation, as the back end read them.
+            if let Some(s) = sp
+                .as_mut()
+                .filter(|_| e.irq_ns.is_some() || e.thread_ns.is_some())
+            {
+                s.timerlat = Some(latlab_core::record::SpikeTimerlat {
+                    irq_ns: e.irq_ns,
+                    thread_ns: e.thread_ns,
+                });
+            }
+            self.spikes.extend(sp);
         }
         if let Some(w) = self.steal.as_mut() {
             w.attach(&mut self.spikes[before..]);

@@ -112,6 +112,7 @@ mod tests {
             lanes: None,
             steal: None,
             others: None,
+            timerlat: None,
         }
     }
 

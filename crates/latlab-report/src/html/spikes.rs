@@ -46,7 +46,7 @@ pub(super) fn section(o: &mut String, spikes: &[SpikeRecord]) {
             s.cpu,
             s.at_ns / 1_000_000_000,
             s.at_ns % 1_000_000_000 / 1_000,
-            Human(s.latency_ns),
+            esc(&format!("{}{}", Human(s.latency_ns), crate::figures::spike_facts(s))),
             esc(&causes.join("; "))
         );
     }

@@ -29,6 +29,38 @@ const SPEC: InstanceSpec = InstanceSpec {
     stop_trigger: false,
 };
 
+/// The tracer's `OSNOISE_IRQ_DISABLE` option as the run asks (hwnoise: set; osnoise: clear,
+/// where the kernel has it), saved in the ledger first when it changes.
+fn irq_disable(
+    ledger: &mut Ledger,
+    knobs: &mut Vec<(EntryId, Entry)>,
+    options: &Path,
+    on: bool,
+) -> Result<(), String> {
+    let text = fs::read_to_string(options).unwrap_or_default();
+    let Some(now) = text
+        .split_whitespace()
+        .find(|t| *t == "OSNOISE_IRQ_DISABLE" || *t == "NO_OSNOISE_IRQ_DISABLE")
+    else {
+        return match on {
+            false => Ok(()),
+            true => Err(format!(
+                "{} has no OSNOISE_IRQ_DISABLE option",
+                options.display()
+            )),
+        };
+    };
+    let want = if on {
+        "OSNOISE_IRQ_DISABLE"
+    } else {
+        "NO_OSNOISE_IRQ_DISABLE"
+    };
+    if now == want {
+        return Ok(());
+    }
+    save_and_write(ledger, knobs, options, now.to_string(), want)
+}
+
 /// latlab's osnoise instance, running.
 pub(super) struct Instance {
     pub(super) rec: Recorder,
@@ -93,6 +125,7 @@ impl Instance {
             &(cfg.threshold_ns / 1_000).to_string(),
         )?;
         workload(ledger, knobs, &o.join("options"), Threads::Kernel)?;
+        irq_disable(ledger, knobs, &o.join("options"), cfg.irqs_off)?;
         let rec = Recorder::create_with(
             root,
             &RecorderConfig {

@@ -10,6 +10,12 @@
 //! the ledger before they change and restored at the end or by `latlab cleanup`; one reader
 //! thread on a housekeeping CPU copies the binary pages and publishes into each CPU's
 //! [`ThreadShared`] as a measuring thread would: each noise a sample.
+//!
+//! With [`Config::irqs_off`] (`--backend hwnoise`, as `rtla hwnoise`), the threads spin with
+//! interrupts disabled (the tracer's `OSNOISE_IRQ_DISABLE` option; Debian's 6.1-rt and
+//! 6.12-rt have it): no IRQ,
+//! softirq or thread can interrupt them, so what noise remains is the hardware's, the
+//! hypervisor's or an NMI's.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -79,6 +85,36 @@ pub struct Config {
     pub layout: Layout,
     pub spike_threshold_ns: u64,
     pub buffer_kb: u64,
+    /// Spin with interrupts disabled (hwnoise).
+    pub irqs_off: bool,
+}
+
+impl Config {
+    /// The method the record names: `osnoise`, or `hwnoise` with interrupts disabled.
+    pub fn method(&self) -> &'static str {
+        if self.irqs_off {
+            "hwnoise"
+        } else {
+            "osnoise"
+        }
+    }
+}
+
+/// The tracer's option that disables interrupts while its threads spin (hwnoise), in this
+/// kernel's `osnoise/options`: Ok, or one line saying it is missing.
+pub fn probe_irqs_off(root: &Path) -> Result<(), String> {
+    let p = root.join("osnoise/options");
+    let text = fs::read_to_string(&p).unwrap_or_default();
+    if text
+        .split_whitespace()
+        .any(|t| t == "OSNOISE_IRQ_DISABLE" || t == "NO_OSNOISE_IRQ_DISABLE")
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "this kernel's osnoise tracer has no OSNOISE_IRQ_DISABLE option in {}: --backend hwnoise cannot disable interrupts here; --backend osnoise counts the noise by source",
+        p.display()
+    ))
 }
 
 /// A running osnoise measurement.
@@ -96,11 +132,15 @@ impl Engine {
     pub fn start(cfg: Config, ledger: Arc<Mutex<Ledger>>) -> Result<Engine, String> {
         if cfg.threshold_ns == 0 || !cfg.threshold_ns.is_multiple_of(1_000) {
             return Err(format!(
-                "--backend osnoise: --noise-threshold is the kernel's tracing_thresh, whole µs (not {} ns)",
+                "--backend {}: --noise-threshold is the kernel's tracing_thresh, whole µs (not {} ns)",
+                cfg.method(),
                 cfg.threshold_ns
             ));
         }
         probe(&cfg.root)?;
+        if cfg.irqs_off {
+            probe_irqs_off(&cfg.root)?;
+        }
         let inst = Instance::start(&cfg.root, &cfg, &mut ledger.lock().unwrap())?;
         let fail = |inst: Instance, e: String| -> Result<Engine, String> {
             let _ = inst.finish(&mut ledger.lock().unwrap());
@@ -132,7 +172,7 @@ impl Engine {
                 Arc::new(ThreadShared::new(
                     c,
                     cfg.layout,
-                    ModeShared::noise(cfg.layout, cfg.threshold_ns, "osnoise"),
+                    ModeShared::noise(cfg.layout, cfg.threshold_ns, cfg.method()),
                     PERIOD_US * 1_000,
                     false,
                 ))
@@ -218,6 +258,37 @@ impl Drop for Engine {
         if let Some(h) = self.reader.take() {
             self.stop.store(true, Release);
             let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hwnoise needs the tracer's `OSNOISE_IRQ_DISABLE` option, on or off; a kernel whose
+    /// `osnoise/options` lacks it (or has no such file) is one line naming it. (Debian's 6.1-rt
+    /// and 6.12-rt have it: the lab measures with it there.)
+    #[test]
+    fn hwnoise_needs_the_irq_disable_option() {
+        let d = tempfile::tempdir().unwrap();
+        let o = d.path().join("osnoise");
+        std::fs::create_dir(&o).unwrap();
+        let err = probe_irqs_off(d.path()).unwrap_err();
+        assert!(err.contains("no OSNOISE_IRQ_DISABLE option"), "{err}");
+        std::fs::write(
+            o.join("options"),
+            "DEFAULTS OSNOISE_WORKLOAD NO_PANIC_ON_STOP\n",
+        )
+        .unwrap();
+        let err = probe_irqs_off(d.path()).unwrap_err();
+        assert!(
+            err.contains("--backend osnoise") && !err.contains('\n'),
+            "{err}"
+        );
+        for opts in ["NO_OSNOISE_IRQ_DISABLE", "OSNOISE_IRQ_DISABLE"] {
+            std::fs::write(o.join("options"), format!("DEFAULTS {opts}\n")).unwrap();
+            assert_eq!(probe_irqs_off(d.path()), Ok(()), "{opts}");
         }
     }
 }

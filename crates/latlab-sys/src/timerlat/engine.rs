@@ -227,6 +227,9 @@ struct Sink {
     sec_max: u64,
     top: [SampleSpike; TOP_N],
     top_min: u64,
+    /// The last IRQ and thread samples (seqnum, latency): a spike's activation's own.
+    irq: Option<(u32, u64)>,
+    thread: Option<(u32, u64)>,
 }
 
 impl Sink {
@@ -243,6 +246,8 @@ impl Sink {
                 latency_ns: 0,
             }; TOP_N],
             top_min: 0,
+            irq: None,
+            thread: None,
         }
     }
 }
@@ -303,12 +308,14 @@ impl Reader {
                 if let Some(h) = &sink.sh.mode.irq {
                     h.record(s.latency_ns);
                 }
+                sink.irq = Some((s.seqnum, s.latency_ns));
                 false
             }
             TimerlatContext::Thread if user => {
                 if let Some(h) = &sink.sh.mode.thread {
                     h.record(s.latency_ns);
                 }
+                sink.thread = Some((s.seqnum, s.latency_ns));
                 false
             }
             TimerlatContext::Thread => true,
@@ -364,7 +371,11 @@ impl Reader {
                     }
                 }
             }
-            sh.spikes.push(intended, s.ts, lat, wrote);
+            // The same activation's IRQ (and, for the return to user, thread) latency.
+            let of = |c: Option<(u32, u64)>| c.filter(|c| c.0 == s.seqnum).map(|c| c.1);
+            let thread = of(sink.thread).filter(|_| user);
+            sh.spikes
+                .push_contexts([intended, s.ts, lat], wrote, of(sink.irq), thread);
         }
     }
 
@@ -475,6 +486,11 @@ mod tests {
         assert_eq!(spikes.len(), 1);
         assert_eq!(spikes[0].intended_ns, 10_005_000_000);
         assert_eq!(spikes[0].latency_ns, 1_100_000);
+        // The same activation's IRQ and thread latencies (seqnum 4), not the last ones read.
+        assert_eq!(
+            (spikes[0].irq_ns, spikes[0].thread_ns),
+            (Some(1_500), Some(900_000))
+        );
         let res = r.finish();
         assert_eq!(res[0].tid, 7);
         assert_eq!(res[0].top[0].latency_ns, 1_100_000);
@@ -500,5 +516,14 @@ mod tests {
         assert_eq!(sh.hist.snapshot().max(), Some(5_000));
         assert!(sh.mode.thread.is_none());
         assert_eq!(sh.mode.irq.as_ref().unwrap().snapshot().count(), 2);
+        // A spike of the kernel's thread: its IRQ latency only (the thread is the spike), and
+        // none when its activation's IRQ sample was not read (seqnum 9 after IRQ 3's).
+        r.publish(0, &s(3, 3, Irq, 4_000));
+        r.publish(0, &s(3, 3, Thread, 700_000));
+        r.publish(0, &s(9, 9, Thread, 800_000));
+        let mut spikes = Vec::new();
+        r.sinks[0].sh.drain_spikes(&mut spikes);
+        let got: Vec<_> = spikes.iter().map(|e| (e.irq_ns, e.thread_ns)).collect();
+        assert_eq!(got, [(Some(4_000), None), (None, None)]);
     }
 }

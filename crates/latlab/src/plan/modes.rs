@@ -170,9 +170,9 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
 /// `--mode noise`: a spinning thread on the real back end, without periods or a trace.
 fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
     let m = &a.mode;
-    if a.backend != "real" && a.backend != "osnoise" {
+    if !["real", "osnoise", "hwnoise"].contains(&a.backend.as_str()) {
         bail!(
-            "--mode noise: measured by a thread spinning on this machine's clock (--backend real, latlab's; --backend osnoise, the kernel's); the {} back end has no noise to measure",
+            "--mode noise: measured by a thread spinning on this machine's clock (--backend real, latlab's; --backend osnoise, the kernel's; --backend hwnoise, the kernel's with interrupts disabled); the {} back end has no noise to measure",
             a.backend
         );
     }

@@ -114,6 +114,21 @@ pub fn tool(name: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("{name} is not installed (scripts/deps.sh installs it)"))
 }
 
+/// `scripts/rtla-build path`: rtla 6.12 built from Debian's linux-source-6.12 (its
+/// auto-analysis; Debian's own rtla is 6.1), or why it is missing.
+pub fn rtla_6_12() -> Result<std::path::PathBuf, String> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rtla-build");
+    let out = std::process::Command::new(script)
+        .arg("path")
+        .output()
+        .map_err(|e| format!("cannot run scripts/rtla-build: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().into())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
 /// The lab's ground-truth injectors (`support/lab_inject.c`), built static for the guest with
 /// the host's gcc into `target/tmp/lab/`: its path, or why it cannot be built.
 pub fn inject() -> Result<PathBuf, String> {

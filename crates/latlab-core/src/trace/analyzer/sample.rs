@@ -80,6 +80,7 @@ impl Sample {
             lanes: Some(self.lanes.clone()),
             steal: None,
             others: None,
+            timerlat: None,
         }
     }
 }

@@ -614,6 +614,7 @@ fn the_other_cpus_events_in_the_silent_stretches_are_counted() {
         }),
         steal: None,
         others: None,
+        timerlat: None,
     };
     let inside = |a: u64, b: u64| text.iter().filter(|e| e.ts >= a && e.ts < b).count() as u64;
     let want = inside(gap.0, gap.1) + inside(own.0, own.1);

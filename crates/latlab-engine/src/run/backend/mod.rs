@@ -11,7 +11,8 @@
 //! - [`timerlat`] (`timerlat`): the kernel's timerlat tracer in latlab's own instance, its
 //!   samples (IRQ, thread, return-to-user latency) read from the ring's binary pages;
 //! - [`osnoise`] (`osnoise`, `--mode noise` only): the kernel's osnoise tracer in latlab's own
-//!   instance, its noises and their sources read from the ring's binary pages;
+//!   instance, its noises and their sources read from the ring's binary pages; `hwnoise`
+//!   the same with interrupts disabled while the tracer's threads spin (`rtla hwnoise`);
 //! - [`idle`]: no thread at all (`latlab profile --no-measure`): the run lasts its duration.
 //!
 //! docs/design.md ("Adding a back end") walks through `sim` as the worked example.
@@ -96,6 +97,7 @@ pub const BACKENDS: &[&dyn Backend] = &[
     &sim::Sim,
     &timerlat::Timerlat,
     &osnoise::Osnoise,
+    &osnoise::Hwnoise,
 ];
 
 /// The back end called `name`.
