@@ -1184,26 +1184,7 @@ fn trace_text_writes_the_text_that_print_trace_renders() {
     let Some(_g) = latlab_sys::privileged::guard("trace_text_writes_the_text") else {
         return;
     };
-    let t = tempfile::tempdir().unwrap();
-    let st = support::command()
-        .args([
-            "run",
-            "--cpus",
-            "1",
-            "--duration",
-            "1s",
-            "--quiet",
-            "--trace-text",
-        ])
-        .args(["--trace-threshold", "1us", "--trace-max-spikes", "1"])
-        .arg("--results")
-        .arg(t.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let run = support::only_run_dir(t.path());
-    let rec = support::read_json(&run.join("run.json"));
+    let (_t, run, rec) = spiky_run(&["--cpus", "1", "--duration", "1s", "--trace-text"], 1);
     assert_eq!(rec["spikes"][0]["trace_file"], "spikes/001/trace.dat");
     let written = std::fs::read_to_string(run.join("spikes/001/trace.txt")).expect("trace.txt");
     let printed = print_trace(&run.join("spikes/001/trace.dat"));
@@ -1223,6 +1204,45 @@ fn trace_text_writes_the_text_that_print_trace_renders() {
     };
     assert!(written.lines().count() > 10, "{written}");
     assert_eq!(blank(&printed), blank(&written));
+}
+
+/// A run in which every sample above 1 µs is a spike, the first `traced` of them traced:
+/// its results directory (kept alive), run directory and run.json.
+fn spiky_run(
+    args: &[&str],
+    traced: u32,
+) -> (tempfile::TempDir, std::path::PathBuf, serde_json::Value) {
+    let t = tempfile::tempdir().unwrap();
+    let st = support::command()
+        .args(["run", "--quiet", "--trace-threshold", "1us"])
+        .args(["--trace-max-spikes", &traced.to_string()])
+        .args(args)
+        .arg("--results")
+        .arg(t.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = support::only_run_dir(t.path());
+    let rec = support::read_json(&run.join("run.json"));
+    (t, run, rec)
+}
+
+/// `trace-cmd report` of a trace.dat (the oracle; it only reads the file), its status checked.
+fn trace_cmd_report(dat: &std::path::Path, flags: &[&str]) -> String {
+    let out = std::process::Command::new("trace-cmd")
+        .arg("report")
+        .args(flags)
+        .arg("-i")
+        .arg(dat)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A trace file's events as the kernel's text (`latlab analyze --print-trace`).
@@ -1256,19 +1276,8 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
             "trace-cmd is not installed (bash scripts/deps.sh installs it)",
         );
     }
-    let t = tempfile::tempdir().unwrap();
     // Every sample above 1 µs is a spike: the first two are traced.
-    let st = support::command()
-        .args(["run", "--cpus", "1", "--duration", "2s", "--quiet"])
-        .args(["--trace-threshold", "1us", "--trace-max-spikes", "2"])
-        .arg("--results")
-        .arg(t.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let run = support::only_run_dir(t.path());
-    let rec = support::read_json(&run.join("run.json"));
+    let (_t, run, rec) = spiky_run(&["--cpus", "1", "--duration", "2s"], 2);
     let at = rec["spikes"][0]["at_ns"].as_u64().expect("a traced spike");
     let dat = run.join("spikes/001/trace.dat");
     let bytes = std::fs::read(&dat).expect("spikes/001/trace.dat");
@@ -1288,17 +1297,7 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     assert!(text.contains(&format!("LATLAB_STOP cpu=1 intended={at} ")));
     std::fs::write(run.join("spikes/001/printed.txt"), &text).unwrap();
 
-    let out = std::process::Command::new("trace-cmd")
-        .args(["report", "-i"])
-        .arg(&dat)
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let report = trace_cmd_report(&dat, &[]);
     let marker = format!("LATLAB_STOP cpu=1 intended={at} ");
     assert!(
         report.contains(&marker),
@@ -1653,19 +1652,15 @@ fn a_spike_keeps_the_other_cpus_window_and_counts_their_events_in_its_silent_str
 }
 
 fn other_cpus_window_of_a_run(instances: &str) {
-    let t = tempfile::tempdir().unwrap();
-    let st = support::command()
-        .args(["run", "--cpus", "0,1", "--duration", "2s", "--quiet"])
-        .args(["--trace-threshold", "1us", "--trace-max-spikes", "4"])
-        .args(["--trace-instances", instances])
-        .arg("--results")
-        .arg(t.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let run = support::only_run_dir(t.path());
-    let rec = support::read_json(&run.join("run.json"));
+    let args = [
+        "--cpus",
+        "0,1",
+        "--duration",
+        "2s",
+        "--trace-instances",
+        instances,
+    ];
+    let (_t, run, rec) = spiky_run(&args, 4);
     let traced: Vec<&serde_json::Value> = rec["spikes"]
         .as_array()
         .unwrap()
@@ -1708,17 +1703,7 @@ fn other_cpus_window_of_a_run(instances: &str) {
         assert_eq!(n(&o["cpus"][0]["cpu"]), other, "{o}");
         // trace-cmd's view of the same file: the other CPU's events, in the window.
         let dat = run.join(s["trace_file"].as_str().unwrap());
-        let out = std::process::Command::new("trace-cmd")
-            .args(["report", "-t", "-i"])
-            .arg(&dat)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report = String::from_utf8_lossy(&out.stdout);
+        let report = trace_cmd_report(&dat, &["-t"]);
         let tag = format!("[{other:03}]");
         let theirs: Vec<i64> = report
             .lines()

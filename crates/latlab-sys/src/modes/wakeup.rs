@@ -344,18 +344,20 @@ pub(crate) fn stop_receiver(ch: &Channel) {
 mod tests {
     use super::*;
 
+    const EVERY_IPC: [Ipc; 5] = [
+        Ipc::Futex,
+        Ipc::Pipe,
+        Ipc::Eventfd,
+        Ipc::Condvar,
+        Ipc::Mqueue,
+    ];
+
     /// A signal sent after the receiver woke for the previous one (it was off the CPU
     /// between the wake-up and reading the stamp) leaves the previous one's stamp in place;
     /// a receiver lapped by the sender is told so, and takes the newest.
     #[test]
     fn a_wake_up_reads_its_own_signals_stamp() {
-        for ipc in [
-            Ipc::Futex,
-            Ipc::Pipe,
-            Ipc::Eventfd,
-            Ipc::Condvar,
-            Ipc::Mqueue,
-        ] {
+        for ipc in EVERY_IPC {
             let ch = Channel::new(ipc).unwrap();
             ch.signal(10);
             let w = ch.wait(0);
@@ -379,13 +381,7 @@ mod tests {
 
     #[test]
     fn channel_delivers_every_ipc_in_order_and_stops() {
-        for ipc in [
-            Ipc::Futex,
-            Ipc::Pipe,
-            Ipc::Eventfd,
-            Ipc::Condvar,
-            Ipc::Mqueue,
-        ] {
+        for ipc in EVERY_IPC {
             let ch = Arc::new(Channel::new(ipc).unwrap());
             let ack = Arc::new(AtomicU64::new(0));
             let rx = {
@@ -424,13 +420,7 @@ mod tests {
     fn signals_unseen_before_the_stop_are_counted() {
         use crate::live::ModeShared;
         use latlab_core::hist::Layout;
-        for ipc in [
-            Ipc::Futex,
-            Ipc::Pipe,
-            Ipc::Eventfd,
-            Ipc::Condvar,
-            Ipc::Mqueue,
-        ] {
+        for ipc in EVERY_IPC {
             let ch = Arc::new(Channel::new(ipc).unwrap());
             let layout = Layout::default();
             let sh = Arc::new(ThreadShared::new(

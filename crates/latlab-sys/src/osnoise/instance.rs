@@ -8,7 +8,9 @@ use latlab_core::trace::raw::OsnoiseDecoder;
 
 use super::{Config, PERIOD_US};
 use crate::ledger::{knob_value, Entry, EntryId, Ledger};
-use crate::timerlat::setup::{conflicts, knob, read_value, restore, save_and_write, workload};
+use crate::timerlat::setup::{
+    conflicts, knob, option, read_value, restore, save_and_write, workload,
+};
 use crate::timerlat::Threads;
 use crate::tracefs::{InstanceSpec, RawLayout, Recorder, RecorderConfig};
 
@@ -28,38 +30,6 @@ const SPEC: InstanceSpec = InstanceSpec {
     overwrite: false,
     stop_trigger: false,
 };
-
-/// The tracer's `OSNOISE_IRQ_DISABLE` option as the run asks (hwnoise: set; osnoise: clear,
-/// where the kernel has it), saved in the ledger first when it changes.
-fn irq_disable(
-    ledger: &mut Ledger,
-    knobs: &mut Vec<(EntryId, Entry)>,
-    options: &Path,
-    on: bool,
-) -> Result<(), String> {
-    let text = fs::read_to_string(options).unwrap_or_default();
-    let Some(now) = text
-        .split_whitespace()
-        .find(|t| *t == "OSNOISE_IRQ_DISABLE" || *t == "NO_OSNOISE_IRQ_DISABLE")
-    else {
-        return match on {
-            false => Ok(()),
-            true => Err(format!(
-                "{} has no OSNOISE_IRQ_DISABLE option",
-                options.display()
-            )),
-        };
-    };
-    let want = if on {
-        "OSNOISE_IRQ_DISABLE"
-    } else {
-        "NO_OSNOISE_IRQ_DISABLE"
-    };
-    if now == want {
-        return Ok(());
-    }
-    save_and_write(ledger, knobs, options, now.to_string(), want)
-}
 
 /// latlab's osnoise instance, running.
 pub(super) struct Instance {
@@ -125,7 +95,15 @@ impl Instance {
             &(cfg.threshold_ns / 1_000).to_string(),
         )?;
         workload(ledger, knobs, &o.join("options"), Threads::Kernel)?;
-        irq_disable(ledger, knobs, &o.join("options"), cfg.irqs_off)?;
+        // hwnoise: the threads spin with interrupts disabled (osnoise: enabled, where the
+        // kernel has the option; Engine::start refuses hwnoise without it).
+        let options = o.join("options");
+        if !option(ledger, knobs, &options, "OSNOISE_IRQ_DISABLE", cfg.irqs_off)? && cfg.irqs_off {
+            return Err(format!(
+                "{} has no OSNOISE_IRQ_DISABLE option",
+                options.display()
+            ));
+        }
         let rec = Recorder::create_with(
             root,
             &RecorderConfig {

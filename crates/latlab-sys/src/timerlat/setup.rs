@@ -318,24 +318,33 @@ pub(crate) fn workload(
     options: &Path,
     threads: Threads,
 ) -> Result<(), String> {
+    let on = threads == Threads::Kernel;
+    if option(ledger, knobs, options, "OSNOISE_WORKLOAD", on)? || on {
+        return Ok(());
+    }
+    Err(format!(
+        "{} has no OSNOISE_WORKLOAD option: this kernel runs only its own timerlat threads",
+        options.display()
+    ))
+}
+
+/// One of `osnoise/options`' flags set as asked (`NAME` on, `NO_NAME` off): the file lists
+/// every option, and the one saved in the ledger first is this one's token, which is what
+/// writing back restores. Ok(false): this kernel has no such option (nothing written).
+pub(crate) fn option(
+    ledger: &mut Ledger,
+    knobs: &mut Vec<(EntryId, Entry)>,
+    options: &Path,
+    name: &str,
+    on: bool,
+) -> Result<bool, String> {
     let text = fs::read_to_string(options).unwrap_or_default();
-    let Some(now) = text
-        .split_whitespace()
-        .find(|t| *t == "OSNOISE_WORKLOAD" || *t == "NO_OSNOISE_WORKLOAD")
-    else {
-        return match threads {
-            Threads::Kernel => Ok(()),
-            Threads::User => Err(format!(
-                "{} has no OSNOISE_WORKLOAD option: this kernel runs only its own timerlat threads",
-                options.display()
-            )),
-        };
+    let off = format!("NO_{name}");
+    let Some(now) = text.split_whitespace().find(|t| *t == name || *t == off) else {
+        return Ok(false);
     };
-    let want = match threads {
-        Threads::User => "NO_OSNOISE_WORKLOAD",
-        Threads::Kernel => "OSNOISE_WORKLOAD",
-    };
-    save_and_write(ledger, knobs, options, now.to_string(), want)
+    let want = if on { name } else { off.as_str() };
+    save_and_write(ledger, knobs, options, now.to_string(), want).map(|()| true)
 }
 
 /// Undo the saved settings, newest first; the lines of what could not be.
