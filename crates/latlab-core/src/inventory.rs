@@ -316,6 +316,10 @@ pub struct Tracing {
     pub events: BTreeMap<String, bool>,
     pub timerlat: Option<bool>,
     pub osnoise: Option<bool>,
+    /// The osnoise tracer can spin with interrupts disabled (`OSNOISE_IRQ_DISABLE` in
+    /// `osnoise/options`): `latlab run --backend hwnoise`, as `rtla hwnoise`.
+    #[serde(default)]
+    pub hwnoise: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

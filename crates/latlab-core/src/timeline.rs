@@ -114,6 +114,7 @@ mod tests {
             what,
             task: None,
             cascade: false,
+            from_idle: false,
         }
     }
 
@@ -128,6 +129,7 @@ mod tests {
                 prio: 19,
             }),
             cascade: true,
+            from_idle: false,
             ..at(0, Moment::TimerDue)
         };
         let s = spike(

@@ -141,13 +141,28 @@ pub fn cause_context(c: &latlab_core::record::Cause) -> String {
         .unwrap_or_default()
 }
 
-/// timerlat's own figures of a spike's activation after its latency, as ` [timerlat: IRQ
-/// 120 µs, thread 15.30 ms of 15.40 ms]` (empty for other back ends).
+/// The facts of a spike's activation after its latency, as rtla timerlat --aa gives them:
+/// timerlat's own figures (` [timerlat: IRQ 120 µs, thread 15.30 ms of 15.40 ms]`, timerlat
+/// back end only) and, when its trace shows the CPU idle at the intended wake-up, how long the
+/// timer's interrupt took to come (` [exit from idle: timer IRQ after 5.7 µs]`); empty
+/// without either.
 pub fn spike_facts(s: &latlab_core::record::SpikeRecord) -> String {
-    s.timerlat
-        .and_then(|t| t.describe(s.latency_ns))
-        .map(|d| format!(" [{d}]"))
-        .unwrap_or_default()
+    use latlab_core::record::Moment;
+    let mut parts = Vec::new();
+    if let Some(d) = s.timerlat.and_then(|t| t.describe(s.latency_ns)) {
+        parts.push(d);
+    }
+    let at = |m: Moment| s.timeline_events.iter().find(|e| e.what == m);
+    if at(Moment::TimerDue).is_some_and(|e| e.from_idle) {
+        parts.push(match at(Moment::TimerIrq) {
+            Some(irq) => format!(
+                "exit from idle: timer IRQ after {}",
+                Human(irq.offset_ns.max(0) as u64)
+            ),
+            None => "exit from idle".into(),
+        });
+    }
+    parts.iter().map(|p| format!(" [{p}]")).collect()
 }
 
 /// A `switch-to-user` stretch this long is no path back to user space (2–5 µs as a rule)
@@ -357,5 +372,24 @@ mod tests {
             thread_ns: None,
         });
         assert_eq!(spike_facts(&s), " [timerlat: IRQ 150 µs of 2000 µs]");
+        // The CPU was idle at E: the timer IRQ's delay is the exit from idle.
+        let at = |offset_ns, what, from_idle| latlab_core::record::TimelineEvent {
+            offset_ns,
+            what,
+            task: None,
+            cascade: false,
+            from_idle,
+        };
+        use latlab_core::record::Moment::{TimerDue, TimerIrq};
+        s.timeline_events = vec![at(0, TimerDue, false), at(5_700, TimerIrq, false)];
+        assert_eq!(spike_facts(&s), " [timerlat: IRQ 150 µs of 2000 µs]");
+        s.timeline_events[0].from_idle = true;
+        assert_eq!(
+            spike_facts(&s),
+            " [timerlat: IRQ 150 µs of 2000 µs] [exit from idle: timer IRQ after 5.7 µs]"
+        );
+        s.timerlat = None;
+        s.timeline_events.pop();
+        assert_eq!(spike_facts(&s), " [exit from idle]");
     }
 }

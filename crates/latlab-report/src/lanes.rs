@@ -529,6 +529,7 @@ mod tests {
             what,
             task: None,
             cascade: false,
+            from_idle: false,
         };
         SpikeRecord {
             cpu: 1,
@@ -595,6 +596,7 @@ mod tests {
                 what: Moment::Woken,
                 task: None,
                 cascade: false,
+                from_idle: false,
             },
         );
         let vw = svg(&w);
@@ -696,6 +698,7 @@ mod tests {
             what,
             task: None,
             cascade: false,
+            from_idle: false,
         };
         s.timeline_events = vec![
             at(0, Moment::TimerDue),

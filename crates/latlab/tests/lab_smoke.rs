@@ -27,9 +27,9 @@ left() { ls -A /sys/kernel/tracing/instances | grep -v "^kernel-lab-"; true; }
 left >instances-after-run
 # 6.1 (no timerlat_fd): the timerlat back end on the kernel's own threads, and the osnoise one.
 osn() { for f in cpus timerlat_period_us stop_tracing_us stop_tracing_total_us print_stack; do echo "$f $(cat /sys/kernel/tracing/osnoise/$f 2>&1)"; done; }
+cat /sys/kernel/tracing/available_tracers >tracers
+cat /sys/kernel/tracing/osnoise/options >osnoise-options 2>&1
 case $(uname -r) in 6.1.*)
-  cat /sys/kernel/tracing/available_tracers >tracers
-  cat /sys/kernel/tracing/osnoise/options >osnoise-options 2>&1
   osn >osnoise-before
   step timerlat latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --duration 2s --results /lab/timerlat --no-db -q
   osn >osnoise-after-timerlat; left >instances-after-timerlat
@@ -166,6 +166,30 @@ fn smoke(test: &str, kernel: &str, model: &str) {
         })
         .collect();
     assert!(odd.is_empty(), "{odd:#?}");
+    // The back ends check lists are the ones this kernel has: its tracers, and hwnoise where
+    // osnoise can disable interrupts.
+    let tracers = g.read("tracers");
+    let mut expected = String::from("latlab run's back ends here: real, sim");
+    for (on, name) in [
+        (tracers.contains("timerlat"), "timerlat"),
+        (tracers.contains("osnoise"), "osnoise"),
+        (
+            g.read("osnoise-options").contains("OSNOISE_IRQ_DISABLE"),
+            "hwnoise",
+        ),
+    ] {
+        if on {
+            expected.push_str(", ");
+            expected.push_str(name);
+        }
+    }
+    let backends = check["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "run.backends")
+        .expect("a run.backends finding");
+    assert_eq!(backends["title"], expected.as_str(), "{backends}");
 
     match kernel {
         // Debian's stock 6.1 is built without the tracers, its RT 6.1 with them.

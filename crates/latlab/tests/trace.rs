@@ -1228,6 +1228,24 @@ fn spiky_run(
     (t, run, rec)
 }
 
+/// In `trace-cmd report -t`'s text, whether the last `sched_switch` on `cpu` (`[001]`) at or
+/// before `at_ns` switched to pid 0, the idle task (None: no such switch).
+fn last_switch_to_idle(report: &str, cpu: &str, at_ns: u64) -> Option<bool> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(&format!("{cpu} "))?;
+            let (ts, ev) = rest.trim_start().split_once(": sched_switch:")?;
+            let (s, ns) = ts.trim().split_once('.')?;
+            let t = s.parse::<u64>().ok()? * 1_000_000_000 + ns.parse::<u64>().ok()?;
+            let next = ev.split("==> ").nth(1)?.split_whitespace().next()?;
+            Some((t, next.rsplit(':').next()? == "0"))
+        })
+        .take_while(|(t, _)| *t <= at_ns)
+        .last()
+        .map(|(_, idle)| idle)
+}
+
 /// `trace-cmd report` of a trace.dat (the oracle; it only reads the file), its status checked.
 fn trace_cmd_report(dat: &std::path::Path, flags: &[&str]) -> String {
     let out = std::process::Command::new("trace-cmd")
@@ -1304,6 +1322,13 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
         "trace-cmd does not show {marker:?}"
     );
     assert!(report.contains("sched_switch:"), "no scheduler events");
+    // Exit from idle, against trace-cmd: the spike's `timer_due` says the CPU was idle at E
+    // exactly when trace-cmd's last switch on CPU 1 at or before E was to pid 0.
+    let idle_at_e = last_switch_to_idle(&trace_cmd_report(&dat, &["-t"]), "[001]", at)
+        .expect("a switch on CPU 1 before the intended wake-up");
+    let due = &rec["spikes"][0]["timeline_events"][0];
+    assert_eq!(due["what"], "timer_due", "{due}");
+    assert_eq!(due["from_idle"] == true, idle_at_e, "{due}");
 
     let spikes = |f: &str| {
         let out = support::command()

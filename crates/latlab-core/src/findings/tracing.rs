@@ -83,6 +83,7 @@ fn backends(inv: &Inventory, out: &mut Vec<Finding>) {
     let t = &inv.tracing;
     let has = |n: &str| t.tracefs.is_some() && t.tracers.iter().any(|x| x == n);
     let (timerlat, osnoise) = (has("timerlat"), has("osnoise"));
+    let hwnoise = osnoise && t.hwnoise == Some(true);
     let why_not = |name: &str, option: &str| {
         if t.tracefs.is_none() {
             format!("not {name}: tracefs is not mounted")
@@ -105,10 +106,21 @@ fn backends(inv: &Inventory, out: &mut Vec<Finding>) {
         } else {
             why_not("osnoise", "CONFIG_OSNOISE_TRACER")
         },
+        if hwnoise {
+            "hwnoise (--mode noise): osnoise with interrupts disabled (OSNOISE_IRQ_DISABLE: hardware and NMI noise only)".into()
+        } else if osnoise {
+            "not hwnoise: osnoise/options has no OSNOISE_IRQ_DISABLE (a kernel older than 6.1-rt or 6.3)".into()
+        } else {
+            "not hwnoise: it needs the osnoise tracer".into()
+        },
     ]
     .join("; ");
     let mut names = String::from("real, sim");
-    for (on, n) in [(timerlat, "timerlat"), (osnoise, "osnoise")] {
+    for (on, n) in [
+        (timerlat, "timerlat"),
+        (osnoise, "osnoise"),
+        (hwnoise, "hwnoise"),
+    ] {
         if on {
             names.push_str(", ");
             names.push_str(n);
@@ -170,5 +182,17 @@ mod tests {
             "latlab run's back ends here: real, sim, timerlat, osnoise"
         );
         assert!(rt.evidence.contains("noise by source"), "{}", rt.evidence);
+        assert!(rt.evidence.contains("not hwnoise"), "{}", rt.evidence);
+        inv.tracing.hwnoise = Some(true);
+        let hw = of(&inv);
+        assert_eq!(
+            hw.title,
+            "latlab run's back ends here: real, sim, timerlat, osnoise, hwnoise"
+        );
+        assert!(
+            hw.evidence.contains("OSNOISE_IRQ_DISABLE"),
+            "{}",
+            hw.evidence
+        );
     }
 }

@@ -408,6 +408,11 @@ pub struct TimelineEvent {
     /// a consequence of that one's stall (a cascade).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cascade: bool,
+    /// `timer_due`: the CPU was in its idle task at E, so the timer's interrupt had to wake it
+    /// from idle first (rtla timerlat --aa's "exit from idle"); absent when it ran a task or
+    /// the trace does not cover E.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_idle: bool,
 }
 
 /// What happened at a [`TimelineEvent`].

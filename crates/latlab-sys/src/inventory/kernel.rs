@@ -133,6 +133,11 @@ impl Reader {
         let tr = t.tracers.clone();
         t.timerlat = Some(tr.iter().any(|x| x == "timerlat"));
         t.osnoise = Some(tr.iter().any(|x| x == "osnoise"));
+        if t.osnoise == Some(true) {
+            t.hwnoise = self
+                .read(&format!("{dir}/osnoise/options"), Optional)
+                .map(|s| crate::osnoise::has_irqs_off(&s));
+        }
         for e in inv::TRACE_EVENTS {
             let present = self.exists(&format!("{dir}/events/{e}"));
             out.tracing.events.insert(e.to_string(), present);

@@ -100,15 +100,19 @@ impl Config {
     }
 }
 
+/// `osnoise/options`'s text has the option that disables interrupts, on or off (each option
+/// is a token, `NO_`-prefixed when off).
+pub fn has_irqs_off(options: &str) -> bool {
+    options
+        .split_whitespace()
+        .any(|t| t == "OSNOISE_IRQ_DISABLE" || t == "NO_OSNOISE_IRQ_DISABLE")
+}
+
 /// The tracer's option that disables interrupts while its threads spin (hwnoise), in this
 /// kernel's `osnoise/options`: Ok, or one line saying it is missing.
 pub fn probe_irqs_off(root: &Path) -> Result<(), String> {
     let p = root.join("osnoise/options");
-    let text = fs::read_to_string(&p).unwrap_or_default();
-    if text
-        .split_whitespace()
-        .any(|t| t == "OSNOISE_IRQ_DISABLE" || t == "NO_OSNOISE_IRQ_DISABLE")
-    {
+    if has_irqs_off(&fs::read_to_string(&p).unwrap_or_default()) {
         return Ok(());
     }
     Err(format!(

@@ -79,6 +79,8 @@ impl<'a> CpuState<'a> {
                 }
                 if w.covered_from.is_none() {
                     w.covered_from = Some(from);
+                    // The stretch from E: the task on the CPU then (pid 0: idle).
+                    w.idle_at_e = from == w.e && current.as_ref().is_some_and(|c| c.pid == 0);
                 }
                 let waiter = Waiter {
                     pid: w.pid,
@@ -200,6 +202,7 @@ impl<'a> CpuState<'a> {
                     prio: Some(task.prio),
                     e,
                     covered_from: Some(e),
+                    idle_at_e: false,
                     timer_irq: Some(l),
                     woken: Some(t),
                     switched: None,
@@ -298,6 +301,7 @@ impl<'a> CpuState<'a> {
                 prio,
                 e: expires,
                 covered_from: None,
+                idle_at_e: false,
                 timer_irq: None,
                 woken: None,
                 switched: None,

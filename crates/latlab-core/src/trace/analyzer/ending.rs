@@ -180,6 +180,7 @@ impl<'a> Analyzer<'a> {
             prio: w.prio.unwrap_or(0),
             intended_ns: e,
             timer_irq_ns: w.timer_irq,
+            from_idle: w.idle_at_e,
             wakeup_ns: w.woken,
             switch_in_ns: w.switched,
             actual_ns: r,

@@ -69,6 +69,7 @@ impl<'a> Analyzer<'a> {
                     prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
                     e,
                     covered_from: None,
+                    idle_at_e: false,
                     timer_irq: None,
                     woken: None,
                     switched: None,

@@ -14,6 +14,8 @@ pub struct Sample {
     pub intended_ns: Nanos,
     /// Timer IRQ entry (L) of the wake-up, if traced.
     pub timer_irq_ns: Option<Nanos>,
+    /// The CPU was in its idle task at E: the timer's IRQ woke it from idle.
+    pub from_idle: bool,
     /// `sched_waking` of the thread (W).
     pub wakeup_ns: Option<Nanos>,
     /// Switch-in (S).
@@ -46,6 +48,7 @@ impl Sample {
             what,
             task: None,
             cascade: false,
+            from_idle: false,
         };
         let mut v = vec![TimelineEvent {
             task: Some(TimelineTask {
@@ -54,6 +57,7 @@ impl Sample {
                 prio: self.prio,
             }),
             cascade: self.cascade,
+            from_idle: self.from_idle,
             ..at(e, Moment::TimerDue)
         }];
         let moments = [

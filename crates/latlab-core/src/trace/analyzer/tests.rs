@@ -599,6 +599,33 @@ fn a_silent_gap_is_unknown_from_the_trace_alone() {
     assert_eq!(find(s, CauseKind::Unknown, "idle while runnable"), 1_000);
 }
 
+/// rtla timerlat --aa's "exit from idle": the CPU was in its idle task at E, and the timeline's
+/// `timer_due` says so; a task running at E, or a trace that begins after E, is no exit from
+/// idle.
+#[test]
+fn exit_from_idle_is_the_idle_task_at_e() {
+    let idle = task("swapper/1", 0, 120);
+    let mut b = B::new();
+    b.sleep(idle.clone())
+        .timer_irq(E + 30_000, E + 31_000, 0)
+        .switch(E + 32_000, idle, task("tau", TAU, 19));
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
+    assert!(s.from_idle);
+    let due = &s.timeline_events()[0];
+    assert_eq!(due.what, crate::record::Moment::TimerDue);
+    assert!(due.from_idle);
+    assert!(s.to_spike().timeline_events[0].from_idle);
+
+    let x = task("x", 200, 120);
+    let mut b = B::new();
+    b.sleep(x.clone())
+        .timer_irq(E + 30_000, E + 31_000, 200)
+        .switch(E + 32_000, x, task("tau", TAU, 19));
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
+    assert!(!s.from_idle);
+    assert!(!s.timeline_events()[0].from_idle);
+}
+
 #[test]
 fn untraced_history_stays_unexplained() {
     // The trace starts after E: the marker says 1 ms, the trace covers 100 µs.

@@ -18,6 +18,8 @@ pub(super) struct Window<'a> {
     pub(super) e: Nanos,
     /// Time from which the trace covered this window (E, or later when history is missing).
     pub(super) covered_from: Option<Nanos>,
+    /// The CPU was in its idle task at E (known only when the trace covers E).
+    pub(super) idle_at_e: bool,
     pub(super) timer_irq: Option<Nanos>,
     pub(super) woken: Option<Nanos>,
     pub(super) switched: Option<Nanos>,
