@@ -129,6 +129,11 @@ pub struct NoiseRecord {
     /// What ran on the CPU meanwhile, by source, from the kernel's counters over the run
     /// (`/proc/interrupts`, `/proc/softirqs`): counts, `ns` null where no trace timed them.
     pub sources: Vec<NoiseSource>,
+    /// The noise in each second of the measurement (index = second from its start; the last
+    /// one partial): the sum of that second's noises, so they add up to `noise_ns` (rtla
+    /// osnoise's noise per 1 s period). Empty in records written before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second_ns: Vec<Nanos>,
 }
 
 /// One source of noise on a CPU.
@@ -525,6 +530,7 @@ mod noise_tests {
             loops: 10,
             dropped: 0,
             sources: vec![],
+            per_second_ns: vec![],
         };
         assert_eq!(r.available_pct(), Some(75.0));
         assert_eq!(NoiseRecord { runtime_ns: 0, ..r }.available_pct(), None);

@@ -171,6 +171,7 @@ fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
                 Human(n.noise_ns).to_string(),
                 n.available_pct()
                     .map_or_else(|| "-".into(), |p| format!("{p:.3} %")),
+                worst_second(n),
                 n.loops.to_string(),
             ]
         })
@@ -187,7 +188,14 @@ fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
             "Noise: a thread spinning on the clock; each gap of at least {} between two reads is an interference (the CPU's samples)",
             Human(first.threshold_ns)
         ),
-        header: s(&["CPU", "runtime", "noise", "CPU available", "clock reads"]),
+        header: s(&[
+            "CPU",
+            "runtime",
+            "noise",
+            "CPU available",
+            "worst second",
+            "clock reads",
+        ]),
         rows,
         note: Some(note),
     }];
@@ -214,6 +222,23 @@ fn noise_tables(modes: &[(u32, &latlab_core::modes::CpuMode)]) -> Vec<Table> {
         });
     }
     out
+}
+
+/// The second with the most noise, as `12 ms at 0:07` (`-` for a record without the series).
+fn worst_second(n: &NoiseRecord) -> String {
+    let worst = n
+        .per_second_ns
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)));
+    match worst {
+        Some((k, &ns)) => format!(
+            "{} at {}",
+            Human(ns),
+            crate::svg::axes::time_label(k as u64, false)
+        ),
+        None => "-".into(),
+    }
 }
 
 fn audio_row(name: String, a: &AudioRecord, measured: u64) -> Vec<String> {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use latlab_core::record::SampleSpike;
 use latlab_core::sim::SimSource;
 
-use crate::live::{ThreadShared, SECOND_RING};
+use crate::live::{Seconds, ThreadShared};
 use crate::rt;
 
 /// Where a measuring thread's wake-ups come from.
@@ -132,8 +132,7 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
     top: &mut [SampleSpike; TOP_N],
 ) {
     let mut next = p.first;
-    let mut sec: u64 = 0;
-    let mut sec_max: u64 = u64::MAX; // MAX = no sample yet this second
+    let mut seconds = Seconds::new();
     let mut top_min: u64 = 0;
     let mut marker = [0u8; 128];
     let trace_thr = p.trace.as_ref().map_or(u64::MAX, |t| t.threshold_ns);
@@ -148,21 +147,8 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
         sh.last_ns.store(lat, Relaxed);
         sh.woke_ns.store(intended, Relaxed);
 
-        // Per-second maximum, published when the second is over.
-        let s = intended.saturating_sub(p.t0) / 1_000_000_000;
-        if s != sec {
-            while sec < s {
-                sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
-                sec += 1;
-                sh.seconds_done.store(sec, Release);
-                sec_max = u64::MAX;
-            }
-        }
-        sec_max = if sec_max == u64::MAX {
-            lat
-        } else {
-            sec_max.max(lat)
-        };
+        // Per-second maximum and sum, published when the second is over.
+        seconds.add(sh, intended.saturating_sub(p.t0) / 1_000_000_000, lat);
 
         if lat > top_min {
             // Replace the smallest of the kept spikes (rare after warm-up).
@@ -219,8 +205,7 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
         }
     }
     // Publish the last (partial) second.
-    sh.seconds[(sec % SECOND_RING as u64) as usize].store(sec_max, Relaxed);
-    sh.seconds_done.store(sec + 1, Release);
+    seconds.finish(sh);
 }
 
 /// A thread that should have woken at `next` (and every `interval` after) woke at `now ≥ next`:

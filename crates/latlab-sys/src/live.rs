@@ -265,6 +265,58 @@ impl SpikeRing {
     }
 }
 
+/// A measuring thread's (or a tracer reader's) tally of the current second: its maximum and
+/// sum, published into [`ThreadShared`]'s rings when the second is over. Owned by the one
+/// thread that records the samples; no allocation, Relaxed stores.
+pub(crate) struct Seconds {
+    /// The second being tallied, from the measurement's start.
+    sec: u64,
+    /// u64::MAX: no sample yet this second.
+    max: u64,
+    sum: u64,
+}
+
+impl Seconds {
+    pub(crate) const fn new() -> Seconds {
+        Seconds {
+            sec: 0,
+            max: u64::MAX,
+            sum: 0,
+        }
+    }
+
+    /// A sample of `lat` in second `s` of the measurement: the seconds before it are over.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, sh: &ThreadShared, s: u64, lat: u64) {
+        while self.sec < s {
+            self.publish(sh);
+            self.sec += 1;
+            sh.seconds_done.store(self.sec, Release);
+            self.max = u64::MAX;
+            self.sum = 0;
+        }
+        self.max = if self.max == u64::MAX {
+            lat
+        } else {
+            self.max.max(lat)
+        };
+        self.sum = self.sum.saturating_add(lat);
+    }
+
+    #[inline(always)]
+    fn publish(&self, sh: &ThreadShared) {
+        let slot = (self.sec % SECOND_RING as u64) as usize;
+        sh.seconds[slot].store(self.max, Relaxed);
+        sh.seconds_sum[slot].store(self.sum, Relaxed);
+    }
+
+    /// The measurement is over: the last (partial) second is published.
+    pub(crate) fn finish(&self, sh: &ThreadShared) {
+        self.publish(sh);
+        sh.seconds_done.store(self.sec + 1, Release);
+    }
+}
+
 /// What one measurement thread shares with the collector.
 pub struct ThreadShared {
     pub cpu: u32,
@@ -272,6 +324,8 @@ pub struct ThreadShared {
     pub last_ns: AtomicU64,
     pub missed: AtomicU64,
     pub(crate) seconds: [AtomicU64; SECOND_RING],
+    /// The sum of each second's samples (the noise mode's noise per second), beside `seconds`.
+    pub(crate) seconds_sum: [AtomicU64; SECOND_RING],
     /// Number of whole seconds whose maximum is in the ring (second k at slot k % 64).
     pub(crate) seconds_done: AtomicU64,
     pub(crate) spikes: SpikeRing,
@@ -306,6 +360,7 @@ impl ThreadShared {
             last_ns: AtomicU64::new(0),
             missed: AtomicU64::new(0),
             seconds: std::array::from_fn(|_| AtomicU64::new(0)),
+            seconds_sum: std::array::from_fn(|_| AtomicU64::new(0)),
             seconds_done: AtomicU64::new(0),
             spikes: SpikeRing::new(),
             done: AtomicBool::new(false),
@@ -325,6 +380,16 @@ impl ThreadShared {
         while out.len() < done {
             let v = self.seconds[out.len() % SECOND_RING].load(Relaxed);
             out.push(if v == u64::MAX { None } else { Some(v) });
+        }
+    }
+
+    /// Move completed per-second sums of the samples into `out` (index = second of the
+    /// measurement, 0 for a second with none): the noise mode's noise per second. Call at
+    /// least every 60 s.
+    pub fn drain_second_sums(&self, out: &mut Vec<u64>) {
+        let done = self.seconds_done.load(Acquire) as usize;
+        while out.len() < done {
+            out.push(self.seconds_sum[out.len() % SECOND_RING].load(Relaxed));
         }
     }
 

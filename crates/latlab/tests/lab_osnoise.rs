@@ -124,6 +124,10 @@ fn noise_cpu(run: &Value, threshold: u64, method: &str) -> Value {
     );
     assert!(num(&c["histogram"]["count"]) > 0, "{c}");
     assert!(num(&c["histogram"]["min_ns"]) >= threshold, "{c}");
+    // The noise per second adds up to the noise, a second for each per-second maximum.
+    let sums = n["per_second_ns"].as_array().expect("per_second_ns");
+    assert_eq!(sums.iter().map(num).sum::<u64>(), noise, "{n}");
+    assert_eq!(sums.len(), c["per_second_max_ns"].as_array().unwrap().len());
     // The tracer's interferences carry their times.
     let sources = n["sources"].as_array().unwrap();
     assert!(method == "hwnoise" || !sources.is_empty(), "{n}");

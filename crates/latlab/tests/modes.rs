@@ -601,6 +601,25 @@ fn noise_mode_holds_every_burst_of_a_higher_priority_thread() {
     );
     let burnt: u64 = inside.iter().map(|(a, b)| b - a).sum();
     assert!(noise >= burnt, "noise {noise} ns < the bursts' {burnt} ns");
+    // The noise per second: each second's interferences, so they add up to the noise, each
+    // second's at least its largest one; a burst of 2 ms lies in some second.
+    let cpu0 = &rec["cpus"][0];
+    let sums: Vec<u64> = cpu0["mode"]["noise"]["per_second_ns"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no per_second_ns: {}", cpu0["mode"]))
+        .iter()
+        .map(num)
+        .collect();
+    let maxima = cpu0["per_second_max_ns"].as_array().unwrap();
+    assert_eq!(sums.len(), maxima.len(), "{sums:?} {maxima:?}");
+    assert_eq!(sums.iter().sum::<u64>(), noise);
+    for (sum, max) in sums.iter().zip(maxima) {
+        assert!(
+            max.as_u64().is_none_or(|m| *sum >= m),
+            "{sums:?} {maxima:?}"
+        );
+    }
+    assert!(sums.iter().any(|&x| x >= 2_000_000), "{sums:?}");
     let avail = n["available_pct"].as_f64().unwrap();
     assert!((avail - 100.0 * (runtime - noise) as f64 / runtime as f64).abs() < 1e-6);
     // Each burst was woken by a timer on this CPU: its interrupts are among the sources.
@@ -673,6 +692,15 @@ fn reports_of_a_noise_run(dir: &Path, tmp: &Path) {
         "{text}"
     );
     assert!(text.contains("CPU available"), "{text}");
+    assert!(text.contains("worst second"), "{text}");
+    let html = Command::new(bin())
+        .args(["report", "--format", "html"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.contains("<h2 id=\"noise-per-second\">Noise per second</h2>"));
+    assert!(html.contains("noise in each second, per CPU"));
     let oslat = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../latlab-core/tests/fixtures/import/oslat-c1-D5.txt");
     let imported = tmp.join("imported");

@@ -51,6 +51,8 @@ pub(super) struct Collector {
     pub stopped_by: Option<Firing>,
     pub metrics: Option<crate::metrics::Server>,
     pub seconds: Vec<Vec<Option<u64>>>,
+    /// The noise mode's noise per second, per thread (empty for other modes).
+    pub sums: Vec<Vec<u64>>,
     pub spikes: Vec<SpikeRecord>,
     pub interrupted: bool,
     pub load_error: Option<anyhow::Error>,
@@ -100,6 +102,7 @@ impl Collector {
             .map_or(DEFAULT_INTERVAL_NS, |ms| ms.max(1) * 1_000_000);
         Ok(Collector {
             seconds: vec![Vec::new(); threads.len()],
+            sums: vec![Vec::new(); threads.len()],
             on_threshold: Runner::new(
                 &cx.rp.actions.on_threshold,
                 "--on-threshold",
@@ -180,9 +183,7 @@ impl Collector {
             if let Some(w) = self.steal.as_mut() {
                 w.read();
             }
-            for (t, secs) in self.threads.iter().zip(self.seconds.iter_mut()) {
-                t.drain_seconds(secs);
-            }
+            self.drain_seconds();
             self.live.show(
                 &self.threads,
                 self.started.elapsed().as_nanos() as u64,
@@ -366,8 +367,8 @@ impl Collector {
                 e.cpu
             ));
         }
-        for (t, secs) in self.threads.iter().zip(self.seconds.iter_mut()) {
-            t.drain_seconds(secs);
+        self.drain_seconds();
+        for t in &self.threads {
             let dropped = t.dropped_spikes();
             if dropped > 0 {
                 s.warnings.push(format!(
@@ -395,6 +396,17 @@ impl Collector {
         self.live.show(&self.threads, measured_ns, true);
     }
 
+    /// Move the threads' completed seconds (maxima; the noise mode's sums too) into the
+    /// record's series.
+    fn drain_seconds(&mut self) {
+        for (i, t) in self.threads.iter().enumerate() {
+            t.drain_seconds(&mut self.seconds[i]);
+            if t.mode.noise.is_some() {
+                t.drain_second_sums(&mut self.sums[i]);
+            }
+        }
+    }
+
     /// The run's record as it stands: a checkpoint while the threads run, the final record
     /// (`results`: what the threads handed back) after.
     pub fn record(
@@ -408,6 +420,7 @@ impl Collector {
         let m = Measured {
             threads: &self.threads,
             seconds: &self.seconds,
+            sums: &self.sums,
             results,
             measured_ns,
             spikes: &self.spikes,

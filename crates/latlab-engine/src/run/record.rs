@@ -15,6 +15,8 @@ use crate::session::Session;
 pub(super) struct Measured<'a> {
     pub threads: &'a [Arc<measure::ThreadShared>],
     pub seconds: &'a [Vec<Option<u64>>],
+    /// The noise mode's noise per second, per thread.
+    pub sums: &'a [Vec<u64>],
     /// The threads' results, once they have ended.
     pub results: Option<&'a [measure::ThreadResult]>,
     pub measured_ns: Nanos,
@@ -25,6 +27,7 @@ impl Measured<'_> {
     pub const NOTHING: Measured<'static> = Measured {
         threads: &[],
         seconds: &[],
+        sums: &[],
         results: None,
         measured_ns: 0,
         spikes: &[],
@@ -96,7 +99,12 @@ pub(super) fn build_record(
                         i,
                     ),
                 },
-                mode: mp.cpu_mode(i, t, a.backend.generated()),
+                mode: mp.cpu_mode(i, t, a.backend.generated()).map(|mut md| {
+                    if let (Some(n), Some(sums)) = (md.noise.as_mut(), m.sums.get(i)) {
+                        n.per_second_ns = sums.clone();
+                    }
+                    md
+                }),
             }
         })
         .collect();

@@ -14,7 +14,38 @@ use crate::svg;
 pub(super) fn section(o: &mut String, m: &RunModel) {
     distribution(o, m);
     per_second(o, &m.record);
+    noise_per_second(o, &m.record);
     over_time(o, m);
+}
+
+/// `--mode noise`: the noise in each second, per CPU (rtla osnoise's noise per period; a
+/// second without noise leaves a gap on the log scale).
+fn noise_per_second(o: &mut String, r: &RunRecord) {
+    let series: Vec<(String, Vec<Option<u64>>)> = r
+        .cpus
+        .iter()
+        .filter_map(|c| {
+            let n = c.mode.as_ref()?.noise.as_ref()?;
+            let v = n.per_second_ns.iter().map(|&x| (x > 0).then_some(x));
+            Some((format!("CPU {}", c.cpu), v.collect::<Vec<_>>()))
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    if series.is_empty() {
+        return;
+    }
+    o.push_str("<h2>Noise per second</h2>\n");
+    let ts: Vec<(String, &[Option<u64>])> = series
+        .iter()
+        .map(|(n, v)| (n.clone(), v.as_slice()))
+        .collect();
+    o.push_str(&svg::over_time(
+        &format!("{}: noise in each second, per CPU", r.label),
+        "noise in the second (log scale)",
+        &ts,
+        1.0,
+    ));
+    o.push_str("<p class=\"meta\">The sum of each second's interferences (the CPU's samples): 10 ms is 1 % of the second taken from the spinning thread.</p>\n");
 }
 
 /// The CCDF of every CPU, of all CPUs and of an import's IRQ and thread latencies, then

@@ -13,7 +13,7 @@
 //! frame, legend) and `axes` (log scales, ticks, the time axis) are what they share. The
 //! public functions are re-exported here.
 
-mod axes;
+pub(crate) mod axes;
 mod ccdf;
 mod fit;
 mod frame;

@@ -13,7 +13,7 @@ use latlab_core::trace::raw::{NoiseKind, OsnoiseItem};
 use super::instance::Instance;
 use super::READ_EVERY_NS;
 use crate::hotloop::TOP_N;
-use crate::live::{ThreadShared, SECOND_RING};
+use crate::live::{Seconds, ThreadShared};
 use crate::measure::ThreadResult;
 use crate::rt;
 
@@ -22,8 +22,7 @@ pub(super) struct Sink {
     pub(super) sh: Arc<ThreadShared>,
     raw: File,
     tid: Option<i64>,
-    sec: u64,
-    sec_max: u64,
+    seconds: Seconds,
     top: [SampleSpike; TOP_N],
     top_min: u64,
     runtime_ns: u64,
@@ -41,8 +40,7 @@ impl Sink {
             sh,
             raw,
             tid,
-            sec: 0,
-            sec_max: u64::MAX,
+            seconds: Seconds::new(),
             top: [SampleSpike {
                 at_ns: 0,
                 latency_ns: 0,
@@ -168,18 +166,7 @@ impl Reader {
         sh.hist.record(d);
         sh.last_ns.store(d, Relaxed);
         sh.woke_ns.store(at, Relaxed);
-        let sec = (at - t0) / 1_000_000_000;
-        while sink.sec < sec {
-            sh.seconds[(sink.sec % SECOND_RING as u64) as usize].store(sink.sec_max, Relaxed);
-            sink.sec += 1;
-            sh.seconds_done.store(sink.sec, Release);
-            sink.sec_max = u64::MAX;
-        }
-        sink.sec_max = if sink.sec_max == u64::MAX {
-            d
-        } else {
-            sink.sec_max.max(d)
-        };
+        sink.seconds.add(sh, (at - t0) / 1_000_000_000, d);
         if d > sink.top_min {
             if let Some(m) = sink.top.iter_mut().min_by_key(|t| t.latency_ns) {
                 *m = SampleSpike {
@@ -220,8 +207,7 @@ impl Reader {
             .iter_mut()
             .map(|s| {
                 let sh = &s.sh;
-                sh.seconds[(s.sec % SECOND_RING as u64) as usize].store(s.sec_max, Relaxed);
-                sh.seconds_done.store(s.sec + 1, Release);
+                s.seconds.finish(sh);
                 if let Some(n) = &sh.mode.noise {
                     let mut v: Vec<NoiseSource> = s
                         .sources

@@ -18,7 +18,7 @@ use super::setup::{Instance, InstanceConfig, Threads};
 use super::workers::{kernel_threads, UserWorkers};
 use crate::hotloop::{format_marker, TraceHook, TOP_N};
 use crate::ledger::Ledger;
-use crate::live::{ModeShared, ThreadShared, SECOND_RING};
+use crate::live::{ModeShared, Seconds, ThreadShared};
 use crate::measure::ThreadResult;
 use crate::rt::{self, Policy};
 
@@ -222,9 +222,7 @@ struct Sink {
     raw: File,
     tid: Option<i64>,
     missed: MissedActivations,
-    sec: u64,
-    /// u64::MAX: no sample yet this second.
-    sec_max: u64,
+    seconds: Seconds,
     top: [SampleSpike; TOP_N],
     top_min: u64,
     /// The last IRQ and thread samples (seqnum, latency): a spike's activation's own.
@@ -239,8 +237,7 @@ impl Sink {
             raw,
             tid,
             missed: MissedActivations::default(),
-            sec: 0,
-            sec_max: u64::MAX,
+            seconds: Seconds::new(),
             top: [SampleSpike {
                 at_ns: 0,
                 latency_ns: 0,
@@ -333,18 +330,8 @@ impl Reader {
         sh.hist.record(lat);
         sh.last_ns.store(lat, Relaxed);
         sh.woke_ns.store(intended, Relaxed);
-        let sec = (intended - self.t0) / 1_000_000_000;
-        while sink.sec < sec {
-            sh.seconds[(sink.sec % SECOND_RING as u64) as usize].store(sink.sec_max, Relaxed);
-            sink.sec += 1;
-            sh.seconds_done.store(sink.sec, Release);
-            sink.sec_max = u64::MAX;
-        }
-        sink.sec_max = if sink.sec_max == u64::MAX {
-            lat
-        } else {
-            sink.sec_max.max(lat)
-        };
+        sink.seconds
+            .add(sh, (intended - self.t0) / 1_000_000_000, lat);
         if lat > sink.top_min {
             if let Some(m) = sink.top.iter_mut().min_by_key(|t| t.latency_ns) {
                 *m = SampleSpike {
@@ -385,8 +372,7 @@ impl Reader {
             .iter_mut()
             .map(|s| {
                 let sh = &s.sh;
-                sh.seconds[(s.sec % SECOND_RING as u64) as usize].store(s.sec_max, Relaxed);
-                sh.seconds_done.store(s.sec + 1, Release);
+                s.seconds.finish(sh);
                 sh.done.store(true, Release);
                 let mut top: Vec<SampleSpike> =
                     s.top.iter().copied().filter(|t| t.latency_ns > 0).collect();

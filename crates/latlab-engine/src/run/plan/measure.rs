@@ -81,6 +81,8 @@ impl ModePlan {
             loops: load(&n.loops),
             dropped: load(&n.dropped),
             sources: n.sources.lock().map(|s| s.clone()).unwrap_or_default(),
+            // The collector's series (build_record).
+            per_second_ns: Vec::new(),
         });
         Some(CpuMode {
             pair: self.pairs.get(i).cloned(),
