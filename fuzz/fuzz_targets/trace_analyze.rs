@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = AnalyzeOptions {
         threshold_ns: 0,
         mode: None,
+        gaps: Vec::new(),
     };
     let one = format!("{:?}", analyze_text(&text, &opts));
     for block in [1, 64, 300] {

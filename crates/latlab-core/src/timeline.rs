@@ -44,6 +44,15 @@ pub fn render(
                     None => format!("{at}  timer due on CPU {cpu}"),
                 }
             }
+            Moment::GapStart => match &e.task {
+                Some(t) => format!(
+                    "{at}  last clock read before the gap by {} (pid {}, prio {}) on CPU {cpu}",
+                    escape(&t.comm),
+                    t.pid,
+                    t.prio
+                ),
+                None => format!("{at}  last clock read before the gap on CPU {cpu}"),
+            },
             Moment::TimerIrq => format!("{at}  timer interrupt entry"),
             Moment::Woken => format!("{at}  thread woken (sched_waking)"),
             Moment::SwitchedIn => format!("{at}  switched in"),

@@ -19,6 +19,7 @@ fn options(threshold_ns: u64) -> impl Fn(SampleMode) -> AnalyzeOptions {
     move |m| AnalyzeOptions {
         threshold_ns,
         mode: Some(m),
+        gaps: Vec::new(),
     }
 }
 

@@ -162,5 +162,6 @@ fn analyze_options(has_markers: bool, threshold: Option<u64>) -> AnalyzeOptions 
     AnalyzeOptions {
         threshold_ns,
         mode: Some(mode),
+        gaps: Vec::new(),
     }
 }

@@ -131,6 +131,7 @@ mod tests {
         let opts = AnalyzeOptions {
             threshold_ns: 100_000,
             mode: Some(SampleMode::Wakeups),
+            gaps: Vec::new(),
         };
         analyze_text(&text, &opts).unwrap()
     }

@@ -223,7 +223,7 @@ fn moments(s: &SpikeRecord) -> Vec<(f64, &'static str)> {
         .iter()
         .map(|e| {
             let name = match e.what {
-                Moment::TimerDue => "E",
+                Moment::TimerDue | Moment::GapStart => "E",
                 Moment::TimerIrq => "timer IRQ",
                 Moment::Woken => "woken",
                 Moment::SwitchedIn => "switch-in",

@@ -51,6 +51,9 @@ pub struct TraceHook {
 pub(crate) trait Clock {
     /// The loop keeps the schedule (false: the wake-ups come from elsewhere, a sender).
     const SCHEDULED: bool = true;
+    /// A sample is a gap in a spinning thread's clock reads (the noise mode): its marker says
+    /// so (` noise`), for the analyzer has no timer to open its window.
+    const NOISE: bool = false;
     /// Wait for the wake-up due at `t`; return (intended time, time at wake-up), or None
     /// when the source has ended.
     fn wait_until(&mut self, t: u64) -> Option<(u64, u64)>;
@@ -80,9 +83,17 @@ impl Clock for SimClock {
     }
 }
 
-/// Format `LATLAB_STOP cpu=C intended=N actual=N latency=N\n` into `buf` without allocating.
+/// Format `LATLAB_STOP cpu=C intended=N actual=N latency=N\n` into `buf` without allocating;
+/// a noise gap's ends in ` noise` (its intended time is the read before the gap).
 #[inline]
-pub fn format_marker(buf: &mut [u8; 128], cpu: u32, intended: u64, actual: u64, lat: u64) -> usize {
+pub fn format_marker(
+    buf: &mut [u8; 128],
+    cpu: u32,
+    intended: u64,
+    actual: u64,
+    lat: u64,
+    noise: bool,
+) -> usize {
     fn put(buf: &mut [u8; 128], mut at: usize, s: &[u8]) -> usize {
         buf[at..at + s.len()].copy_from_slice(s);
         at += s.len();
@@ -109,6 +120,9 @@ pub fn format_marker(buf: &mut [u8; 128], cpu: u32, intended: u64, actual: u64, 
     at = num(buf, at, actual);
     at = put(buf, at, b" latency=");
     at = num(buf, at, lat);
+    if noise {
+        at = put(buf, at, b" noise");
+    }
     put(buf, at, b"\n")
 }
 
@@ -173,7 +187,7 @@ pub(crate) fn measure_loop<C: Clock, W: Work>(
                         None => t.armed_fd.swap(-1, AcqRel),
                     };
                     if fd >= 0 {
-                        let n = format_marker(&mut marker, sh.cpu, intended, now, lat);
+                        let n = format_marker(&mut marker, sh.cpu, intended, now, lat, C::NOISE);
                         // SAFETY: fd was opened before the run and stays open until the
                         // engine is joined; buffer is valid for n bytes.
                         unsafe { libc::write(fd, marker.as_ptr().cast(), n) };
@@ -270,12 +284,17 @@ mod tests {
     #[test]
     fn marker_format() {
         let mut b = [0u8; 128];
-        let n = format_marker(&mut b, 1, 123, 456_789, 0);
+        let n = format_marker(&mut b, 1, 123, 456_789, 0, false);
         assert_eq!(
             std::str::from_utf8(&b[..n]).unwrap(),
             "LATLAB_STOP cpu=1 intended=123 actual=456789 latency=0\n"
         );
-        let n = format_marker(&mut b, u32::MAX, u64::MAX, u64::MAX, u64::MAX);
+        let n = format_marker(&mut b, 1, 123, 456_789, 456_666, true);
+        assert_eq!(
+            std::str::from_utf8(&b[..n]).unwrap(),
+            "LATLAB_STOP cpu=1 intended=123 actual=456789 latency=456666 noise\n"
+        );
+        let n = format_marker(&mut b, u32::MAX, u64::MAX, u64::MAX, u64::MAX, true);
         assert!(n < 128);
     }
 }

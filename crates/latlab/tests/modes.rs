@@ -258,7 +258,7 @@ fn bad_mode_flags_are_one_clear_error() {
         );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    // Noise: the real back end only; no periods, no trace yet, a threshold above 0.
+    // Noise: no periods, a trace of latlab's own loop only, a threshold above 0.
     for (args, needle) in [
         (
             vec!["--backend", "sim", "--mode", "noise"],
@@ -277,8 +277,15 @@ fn bad_mode_flags_are_one_clear_error() {
             "--noise-threshold: must be",
         ),
         (
-            vec!["--mode", "noise", "--trace-threshold", "1ms"],
-            "--trace-threshold: --mode noise does not trace yet",
+            vec![
+                "--mode",
+                "noise",
+                "--backend",
+                "osnoise",
+                "--trace-threshold",
+                "1ms",
+            ],
+            "--trace-threshold: --mode noise traces latlab's spinning thread",
         ),
     ] {
         let mut a = vec!["--duration", "1s"];
@@ -517,37 +524,7 @@ fn noise_mode_holds_every_burst_of_a_higher_priority_thread() {
         return;
     };
     let t = tempfile::tempdir().unwrap();
-    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
-    let cpus = cpu.to_string();
-    // Above ordinary tasks where RT throttling leaves the CPU to them; else an ordinary
-    // thread (the plan refuses a spinning RT thread without throttling).
-    let policy = if latlab_sys::rt::rt_throttling_us().is_some() {
-        "fifo"
-    } else {
-        "other"
-    };
-    let prio = if policy == "fifo" { "50" } else { "0" };
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let burster = timed_burster(cpu, s2);
-    let (code, v, out) = run(
-        t.path(),
-        &[
-            "--mode",
-            "noise",
-            "--cpus",
-            &cpus,
-            "--policy",
-            policy,
-            "--priority",
-            prio,
-            "--duration",
-            "3s",
-        ],
-        &[],
-    );
-    stop.store(true, Ordering::Relaxed);
-    let bursts = burster.join().unwrap();
+    let (code, v, out, bursts, _) = noise_beside_a_burster(t.path(), &[]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(v["config"]["mode"], "noise");
     assert_eq!(v["config"]["interval_ns"], Value::Null);
@@ -642,6 +619,123 @@ fn noise_mode_holds_every_burst_of_a_higher_priority_thread() {
     assert_clean();
 }
 
+/// A 3 s noise run on the last CPU beside [`timed_burster`] there (with `extra` arguments):
+/// its exit code, JSON and output, the bursts and the burster's tid.
+fn noise_beside_a_burster(
+    results: &Path,
+    extra: &[&str],
+) -> (i32, Value, Output, Vec<(u64, u64)>, i64) {
+    let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    let cpus = cpu.to_string();
+    // Above ordinary tasks where RT throttling leaves the CPU to them; else an ordinary
+    // thread (the plan refuses a spinning RT thread without throttling).
+    let policy = if latlab_sys::rt::rt_throttling_us().is_some() {
+        "fifo"
+    } else {
+        "other"
+    };
+    let prio = if policy == "fifo" { "50" } else { "0" };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (burster, tid) = timed_burster(cpu, stop.clone());
+    let mut args = vec![
+        "--mode",
+        "noise",
+        "--cpus",
+        &cpus,
+        "--policy",
+        policy,
+        "--priority",
+        prio,
+        "--duration",
+        "3s",
+    ];
+    args.extend_from_slice(extra);
+    let (code, v, out) = run(results, &args, &[]);
+    stop.store(true, Ordering::Relaxed);
+    (code, v, out, burster.join().unwrap(), tid)
+}
+
+/// `--trace-threshold` with `--mode noise`: each gap of 1.5 ms or more is traced from the
+/// spinning thread's last clock read, and one that holds a burst of the FIFO 99 burster names
+/// it, by its tid, as a task that took at least half of the burst's time in the gap; the
+/// spike's trace.dat, analyzed again, gives the same causes.
+#[test]
+fn a_traced_noise_gap_names_the_burster() {
+    let Some(_g) = privileged::guard("a_traced_noise_gap_names_the_burster") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let extra = ["--trace-threshold", "1500us", "--trace-max-spikes", "8"];
+    let (code, _, out, bursts, tid) = noise_beside_a_burster(t.path(), &extra);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = support::only_run_dir(t.path());
+    let rec = support::read_json(&dir.join("run.json"));
+    let spinner = rec["cpus"][0]["thread"]["tid"].as_i64().unwrap();
+    let traced: Vec<&Value> = rec["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["trace_file"].is_string())
+        .collect();
+    assert!(!traced.is_empty(), "no traced spike: {}", rec["spikes"]);
+    let mut named = 0;
+    for s in &traced {
+        let due = &s["timeline_events"][0];
+        assert_eq!(due["what"], "gap_start", "{s}");
+        assert_eq!(due["task"]["pid"], spinner, "{s}");
+        let (e, l) = (
+            s["at_ns"].as_u64().unwrap(),
+            s["latency_ns"].as_u64().unwrap(),
+        );
+        let overlap: u64 = bursts
+            .iter()
+            .map(|&(a, b)| b.min(e + l).saturating_sub(a.max(e)))
+            .sum();
+        if overlap >= 1_000_000 {
+            let took: u64 = s["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] == "task" && c["pid"] == tid)
+                .map(|c| c["ns"].as_u64().unwrap())
+                .sum();
+            assert!(
+                took >= overlap / 2,
+                "burst {overlap} ns, the burster {took} ns: {s}"
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 1, "no traced gap holds a burst: {traced:?}");
+    // `latlab analyze` of the first spike's trace.dat: the same causes.
+    let first = traced[0];
+    let out = Command::new(bin())
+        .args(["analyze", "--format", "json"])
+        .arg(dir.join(first["trace_file"].as_str().unwrap()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let again = a["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["at_ns"] == first["at_ns"])
+        .unwrap_or_else(|| panic!("{} not in {a}", first["at_ns"]));
+    let names = |s: &Value| -> Vec<(Value, Value)> {
+        let c = s["causes"].as_array().unwrap();
+        c.iter()
+            .map(|c| (c["name"].clone(), c["ns"].clone()))
+            .collect()
+    };
+    assert_eq!(names(again), names(first));
+    assert_clean();
+}
+
 fn now_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -653,9 +747,15 @@ fn now_ns() -> u64 {
 }
 
 /// A SCHED_FIFO 99 thread on `cpu` that spins 2 ms every 100 ms until `stop`, and returns each
-/// burst's (start, end) by CLOCK_MONOTONIC.
-fn timed_burster(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
-    std::thread::spawn(move || {
+/// burst's (start, end) by CLOCK_MONOTONIC; and its tid.
+fn timed_burster(
+    cpu: usize,
+    stop: Arc<AtomicBool>,
+) -> (std::thread::JoinHandle<Vec<(u64, u64)>>, i64) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        // SAFETY: gettid has no arguments.
+        tx.send(unsafe { libc::gettid() } as i64).unwrap();
         // SAFETY: plain libc calls on the calling thread.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -678,7 +778,8 @@ fn timed_burster(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<V
             std::thread::sleep(std::time::Duration::from_millis(98));
         }
         bursts
-    })
+    });
+    (h, rx.recv().unwrap())
 }
 
 /// The reports of a noise run show its figures; beside an oslat import, compare says the

@@ -524,6 +524,7 @@ fn ground_truth_higher_priority_burst_is_attributed_to_the_helper() {
         &AnalyzeOptions {
             threshold_ns: 0,
             mode: Some(SampleMode::Markers),
+            gaps: Vec::new(),
         },
     )
     .unwrap();
@@ -966,6 +967,7 @@ fn ground_truth_loopback_net_rx_softirq_matches_the_trace_events() {
         &AnalyzeOptions {
             threshold_ns: 0,
             mode: Some(SampleMode::Wakeups),
+            gaps: Vec::new(),
         },
     )
     .unwrap();

@@ -421,6 +421,8 @@ pub struct TimelineEvent {
 pub enum Moment {
     /// The thread's timer is due (E, offset 0).
     TimerDue,
+    /// A spinning thread's last clock read before a gap (the noise mode's E, offset 0).
+    GapStart,
     /// The timer interrupt that woke the thread entered.
     TimerIrq,
     /// The thread was woken (`sched_waking`).

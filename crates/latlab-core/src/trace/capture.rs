@@ -133,6 +133,7 @@ fn options() -> AnalyzeOptions {
     AnalyzeOptions {
         threshold_ns: 0,
         mode: Some(SampleMode::Markers),
+        gaps: Vec::new(),
     }
 }
 

@@ -52,6 +52,9 @@ pub(super) struct Waiter<'w, 'a> {
     pub(super) prio: Option<i64>,
     /// It was woken already (`sched_waking` seen).
     pub(super) woken: bool,
+    /// A spinning thread's gap (the noise mode): every other task that ran interrupted it,
+    /// whatever its priority (osnoise's thread noise).
+    pub(super) noise: bool,
 }
 
 /// The cause a stretch of time on the CPU is charged to, for one open window: the innermost
@@ -99,7 +102,7 @@ pub(super) fn classify<'a>(
         );
     }
     let tp = w.prio.unwrap_or(0);
-    if cur.prio < tp || (cur.prio == tp && tp < 100) {
+    if w.noise || cur.prio < tp || (cur.prio == tp && tp < 100) {
         (CauseKind::Task, cur.comm.clone(), cur.pid, cur.prio)
     } else {
         (CauseKind::PreemptOff, cur.comm.clone(), cur.pid, cur.prio)

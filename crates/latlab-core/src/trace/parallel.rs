@@ -17,11 +17,28 @@ pub(super) fn mode_of(text: &str, opts: &AnalyzeOptions) -> SampleMode {
     })
 }
 
+/// `opts` with the noise gaps whose markers lie in `parts` (text or ring-buffer pages) when
+/// the samples end at markers and the caller gave none: a spinning thread's gap has nothing
+/// else in the trace to open its window at its start.
+pub(super) fn with_gaps(
+    opts: &AnalyzeOptions,
+    mode: SampleMode,
+    parts: &[&[u8]],
+) -> AnalyzeOptions {
+    let mut o = opts.clone();
+    if mode == SampleMode::Markers && o.gaps.is_empty() {
+        for p in parts {
+            super::analyzer::gaps_in(p, &mut o.gaps);
+        }
+    }
+    o
+}
+
 /// Analyze a whole text trace. With `opts.mode == None` the mode is markers if the trace holds
 /// a latlab marker, else wake-ups.
 pub fn analyze_text(text: &str, opts: &AnalyzeOptions) -> Result<Analysis, ParseError> {
     let mode = mode_of(text, opts);
-    let mut a = Analyzer::new(opts.clone(), mode);
+    let mut a = Analyzer::new(with_gaps(opts, mode, &[text.as_bytes()]), mode);
     for r in Parser::new(text) {
         a.record(&r);
     }
@@ -57,7 +74,15 @@ pub fn analyze_events<'a>(
             msg: "no trace events found in the binary pages".into(),
         });
     }
-    let mut a = Analyzer::new(opts.clone(), mode);
+    let mut opts = opts.clone();
+    if mode == SampleMode::Markers && opts.gaps.is_empty() {
+        for e in events {
+            if let EventKind::Marker { text } = &e.kind {
+                opts.gaps.extend(super::analyzer::noise_gap(text));
+            }
+        }
+    }
+    let mut a = Analyzer::new(opts, mode);
     let mut marks = lost.iter().peekable();
     for (i, e) in events.iter().enumerate() {
         while let Some(&(_, cpu, n)) = marks.next_if(|m| m.0 <= i) {
@@ -203,7 +228,7 @@ pub(super) fn run_blocks(
             Err(_) => Outcome::NotUtf8,
         };
     }
-    let mut a = Analyzer::new(opts.clone(), mode);
+    let mut a = Analyzer::new(with_gaps(opts, mode, &[bytes]), mode);
     let mut offset = 0usize;
     let mut stopped = None;
     let blocks = super::blocks::byte_blocks_on(bytes, block, threads);
@@ -344,6 +369,7 @@ mod tests {
         let opts = AnalyzeOptions {
             threshold_ns: 0,
             mode: None,
+            gaps: Vec::new(),
         };
         let whole = |t: &str| format!("{:?}", analyze_text(t, &opts));
         for at in [0, 1, lines.len() / 3, lines.len() - 1, lines.len()] {
@@ -383,6 +409,7 @@ mod tests {
         let opts = AnalyzeOptions {
             threshold_ns: 0,
             mode: None,
+            gaps: Vec::new(),
         };
         // Comms with raw newlines (the oddcomm fixture shows them through `cat -A`), names
         // that cost lines, a text cut inside its last marker.

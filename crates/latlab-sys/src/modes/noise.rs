@@ -39,6 +39,7 @@ impl NoiseClock<'_> {
 
 impl Clock for NoiseClock<'_> {
     const SCHEDULED: bool = false;
+    const NOISE: bool = true;
 
     #[inline(always)]
     fn wait_until(&mut self, _t: u64) -> Option<(u64, u64)> {

@@ -349,7 +349,7 @@ impl Reader {
                     None => t.armed_fd.swap(-1, AcqRel),
                 };
                 if fd >= 0 {
-                    let n = format_marker(&mut self.marker, sh.cpu, intended, s.ts, lat);
+                    let n = format_marker(&mut self.marker, sh.cpu, intended, s.ts, lat, false);
                     // SAFETY: the marker fd stays open until the measurement is joined.
                     unsafe { libc::write(fd, self.marker.as_ptr().cast(), n) };
                     wrote = true;

@@ -24,6 +24,8 @@ pub(super) struct CpuState<'a> {
     pub(super) windows: Vec<Window<'a>>,
     /// Last switch-in per pid, for cascades.
     pub(super) last_switch: PidMap<Nanos>,
+    /// The noise mode's gaps not open yet, (start, end), latest first.
+    pub(super) gaps: Vec<(Nanos, Nanos)>,
 }
 
 /// The per-CPU handlers: what each event means for the CPU's state.
@@ -87,6 +89,7 @@ impl<'a> CpuState<'a> {
                     comm: &w.comm,
                     prio: w.prio,
                     woken: w.woken.is_some(),
+                    noise: w.noise,
                 };
                 let key = classify(&waiter, stack, current, evidence);
                 // The measuring thread's own way back to user space is no culprit: an IRQ
@@ -119,6 +122,28 @@ impl<'a> CpuState<'a> {
             && !ev.flags.softirq
             && !ev.flags.nmi
             && !is_sched(&ev.kind);
+    }
+
+    /// The noise mode: each gap that began by `t` opens a window for the task current then,
+    /// the spinning thread (it read its clock at the gap's start): running, so what ran until
+    /// its next read interrupted it. A window of its for an earlier gap whose marker never
+    /// came is dropped.
+    #[cold]
+    pub(super) fn open_gaps(&mut self, t: Nanos) {
+        while let Some(&(e, _)) = self.gaps.last().filter(|g| g.0 <= t) {
+            self.gaps.pop();
+            let Some(c) = self.current.as_ref() else {
+                continue;
+            };
+            self.windows.retain(|w| w.pid != c.pid);
+            let prio = c.prio_known.then_some(c.prio);
+            let prev = self.last_switch.get(&c.pid).copied();
+            let mut w = Window::new(c.pid, c.comm.clone(), prio, e, prev);
+            w.noise = true;
+            w.woken = Some(e);
+            w.switched = Some(e);
+            self.windows.push(w);
+        }
     }
 
     /// `sched_switch`: `prev` leaves the CPU, `next` runs from now. No interrupt context is
@@ -196,25 +221,12 @@ impl<'a> CpuState<'a> {
             None if task.prio < 100 => {
                 // Armed before the trace began: E is the expiry's `now` at best.
                 let e = self.expiring.unwrap_or(t).min(t);
-                self.windows.push(Window {
-                    pid: task.pid,
-                    comm: task.comm.clone(),
-                    prio: Some(task.prio),
-                    e,
-                    covered_from: Some(e),
-                    idle_at_e: false,
-                    timer_irq: Some(l),
-                    woken: Some(t),
-                    switched: None,
-                    acc: Vec::new(),
-                    ctx: Vec::new(),
-                    at_switch: Vec::new(),
-                    last_key: None,
-                    prev_switch: self.last_switch.get(&task.pid).copied(),
-                    segs: Vec::new(),
-                    segs_dropped: 0,
-                    preempted: Vec::new(),
-                });
+                let prev = self.last_switch.get(&task.pid).copied();
+                let mut w = Window::new(task.pid, task.comm.clone(), Some(task.prio), e, prev);
+                w.covered_from = Some(e);
+                w.timer_irq = Some(l);
+                w.woken = Some(t);
+                self.windows.push(w);
             }
             None => {}
         }
@@ -295,25 +307,9 @@ impl<'a> CpuState<'a> {
                     finished.push((w, None));
                 }
             }
-            self.windows.push(Window {
-                pid: ev.pid,
-                comm: ev.task_comm.clone(),
-                prio,
-                e: expires,
-                covered_from: None,
-                idle_at_e: false,
-                timer_irq: None,
-                woken: None,
-                switched: None,
-                acc: Vec::new(),
-                ctx: Vec::new(),
-                at_switch: Vec::new(),
-                last_key: None,
-                prev_switch: self.last_switch.get(&ev.pid).copied(),
-                segs: Vec::new(),
-                segs_dropped: 0,
-                preempted: Vec::new(),
-            });
+            let prev = self.last_switch.get(&ev.pid).copied();
+            let w = Window::new(ev.pid, ev.task_comm.clone(), prio, expires, prev);
+            self.windows.push(w);
         }
     }
 

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::sample::Sample;
 use super::window::{MarkerEnd, Window};
 use super::{Analyzer, SampleMode};
-use crate::record::{Cause, CauseContext, CauseKind, SpikeLanes};
+use crate::record::{Cause, CauseContext, CauseKind, SpikeLanes, SILENT_GAP};
 use crate::trace::classify::{sort_causes, switch_to_user, Key, Lore, Measuring};
 use crate::units::Nanos;
 
@@ -116,22 +116,29 @@ impl<'a> Analyzer<'a> {
                 (w.e, None, s.saturating_sub(w.e), w.at_switch.clone())
             }
         };
+        let own = (
+            CauseKind::Task,
+            Cow::Owned(switch_to_user(&w.comm)),
+            w.pid,
+            w.prio.unwrap_or(0),
+        );
         // The marker is written after the clock read: that time is τ's own, not the sample's.
         if let Some((_, r, _, m)) = marker {
             let end = at_read.as_ref().map_or(m, |(out, _)| *out);
-            let mut extra = end.saturating_sub(r);
-            let own = (
-                CauseKind::Task,
-                Cow::Owned(switch_to_user(&w.comm)),
-                w.pid,
-                w.prio.unwrap_or(0),
-            );
+            let extra = end.saturating_sub(r);
             if let Some(x) = acc.iter_mut().find(|(k, _)| *k == own) {
-                let take = extra.min(x.1);
-                x.1 -= take;
-                extra -= take;
+                x.1 -= extra.min(x.1);
             }
-            let _ = extra;
+        }
+        if w.noise {
+            // A spinning thread's own time inside its gap is no way back to user space: it was
+            // on the CPU with no event and did not read its clock — a silent gap.
+            let silent = (CauseKind::Unknown, Cow::Borrowed(SILENT_GAP), 0, 0);
+            for (k, _) in acc.iter_mut().chain(w.acc.iter_mut()) {
+                if *k == own {
+                    *k = silent.clone();
+                }
+            }
         }
         acc.retain(|(_, ns)| *ns > 0);
         let mut sum: Nanos = acc.iter().map(|(_, n)| n).sum();
@@ -181,8 +188,9 @@ impl<'a> Analyzer<'a> {
             intended_ns: e,
             timer_irq_ns: w.timer_irq,
             from_idle: w.idle_at_e,
-            wakeup_ns: w.woken,
-            switch_in_ns: w.switched,
+            noise: w.noise,
+            wakeup_ns: w.woken.filter(|_| !w.noise),
+            switch_in_ns: w.switched.filter(|_| !w.noise),
             actual_ns: r,
             latency_ns: latency,
             unexplained_ns: latency - sum,

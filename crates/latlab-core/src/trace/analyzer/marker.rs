@@ -21,6 +21,44 @@ pub fn parse_marker(text: &str) -> Option<(Nanos, Nanos, Option<Nanos>)> {
     }
 }
 
+/// A spinning thread's gap (`--mode noise`): on `cpu`, from its last clock read before the
+/// gap (`start_ns`) to its first after (`end_ns`), as its marker gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoiseGap {
+    pub cpu: u32,
+    pub start_ns: Nanos,
+    pub end_ns: Nanos,
+}
+
+/// The gap a noise marker (`LATLAB_STOP cpu=C intended=E actual=R latency=L noise`) gives;
+/// None for any other text (a marker cut before ` noise` is a timer's).
+pub fn noise_gap(text: &str) -> Option<NoiseGap> {
+    if text.split_whitespace().last() != Some("noise") {
+        return None;
+    }
+    let (start_ns, end_ns, _) = parse_marker(text)?;
+    let cpu = text
+        .split_whitespace()
+        .find_map(|t| t.strip_prefix("cpu=")?.parse().ok())?;
+    (start_ns <= end_ns).then_some(NoiseGap {
+        cpu,
+        start_ns,
+        end_ns,
+    })
+}
+
+/// The noise gaps whose markers lie in `bytes`, a trace's text or its ring-buffer pages (a
+/// `print` event keeps the marker's text as written, up to its newline or NUL).
+pub fn gaps_in(bytes: &[u8], out: &mut Vec<NoiseGap>) {
+    for at in memchr::memmem::find_iter(bytes, b"LATLAB_STOP") {
+        let rest = &bytes[at..bytes.len().min(at + 160)];
+        let end = memchr::memchr2(b'\n', 0, rest).unwrap_or(rest.len());
+        if let Some(g) = std::str::from_utf8(&rest[..end]).ok().and_then(noise_gap) {
+            out.push(g);
+        }
+    }
+}
+
 /// A trace_marker text that is latlab's (whether or not its fields can be read).
 pub(in crate::trace) fn is_latlab_marker(text: &str) -> bool {
     text.contains("LATLAB_STOP") || text.starts_with("latlab seq=")
@@ -63,25 +101,10 @@ impl<'a> Analyzer<'a> {
             let st = self.cpus.entry(ev.cpu);
             let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
                 Some(i) => st.windows.remove(i),
-                None => Window {
-                    pid: ev.pid,
-                    comm: ev.task_comm.clone(),
-                    prio: st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio),
-                    e,
-                    covered_from: None,
-                    idle_at_e: false,
-                    timer_irq: None,
-                    woken: None,
-                    switched: None,
-                    acc: Vec::new(),
-                    ctx: Vec::new(),
-                    at_switch: Vec::new(),
-                    last_key: None,
-                    prev_switch: None,
-                    segs: Vec::new(),
-                    segs_dropped: 0,
-                    preempted: Vec::new(),
-                },
+                None => {
+                    let prio = st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio);
+                    Window::new(ev.pid, ev.task_comm.clone(), prio, e, None)
+                }
             };
             finished.push((w, Some((e, r, l, t))));
         }

@@ -50,7 +50,7 @@ mod window;
 
 use cpu::CpuMap;
 pub(super) use marker::is_latlab_marker;
-pub use marker::parse_marker;
+pub use marker::{gaps_in, noise_gap, parse_marker, NoiseGap};
 pub use sample::Sample;
 use window::{MarkerEnd, Window};
 
@@ -69,6 +69,9 @@ pub struct AnalyzeOptions {
     pub threshold_ns: Nanos,
     /// None: markers if the trace has any, else wake-ups.
     pub mode: Option<SampleMode>,
+    /// The noise mode's gaps (from its markers, found before the events are fed: a spinning
+    /// thread arms no timer, so nothing in the trace opens its window at E).
+    pub gaps: Vec<NoiseGap>,
 }
 /// The result of an analysis.
 #[derive(Debug, Clone, Default)]
@@ -125,10 +128,18 @@ pub(super) fn plural(n: usize) -> &'static str {
 }
 impl<'a> Analyzer<'a> {
     pub fn new(opts: AnalyzeOptions, mode: SampleMode) -> Analyzer<'a> {
+        let mut cpus = CpuMap::default();
+        for g in &opts.gaps {
+            cpus.entry(g.cpu).gaps.push((g.start_ns, g.end_ns));
+        }
+        for cpu in cpus.cpus() {
+            // Latest first: the next one due is popped from the end.
+            cpus.entry(cpu).gaps.sort_unstable_by(|a, b| b.cmp(a));
+        }
         Analyzer {
             opts,
             mode,
-            cpus: CpuMap::default(),
+            cpus,
             known: PidMap::default(),
             irq_names: PidMap::default(),
             irq_threads: PidMap::default(),
@@ -218,6 +229,11 @@ impl<'a> Analyzer<'a> {
         }
         let st = self.cpus.entry(ev.cpu);
         st.follow_pid_column(ev, &self.known);
+        if !st.gaps.is_empty() {
+            // A gap begun before this event: its window opens, with the task current then
+            // (this event's, when the trace missed a switch).
+            st.open_gaps(ev.ts);
+        }
         let t = match st.last_ts {
             // Out of order: no time passes (counted, and warned about).
             Some(l) if ev.ts < l => {

@@ -16,6 +16,8 @@ pub struct Sample {
     pub timer_irq_ns: Option<Nanos>,
     /// The CPU was in its idle task at E: the timer's IRQ woke it from idle.
     pub from_idle: bool,
+    /// A spinning thread's gap (the noise mode): E is its last clock read before the gap.
+    pub noise: bool,
     /// `sched_waking` of the thread (W).
     pub wakeup_ns: Option<Nanos>,
     /// Switch-in (S).
@@ -58,7 +60,14 @@ impl Sample {
             }),
             cascade: self.cascade,
             from_idle: self.from_idle,
-            ..at(e, Moment::TimerDue)
+            ..at(
+                e,
+                if self.noise {
+                    Moment::GapStart
+                } else {
+                    Moment::TimerDue
+                },
+            )
         }];
         let moments = [
             (self.timer_irq_ns, Moment::TimerIrq),

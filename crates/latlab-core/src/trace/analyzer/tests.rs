@@ -115,6 +115,7 @@ impl B {
             AnalyzeOptions {
                 threshold_ns: 0,
                 mode: Some(mode),
+                gaps: Vec::new(),
             },
             mode,
         );
@@ -599,6 +600,124 @@ fn a_silent_gap_is_unknown_from_the_trace_alone() {
     assert_eq!(find(s, CauseKind::Unknown, "idle while runnable"), 1_000);
 }
 
+/// The noise mode: a spinning thread's gap from its last clock read E to its next R. Nothing
+/// in the trace opens its window (it arms no timer): the marker's ` noise` does, found before
+/// the events are fed. Each stretch goes to the innermost interrupt, to any other task (here
+/// of its own priority: osnoise's thread noise, not a non-preemptible section), and the
+/// stretches the thread held the CPU with no event to a silent gap; without ` noise` the same
+/// trace explains nothing.
+#[test]
+fn a_noise_gap_is_charged_from_its_last_clock_read() {
+    let spin = task("spin", TAU, 120);
+    let kw = task("kworker/1:1", 300, 120);
+    const R: u64 = E + 150_000;
+    let gap = |noise: bool| {
+        let mut b = B::new();
+        let vector = |exit: bool| {
+            let (name, vector) = ("local_timer".into(), 236);
+            match exit {
+                false => EventKind::VectorEntry { name, vector },
+                true => EventKind::VectorExit { name, vector },
+            }
+        };
+        b.switch(10, task("swapper/1", 0, 120), spin.clone())
+            .push(E + 10_000, TAU, "d.h..", vector(false))
+            .push(E + 20_000, TAU, "d.h..", vector(true))
+            .push(
+                E + 21_000,
+                TAU,
+                "..s..",
+                EventKind::SoftirqEntry {
+                    vec: 1,
+                    name: "TIMER".into(),
+                },
+            )
+            .push(
+                E + 30_000,
+                TAU,
+                "..s..",
+                EventKind::SoftirqExit {
+                    vec: 1,
+                    name: "TIMER".into(),
+                },
+            )
+            .push(
+                E + 40_000,
+                TAU,
+                "d..2.",
+                EventKind::SchedSwitch {
+                    prev: spin.clone(),
+                    prev_state: "R".into(),
+                    next: kw.clone(),
+                },
+            )
+            .push(
+                E + 100_000,
+                300,
+                "d..2.",
+                EventKind::SchedSwitch {
+                    prev: kw.clone(),
+                    prev_state: "S".into(),
+                    next: spin.clone(),
+                },
+            );
+        let text = format!(
+            "LATLAB_STOP cpu=1 intended={E} actual={R} latency=150000{}",
+            if noise { " noise" } else { "" }
+        );
+        b.push(
+            R + 2_000,
+            TAU,
+            "....1",
+            EventKind::Marker { text: text.into() },
+        );
+        let opts = AnalyzeOptions::default();
+        crate::trace::parallel::analyze_events(&b.ev, &[], &opts).unwrap()
+    };
+    let a = gap(true);
+    assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    let s = &a.spikes[0];
+    assert!(s.noise);
+    assert_eq!(s.latency_ns, 150_000);
+    assert_eq!(s.unexplained_ns, 0, "{:?}", s.causes);
+    assert_eq!(find(s, CauseKind::Task, "kworker/1:1"), 60_000);
+    assert_eq!(find(s, CauseKind::PreemptOff, "kworker/1:1"), 0);
+    assert_eq!(
+        find(s, CauseKind::Softirq, "TIMER (in spin)"),
+        9_000,
+        "{:?}",
+        s.causes
+    );
+    // The timer vector's 10 µs, then the thread's silences: before the IRQ, between it and
+    // the softirq, before the switch, after it.
+    assert_eq!(find(s, CauseKind::Irq, "local_timer"), 10_000);
+    assert_eq!(
+        find(s, CauseKind::Unknown, crate::record::SILENT_GAP),
+        71_000
+    );
+    assert!(s
+        .causes
+        .iter()
+        .all(|c| !c.name.starts_with("switch-to-user")));
+    let t = s.timeline_events();
+    assert_eq!(t[0].what, crate::record::Moment::GapStart);
+    assert!(t
+        .iter()
+        .all(|m| m.what != crate::record::Moment::SwitchedIn));
+    let lanes = &s.lanes.segments;
+    assert_eq!(
+        lanes.first().map(|g| (g.lane, g.start_ns)),
+        Some((Lane::Stall, 0))
+    );
+    assert!(lanes.iter().any(|g| g.lane == Lane::Task && g.pid == 300));
+
+    // The same trace, the marker without ` noise`: a timer's marker with no window.
+    let a = gap(false);
+    let s = &a.spikes[0];
+    assert!(!s.noise);
+    assert_eq!(s.unexplained_ns, s.latency_ns, "{:?}", s.causes);
+}
+
 /// rtla timerlat --aa's "exit from idle": the CPU was in its idle task at E, and the timeline's
 /// `timer_due` says so; a task running at E, or a trace that begins after E, is no exit from
 /// idle.
@@ -703,6 +822,7 @@ fn real_13ms_spike_is_rust_lld() {
     let opts = AnalyzeOptions {
         threshold_ns: 1_000_000,
         mode: None,
+        gaps: Vec::new(),
     };
     let a = analyze_text(&worst(), &opts).unwrap();
     assert_eq!(a.mode, Some(SampleMode::Markers));
@@ -790,6 +910,7 @@ fn markers_opts() -> AnalyzeOptions {
     AnalyzeOptions {
         threshold_ns: 0,
         mode: None,
+        gaps: Vec::new(),
     }
 }
 
@@ -1085,6 +1206,7 @@ fn lanes_of_the_real_13ms_spike_sum_to_its_causes() {
         let opts = AnalyzeOptions {
             threshold_ns: 1_000_000,
             mode: Some(mode),
+            gaps: Vec::new(),
         };
         let a = analyze_text(&worst(), &opts).unwrap();
         let s = &a.spikes[0];

@@ -20,6 +20,9 @@ pub(super) struct Window<'a> {
     pub(super) covered_from: Option<Nanos>,
     /// The CPU was in its idle task at E (known only when the trace covers E).
     pub(super) idle_at_e: bool,
+    /// A spinning thread's gap (the noise mode): E is its last clock read before the gap, it
+    /// was running then, and what ran meanwhile interrupted it (no timer, no wake-up).
+    pub(super) noise: bool,
     pub(super) timer_irq: Option<Nanos>,
     pub(super) woken: Option<Nanos>,
     pub(super) switched: Option<Nanos>,
@@ -68,6 +71,37 @@ pub(super) fn prune_segments<K>(segs: &mut Vec<(K, Nanos, Nanos)>, keep: usize, 
 }
 
 impl<'a> Window<'a> {
+    /// A window of `pid` from E, nothing charged yet; `prev_switch` its last switch-in on the
+    /// CPU (for cascades).
+    pub(super) fn new(
+        pid: i64,
+        comm: Cow<'a, str>,
+        prio: Option<i64>,
+        e: Nanos,
+        prev_switch: Option<Nanos>,
+    ) -> Window<'a> {
+        Window {
+            pid,
+            comm,
+            prio,
+            e,
+            covered_from: None,
+            idle_at_e: false,
+            noise: false,
+            timer_irq: None,
+            woken: None,
+            switched: None,
+            acc: Vec::new(),
+            ctx: Vec::new(),
+            at_switch: Vec::new(),
+            last_key: None,
+            prev_switch,
+            segs: Vec::new(),
+            segs_dropped: 0,
+            preempted: Vec::new(),
+        }
+    }
+
     /// The stretch `[from, to)` was charged to the cause `acc[i]`: extends the last segment
     /// when it is the same cause and contiguous.
     pub(super) fn segment(&mut self, i: usize, from: Nanos, to: Nanos) {

@@ -354,6 +354,8 @@ pub fn analyze_dat(
         mode: Some(mode),
         ..opts_for(mode)
     };
+    let pages: Vec<&[u8]> = dat.cpus.iter().map(|c| &c.pages[..]).collect();
+    let opts = crate::trace::parallel::with_gaps(&opts, mode, &pages);
     let mut stream = Stream::new(dec, dat, &comms)?;
     let mut a = Analyzer::new(opts, mode);
     if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {

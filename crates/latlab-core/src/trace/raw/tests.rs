@@ -262,6 +262,7 @@ fn render_parse_and_analysis_agree() {
         let opts = AnalyzeOptions {
             threshold_ns: 0,
             mode: Some(mode),
+            gaps: Vec::new(),
         };
         let a = analyze_events(&events, &[], &opts).unwrap();
         let r = analyze_text(&text, &opts).unwrap();
@@ -296,6 +297,7 @@ fn render_parse_and_analysis_agree() {
     let opts = AnalyzeOptions {
         threshold_ns: 0,
         mode: None,
+        gaps: Vec::new(),
     };
     assert!(analyze_events(&events, &[], &opts).unwrap().samples > 0);
     assert!(analyze_events(&[], &[], &opts).is_err());
