@@ -13,6 +13,9 @@
 //!   switches out of idle;
 //! - a traced run under stress-ng (`cmd:`, 2 CPU hogs) killed with SIGKILL, then `latlab
 //!   cleanup`;
+//! - the kernel's tracers on CPUs 2-5 (issue 28 §3): latlab's timerlat back end and `rtla
+//!   timerlat hist` on the same CPUs, period and priority (their IRQ and thread series
+//!   overlap on each CPU), then the osnoise back end;
 //! - after each: nothing left behind (no latlab or load process, no tracefs instance, no
 //!   cgroup, no ledger, the knobs as they were).
 //!
@@ -70,6 +73,13 @@ cpu_busy >busy-after
 state >state-after-run
 step profile latlab profile --cpus 2-5 --duration 2s --interval 10ms --load "cmd:$HACKBENCH" --results /lab/profile --no-db -q
 state >state-after-profile
+# The kernel's tracers on the 4 isolated CPUs (issue 28 §3 on 8 CPUs): latlab's timerlat back end,
+# then rtla timerlat hist on the same CPUs, period and priority (100 us buckets to 300 ms: TCG
+# with 8 CPUs on 2 cores); then the osnoise back end. Each alone on the machine.
+step tl latlab run --backend timerlat --cpus 2-5 -p 95 --interval 10ms --duration 3s --results /lab/tl --no-db -q
+step rtla rtla timerlat hist -c 2-5 -P f:95 -p 10000 -d 3 -b 100 -E 3000
+step osn latlab run --mode noise --backend osnoise --cpus 2-5 --duration 2s --noise-threshold 100us --results /lab/osn --no-db -q
+state >state-after-tracers
 # Killed with SIGKILL while it measures, traced, under a load; then cleanup.
 a=$(up)
 latlab run --cpus 2-5 --duration 60s --warmup 200ms --interval 10ms --trace-threshold 3ms --load "cmd:$STRESS" --results /lab/killed --no-db -q >killed.out 2>killed.err &
@@ -89,7 +99,8 @@ fn guest() -> Option<&'static Guest> {
     let make = || {
         let mut l = Lab::new("rt-6.12", 8, 600);
         l.append = Some("isolcpus=2-5 nohz_full=2-5 rcu_nocbs=2-5".into());
-        l.tools(test, &["hackbench", "stress-ng"]).then_some(l)
+        l.tools(test, &["hackbench", "stress-ng", "rtla"])
+            .then_some(l)
     };
     Lab::once(&G, test, make, SCRIPT)
 }
@@ -312,6 +323,116 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
 
 /// The fault suite's facts in the guest: after each run, the profile, and a SIGKILLed run
 /// followed by `latlab cleanup`, the state is what it was before.
+/// The timerlat back end on the 4 isolated CPUs of 8: each accounts for every activation (a
+/// sample or a missed period) with its IRQ, thread and return-to-user series; `rtla timerlat
+/// hist` on the same CPUs, period and priority, imported, has the same 4 CPUs, and on each
+/// the medians of latlab's IRQ and thread series lie within rtla's range and the reverse.
+/// The osnoise back end measures the same 4 CPUs, each noise per second adding up to its noise.
+#[test]
+fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
+    use latlab_core::hist::{Histogram, HistogramRecord, Quantile};
+    let Some(g) = guest() else { return };
+    step_ok(g, "tl");
+    let (_, run) = run_json(g, "tl");
+    assert_eq!(run["config"]["backend"], "timerlat");
+    let four = serde_json::json!([2, 3, 4, 5]);
+    assert_eq!(run["config"]["cpus"], four);
+    let periods = run["config"]["measured_ns"].as_f64().unwrap() / 10e6;
+    let hist = |v: &Value| {
+        let r: HistogramRecord = serde_json::from_value(v.clone()).unwrap();
+        Histogram::from_record(&r).unwrap()
+    };
+    step_ok(g, "rtla");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = support::latlab()
+        .arg("import")
+        .arg(g.path("rtla.out"))
+        .args(["--no-db", "--results"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
+    let cpus: Vec<&Value> = imp["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["cpu"])
+        .collect();
+    assert_eq!(serde_json::json!(cpus), four, "rtla's CPUs");
+    for (c, theirs) in run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(imp["cpus"].as_array().unwrap())
+    {
+        let m = &c["mode"];
+        assert_eq!(m["timerlat_threads"], "user", "{m}");
+        let samples = c["samples"].as_f64().unwrap();
+        let missed = c["missed_periods"].as_f64().unwrap();
+        assert!(
+            (samples + missed - periods).abs() <= periods * 0.05 + 2.0,
+            "CPU {}: {samples} samples + {missed} missed of {periods} periods",
+            c["cpu"]
+        );
+        for k in ["irq", "thread"] {
+            let n = m[k]["count"].as_f64().unwrap();
+            assert!(
+                (n - samples).abs() <= 2.0,
+                "CPU {}: {k} {n}, {samples}",
+                c["cpu"]
+            );
+        }
+        for (what, ours, rtla) in [
+            ("IRQ", &m["irq"], &theirs["mode"]["irq"]),
+            ("thread", &m["thread"], &theirs["histogram"]),
+        ] {
+            let (a, b) = (hist(ours), hist(rtla));
+            let p50 = |h: &Histogram| h.quantile(Quantile::P50).expect("a median");
+            eprintln!(
+                "CPU {} {what}: latlab p50 {} of {}, rtla p50 {} of {}",
+                c["cpu"],
+                p50(&a),
+                a.count(),
+                p50(&b),
+                b.count()
+            );
+            for (x, y) in [(&a, &b), (&b, &a)] {
+                let hi = y.quantile(Quantile::P99).unwrap_or(y.layout().limit_ns());
+                let m = p50(x);
+                assert!(
+                    y.min().unwrap() <= m && m <= hi,
+                    "CPU {} {what}: a median {m} ns outside the other's range",
+                    c["cpu"]
+                );
+            }
+        }
+    }
+    step_ok(g, "osn");
+    let (_, run) = run_json(g, "osn");
+    assert_eq!(run["config"]["cpus"], four);
+    for c in run["cpus"].as_array().unwrap() {
+        let n = &c["mode"]["noise"];
+        assert_eq!(n["method"], "osnoise", "{n}");
+        let (runtime, noise) = (
+            n["runtime_ns"].as_u64().unwrap(),
+            n["noise_ns"].as_u64().unwrap(),
+        );
+        assert!(runtime > 0 && noise <= runtime, "{n}");
+        let sums: u64 = n["per_second_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .sum();
+        assert_eq!(sums, noise, "{n}");
+    }
+}
+
 #[test]
 fn nothing_is_left_behind_on_rt() {
     let Some(g) = guest() else { return };
@@ -320,6 +441,7 @@ fn nothing_is_left_behind_on_rt() {
     for f in [
         "state-after-run",
         "state-after-profile",
+        "state-after-tracers",
         "state-after-cleanup",
     ] {
         assert_eq!(g.read(f), before, "{f} differs from the state before");
