@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::pid_map::PidMap;
+use super::pid_map::{PidMap, PidTable};
 use crate::record::{Cause, CauseKind, SpikeRecord, SILENT_GAP, SILENT_GAP_IDLE};
 use crate::units::Nanos;
 
@@ -154,7 +154,7 @@ pub(super) struct Boost<'a> {
 /// action names, which IRQs run threaded, the priority-inheritance boosts, and every task's
 /// latest comm and prio.
 pub(super) struct Lore<'l, 'a> {
-    pub(super) known: &'l PidMap<(Cow<'a, str>, i64)>,
+    pub(super) known: &'l PidTable<(Cow<'a, str>, i64)>,
     pub(super) irq_names: &'l PidMap<Cow<'a, str>>,
     pub(super) irq_threads: &'l PidMap<i64>,
     pub(super) boosts: &'l PidMap<Boost<'a>>,

@@ -8,7 +8,7 @@ use super::SampleMode;
 use crate::record::CauseKind;
 use crate::trace::classify::{classify, Ctx, Cur, Waiter};
 use crate::trace::event::{Event, EventKind, TaskRef};
-use crate::trace::pid_map::PidMap;
+use crate::trace::pid_map::{PidMap, PidTable};
 use crate::units::Nanos;
 
 #[derive(Debug, Default)]
@@ -37,7 +37,7 @@ impl<'a> CpuState<'a> {
     pub(super) fn follow_pid_column(
         &mut self,
         ev: &Event<'a>,
-        known: &PidMap<(Cow<'a, str>, i64)>,
+        known: &PidTable<(Cow<'a, str>, i64)>,
     ) {
         if ev.pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
             let (comm, prio, prio_known) = match known.get(&ev.pid) {

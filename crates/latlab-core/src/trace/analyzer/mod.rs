@@ -39,7 +39,7 @@ use std::borrow::Cow;
 use crate::trace::classify::{irq_thread_number, Boost};
 use crate::trace::event::{Event, EventKind, TaskRef};
 use crate::trace::parser::Record;
-use crate::trace::pid_map::PidMap;
+use crate::trace::pid_map::{PidMap, PidTable};
 use crate::units::Nanos;
 
 mod cpu;
@@ -102,7 +102,7 @@ pub struct Analyzer<'a> {
     mode: SampleMode,
     cpus: CpuMap<'a>,
     /// pid → (comm, prio) as the sched events name them (the TASK column can be stale).
-    known: PidMap<(Cow<'a, str>, i64)>,
+    known: PidTable<(Cow<'a, str>, i64)>,
     /// Device IRQ number → its action name (`irq_handler_entry`), for naming its thread.
     irq_names: PidMap<Cow<'a, str>>,
     /// IRQ number → the pid of its handler thread (`irq/N-…`), when the trace shows one.
@@ -140,7 +140,7 @@ impl<'a> Analyzer<'a> {
             opts,
             mode,
             cpus,
-            known: PidMap::default(),
+            known: PidTable::default(),
             irq_names: PidMap::default(),
             irq_threads: PidMap::default(),
             boosts: PidMap::default(),
@@ -385,11 +385,14 @@ impl<'a> Analyzer<'a> {
     }
 }
 
-pub(super) fn learn<'a>(known: &mut PidMap<(Cow<'a, str>, i64)>, t: &TaskRef<'a>) {
+pub(super) fn learn<'a>(known: &mut PidTable<(Cow<'a, str>, i64)>, t: &TaskRef<'a>) {
     if t.pid <= 0 {
         return;
     }
     match known.get_mut(&t.pid) {
+        // A borrowed name is stored as it comes, without a look at the one stored (it lies in
+        // an older part of the trace, out of the cache by now): the same text either way.
+        Some(k) if matches!(t.comm, Cow::Borrowed(_)) => *k = (t.comm.clone(), t.prio),
         Some(k) if k.1 == t.prio && super::bytes::eq_short(k.0.as_bytes(), t.comm.as_bytes()) => {}
         Some(k) => *k = (t.comm.clone(), t.prio),
         None => {

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::flags::flags_of;
-use super::read::{int, string};
+use super::read::{has_str, int, string};
 use super::{Comms, Known, RawDecoder, Shape, F};
 use crate::trace::event::{Event, EventKind, TaskRef};
 
@@ -55,6 +55,49 @@ impl RawDecoder {
             flags,
             kind,
         })
+    }
+
+    /// Whether [`RawDecoder::event_named`] decodes record `d` of format `k` (Some), told
+    /// without building the event for the scheduler's events (nearly all of a busy trace): the
+    /// same reads, no strings made.
+    #[inline]
+    pub(super) fn decodes(&self, k: &Known, d: &[u8], at: Slot) -> bool {
+        let ints = |fs: &[&F]| fs.iter().all(|f| int(d, f).is_some());
+        let common = ints(&[&k.pid, &k.flags, &k.preempt])
+            && k.lazy.as_ref().is_none_or(|l| int(d, l).is_some());
+        match &k.shape {
+            Shape::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_pid,
+                next_prio,
+                mask,
+                plus,
+            } => {
+                common
+                    && int(d, prev_state)
+                        .is_some_and(|st| k.states.len() > (st as u64 & (mask | plus)) as usize)
+                    && has_str(d, prev_comm)
+                    && has_str(d, next_comm)
+                    && ints(&[prev_pid, prev_prio, next_pid, next_prio])
+            }
+            Shape::Wake {
+                comm,
+                pid,
+                prio,
+                target_cpu,
+                ..
+            } => {
+                common
+                    && has_str(d, comm)
+                    && ints(&[pid, prio])
+                    && target_cpu.as_ref().is_none_or(|f| int(d, f).is_some())
+            }
+            _ => self.event_named(k, d, |_| "", at).is_some(),
+        }
     }
 
     #[inline]
@@ -208,5 +251,65 @@ fn marker_text(s: Cow<'_, str>) -> Cow<'_, str> {
                 .trim_end_matches(['\r', '\n'])
                 .to_string(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pages::Item;
+    use super::super::tests::{decoder, PAGES};
+    use super::*;
+
+    /// [`RawDecoder::decodes`] answers what decoding does, for the fixture's records cut
+    /// short at every length and with their bytes scrambled (states beyond the table, string
+    /// locations outside the record).
+    #[test]
+    fn decodes_is_whether_the_event_decodes() {
+        let dec = decoder();
+        let mut recs: Vec<&[u8]> = Vec::new();
+        let mut stats = super::super::CpuStats::default();
+        dec.walk(PAGES, &mut stats, |item, _| {
+            if let Item::Event { data, .. } = item {
+                recs.push(data);
+            }
+        })
+        .expect("whole pages");
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let at = Slot {
+            cpu: 0,
+            ts: 0,
+            line: 1,
+        };
+        let (mut yes, mut no) = (0, 0);
+        for (i, r) in recs.iter().enumerate().step_by(7) {
+            let Some(k) = dec.known_of(r) else { continue };
+            let mut variants: Vec<Vec<u8>> = (0..=r.len()).map(|n| r[..n].to_vec()).collect();
+            for _ in 0..8 {
+                let mut v = r.to_vec();
+                // Keep the type (so the format), scramble the rest.
+                for b in v.iter_mut().skip(2) {
+                    if next() % 3 == 0 {
+                        *b = next() as u8;
+                    }
+                }
+                variants.push(v);
+            }
+            for v in &variants {
+                let ok = dec.event(k, v, &Comms::default(), at).is_some();
+                assert_eq!(dec.decodes(k, v, at), ok, "record {i}: {v:?}");
+                if ok {
+                    yes += 1;
+                } else {
+                    no += 1;
+                }
+            }
+        }
+        assert!(yes > 100 && no > 100, "{yes} {no}");
     }
 }

@@ -52,7 +52,9 @@ pub use names::{Comms, Symbols};
 pub use osnoise::{NoiseKind, OsnoiseDecoder, OsnoiseItem};
 pub(crate) use read::{bytes, int, string};
 pub(crate) use shape::{Known, F};
-pub use stream::{analyze_dat, learn_all, DatAnalysis, Merged, MergedRef, Stream};
+pub use stream::{
+    analyze_dat, learn_all, Builder, DatAnalysis, Found, FoundRec, Merged, Names, Stream,
+};
 pub use timerlat::{MissedActivations, TimerlatContext, TimerlatDecoder, TimerlatSample};
 
 use decode::Slot;

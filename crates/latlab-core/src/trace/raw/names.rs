@@ -3,14 +3,14 @@
 
 use std::fmt::Write;
 
-use crate::trace::pid_map::PidMap;
+use crate::trace::pid_map::PidTable;
 
 /// pid → comm for the TASK column: `saved_cmdlines` first (what the kernel's text shows),
 /// then the comms the scheduler events name. pid 0 is `<idle>`, an unknown pid `<...>`.
 #[derive(Debug, Clone, Default)]
 pub struct Comms {
     /// Looked up for every event decoded: a pid hash, not SipHash.
-    map: PidMap<String>,
+    map: PidTable<String>,
 }
 
 impl Comms {
@@ -52,13 +52,13 @@ impl Comms {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.len() == 0
     }
 
     /// The names as a `saved_cmdlines` text (`PID COMM` lines, by pid), what a trace.dat
     /// carries for trace-cmd. Names holding a newline are left out (the format is one per line).
     pub fn to_saved_cmdlines(&self) -> String {
-        let mut v: Vec<(&i64, &String)> = self.map.iter().collect();
+        let mut v: Vec<(i64, &String)> = self.map.iter().collect();
         v.sort();
         let mut s = String::new();
         for (pid, comm) in v {

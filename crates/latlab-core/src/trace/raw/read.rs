@@ -82,10 +82,10 @@ fn nul_at(raw: &[u8]) -> Option<usize> {
     raw[i..].iter().position(|&c| c == 0).map(|p| i + p)
 }
 
-/// A string field's bytes (up to its first NUL).
+/// A string field's bytes with its NUL padding; None outside the record.
 #[inline]
-pub(crate) fn bytes<'a>(d: &'a [u8], f: &F) -> Option<&'a [u8]> {
-    let raw = match f.kind {
+fn raw_str<'a>(d: &'a [u8], f: &F) -> Option<&'a [u8]> {
+    Some(match f.kind {
         FieldKind::Chars => d.get(f.off..f.off.checked_add(f.size)?)?,
         FieldKind::DataLoc => {
             let v = rd_uint(d, f.off, 4)?;
@@ -94,7 +94,19 @@ pub(crate) fn bytes<'a>(d: &'a [u8], f: &F) -> Option<&'a [u8]> {
         }
         FieldKind::Tail => d.get(f.off..)?,
         FieldKind::Int | FieldKind::Other => return None,
-    };
+    })
+}
+
+/// Whether [`bytes`] (so [`string`]) reads the field: it lies inside the record.
+#[inline]
+pub(super) fn has_str(d: &[u8], f: &F) -> bool {
+    raw_str(d, f).is_some()
+}
+
+/// A string field's bytes (up to its first NUL).
+#[inline]
+pub(crate) fn bytes<'a>(d: &'a [u8], f: &F) -> Option<&'a [u8]> {
+    let raw = raw_str(d, f)?;
     // Most are task names (16 bytes): two words, no call to memchr.
     let end = if raw.len() <= 32 {
         nul_at(raw)

@@ -12,11 +12,11 @@ use std::collections::VecDeque;
 use super::decode::Slot;
 use super::pages::{Item, Walker};
 use super::read::{int, string};
-use super::{Comms, CpuStats, LostMark, RawDecoder, RawError, Shape};
+use super::{Comms, CpuStats, Known, LostMark, RawDecoder, RawError, Shape};
 use crate::trace::analyzer::{parse_marker, Analysis, AnalyzeOptions, Analyzer, SampleMode};
 use crate::trace::event::{Event, EventKind};
 use crate::trace::parser::ParseError;
-use crate::trace::pid_map::PidMap;
+use crate::trace::pid_map::PidTable;
 use crate::trace::tracedat::TraceDat;
 
 /// A record of the merged stream.
@@ -30,23 +30,40 @@ pub enum Merged<'a> {
     Event(Event<'a>),
 }
 
-/// One CPU's pages, decoded one event ahead.
+/// An event found in the pages and checked to decode, not built yet: its format, its record
+/// and where it sits. The merge and the hand-over between threads move these (48 bytes), not
+/// the [`Event`]s (about 180), which are built once, where they are fed ([`Stream::build`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Found<'a> {
+    k: &'a Known,
+    data: &'a [u8],
+    at: Slot,
+}
+
+/// A record of [`Stream::next_found`]: a loss, or an event to build.
+#[derive(Debug, Clone, Copy)]
+pub enum FoundRec<'a> {
+    Lost { cpu: u32, events: u64 },
+    Event(Found<'a>),
+}
+
+/// One CPU's pages, one event looked ahead.
 struct Cursor<'a> {
     cpu: u32,
     walker: Walker<'a>,
     stats: CpuStats,
     /// Losses met before `next` (their counts; None: unknown).
     lost: Vec<Option<u64>>,
-    next: Option<Event<'a>>,
+    next: Option<Found<'a>>,
     /// Events decoded so far (the next one's `line` is one more).
     decoded: usize,
-    /// The last pid named and its name: a CPU's events mostly come in runs of one task.
-    named: (i64, &'a str),
 }
 
 impl<'a> Cursor<'a> {
-    /// Decode up to the next event this decoder types (unknown ones are counted).
-    fn advance(&mut self, dec: &'a RawDecoder, comms: &'a Comms) {
+    /// Walk up to the next event this decoder types and decodes (unknown ones, and those
+    /// whose fields lie outside their record, are counted).
+    #[inline]
+    fn advance(&mut self, dec: &'a RawDecoder) {
         self.next = None;
         while let Some(item) = self.walker.next(&mut self.stats) {
             match item {
@@ -67,22 +84,13 @@ impl<'a> Cursor<'a> {
                         ts,
                         line: self.decoded + 1,
                     };
-                    let named = &mut self.named;
-                    let name = |pid| {
-                        if named.0 != pid {
-                            *named = (pid, comms.get(pid));
-                        }
-                        named.1
-                    };
-                    match dec.event_named(k, data, name, at) {
-                        Some(e) => {
-                            self.stats.events += 1;
-                            self.decoded += 1;
-                            self.next = Some(e);
-                            return;
-                        }
-                        None => self.stats.unknown_events += 1,
+                    if dec.decodes(k, data, at) {
+                        self.stats.events += 1;
+                        self.decoded += 1;
+                        self.next = Some(Found { k, data, at });
+                        return;
                     }
+                    self.stats.unknown_events += 1;
                 }
             }
         }
@@ -100,21 +108,7 @@ pub struct Stream<'a> {
     out: VecDeque<(u32, u64)>,
     /// The cursor whose event comes once `out` is empty.
     ready: Option<usize>,
-    /// The cursor whose event was handed out (it moves on at the next step).
-    stale: Option<usize>,
     ended: bool,
-}
-
-/// A step of the stream: a loss, or cursor `i`'s event.
-enum Step {
-    Lost(u32, u64),
-    Event(usize),
-}
-
-/// A record of [`Stream::next_ref`]: the event stays in the stream (never moved or copied).
-pub enum MergedRef<'s, 'a> {
-    Lost { cpu: u32, events: u64 },
-    Event(&'s Event<'a>),
 }
 
 impl<'a> Stream<'a> {
@@ -134,9 +128,8 @@ impl<'a> Stream<'a> {
                 lost: Vec::new(),
                 next: None,
                 decoded: 0,
-                named: (0, comms.get(0)),
             };
-            cur.advance(dec, comms);
+            cur.advance(dec);
             cursors.push(cur);
         }
         Ok(Stream {
@@ -145,7 +138,6 @@ impl<'a> Stream<'a> {
             cursors,
             out: VecDeque::new(),
             ready: None,
-            stale: None,
             ended: false,
         })
     }
@@ -158,34 +150,26 @@ impl<'a> Stream<'a> {
         })
     }
 
-    /// The next record, borrowed: what [`Iterator::next`] gives, without moving the event.
+    /// The next record, its event not built: [`Stream::build`] makes it the [`Event`]
+    /// [`Iterator::next`] gives.
     #[inline]
-    pub fn next_ref(&mut self) -> Option<MergedRef<'_, 'a>> {
-        Some(match self.step()? {
-            Step::Lost(cpu, events) => MergedRef::Lost { cpu, events },
-            Step::Event(i) => MergedRef::Event(self.cursors[i].next.as_ref()?),
-        })
-    }
-
-    #[inline]
-    fn step(&mut self) -> Option<Step> {
-        if let Some(i) = self.stale.take() {
-            self.cursors[i].advance(self.dec, self.comms);
-        }
+    pub fn next_found(&mut self) -> Option<FoundRec<'a>> {
         loop {
             if let Some((cpu, n)) = self.out.pop_front() {
-                return Some(Step::Lost(cpu, n));
+                return Some(FoundRec::Lost { cpu, events: n });
             }
             if let Some(i) = self.ready.take() {
-                self.stale = Some(i);
-                return Some(Step::Event(i));
+                let c = &mut self.cursors[i];
+                let f = c.next?;
+                c.advance(self.dec);
+                return Some(FoundRec::Event(f));
             }
             // The CPU whose next event is earliest (ties: the one listed first).
             let mut best: Option<(u64, usize)> = None;
             for (i, c) in self.cursors.iter().enumerate() {
-                if let Some(e) = &c.next {
-                    if best.is_none_or(|(t, _)| e.ts < t) {
-                        best = Some((e.ts, i));
+                if let Some(f) = &c.next {
+                    if best.is_none_or(|(t, _)| f.at.ts < t) {
+                        best = Some((f.at.ts, i));
                     }
                 }
             }
@@ -205,6 +189,14 @@ impl<'a> Stream<'a> {
         }
     }
 
+    /// What builds the events found (for another thread while this one walks on).
+    pub fn builder(&self) -> Builder<'a> {
+        Builder {
+            dec: self.dec,
+            comms: self.comms,
+        }
+    }
+
     /// Queue the losses `c` met before its next event (those of known size).
     #[inline]
     fn losses(out: &mut VecDeque<(u32, u64)>, c: &mut Cursor<'a>) {
@@ -217,14 +209,55 @@ impl<'a> Stream<'a> {
     }
 }
 
+/// Builds the [`Event`]s of a [`Stream`]'s records ([`Stream::builder`]).
+#[derive(Clone, Copy)]
+pub struct Builder<'a> {
+    dec: &'a RawDecoder,
+    comms: &'a Comms,
+}
+
+impl<'a> Builder<'a> {
+    /// A found event built, its TASK column named from `names` (a pid's name is looked up
+    /// again only when the pid changes: a CPU's events mostly come in runs of one task).
+    /// None never happens for a record of [`Stream::next_found`] (it decoded when found).
+    #[inline]
+    pub fn build(&self, f: &Found<'a>, names: &mut Names<'a>) -> Option<Event<'a>> {
+        let comms = self.comms;
+        let name = |pid| {
+            if names.0 != pid {
+                *names = Names(pid, comms.get(pid));
+            }
+            names.1
+        };
+        self.dec.event_named(f.k, f.data, name, f.at)
+    }
+}
+
+/// The last pid [`Builder::build`] named, and its name.
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a>(i64, &'a str);
+
+impl Default for Names<'_> {
+    fn default() -> Self {
+        Names(0, "<idle>")
+    }
+}
+
 impl<'a> Iterator for Stream<'a> {
     type Item = Merged<'a>;
 
     fn next(&mut self) -> Option<Merged<'a>> {
-        Some(match self.step()? {
-            Step::Lost(cpu, events) => Merged::Lost { cpu, events },
-            Step::Event(i) => Merged::Event(self.cursors[i].next.take()?),
-        })
+        let b = self.builder();
+        loop {
+            match self.next_found()? {
+                FoundRec::Lost { cpu, events } => return Some(Merged::Lost { cpu, events }),
+                FoundRec::Event(f) => {
+                    if let Some(e) = b.build(&f, &mut Names::default()) {
+                        return Some(Merged::Event(e));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -239,7 +272,7 @@ pub fn learn_all(dec: &RawDecoder, dat: &TraceDat, comms: &mut Comms) -> Result<
         .clamp(1, with_data.len().max(1));
     let chunk = with_data.len().div_ceil(threads).max(1);
     let known: &Comms = comms;
-    type Learnt<'p> = Result<(PidMap<Cow<'p, str>>, bool), RawError>;
+    type Learnt<'p> = Result<(PidTable<Cow<'p, str>>, bool), RawError>;
     let learnt: Vec<Learnt<'_>> = std::thread::scope(|sc| {
         let handles: Vec<_> = with_data
             .chunks(chunk)
@@ -261,16 +294,20 @@ pub fn learn_all(dec: &RawDecoder, dat: &TraceDat, comms: &mut Comms) -> Result<
     for l in learnt {
         let (names, marked) = l?;
         markers |= marked;
-        // Each CPU's names in pid order: the map's order would not matter (one name per pid
-        // and CPU), but a fixed order keeps the result independent of the hash.
-        let mut v: Vec<_> = names.into_iter().collect();
+        // Each CPU's names in pid order: the order would not matter (one name per pid and
+        // CPU), but a fixed order keeps the result independent of the table's.
+        let mut v: Vec<_> = names.iter().collect();
         v.sort_unstable_by_key(|(p, _)| *p);
         for (pid, comm) in v {
-            comms.learn(pid, &comm);
+            comms.learn(pid, comm);
         }
     }
     Ok(markers)
 }
+
+/// Pids below this are marked named in a bit set by [`learn_cpu`] (the kernel's largest
+/// `pid_max`: at most 512 KiB); others are looked up every time.
+const NAMED_BITS: usize = 1 << 22;
 
 /// One CPU's first name per pid (those `known` lacks) and whether it holds a latlab marker.
 fn learn_cpu<'p>(
@@ -278,23 +315,33 @@ fn learn_cpu<'p>(
     cpu: u32,
     pages: &'p [u8],
     known: &Comms,
-) -> Result<(PidMap<Cow<'p, str>>, bool), RawError> {
-    let mut names: PidMap<Cow<'p, str>> = PidMap::default();
+) -> Result<(PidTable<Cow<'p, str>>, bool), RawError> {
+    let mut names: PidTable<Cow<'p, str>> = PidTable::default();
     let mut markers = false;
-    // Pids met lately (by their low bits): most events name tasks just named, so most need
-    // no look-up in the map.
-    let mut recent = [0i64; 64];
+    // Pids named already (here or in `known`), one bit each: nearly every event names
+    // tasks met before, and needs no look-up at all.
+    let mut named: Vec<u64> = Vec::new();
     let mut learn = |d: &'p [u8], pid, comm| {
         let Some(p) = int(d, pid) else { return };
-        let slot = &mut recent[(p & 63) as usize];
-        if p <= 0 || *slot == p {
+        if p <= 0 {
             return;
+        }
+        let bit = usize::try_from(p).ok().filter(|&b| b < NAMED_BITS);
+        if let Some(b) = bit {
+            if named.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0) {
+                return;
+            }
         }
         if !names.contains_key(&p) && !known.has(p) {
             let Some(c) = string(d, comm) else { return };
             names.insert(p, c);
         }
-        *slot = p;
+        if let Some(b) = bit {
+            if named.len() <= b / 64 {
+                named.resize(b / 64 + 1, 0);
+            }
+            named[b / 64] |= 1 << (b % 64);
+        }
     };
     let mut stats = CpuStats::default();
     let mut w = dec.walker(pages)?;
@@ -358,16 +405,7 @@ pub fn analyze_dat(
     let opts = crate::trace::parallel::with_gaps(&opts, mode, &pages);
     let mut stream = Stream::new(dec, dat, &comms)?;
     let mut a = Analyzer::new(opts, mode);
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
-        feed_pipelined(&mut stream, &mut a);
-    } else {
-        while let Some(m) = stream.next_ref() {
-            match m {
-                MergedRef::Event(e) => a.feed(e),
-                MergedRef::Lost { cpu, events } => a.lost(cpu, events),
-            }
-        }
-    }
+    feed_all(&mut stream, &mut a);
     if a.events() == 0 {
         return Ok(Err(ParseError {
             line: 0,
@@ -377,18 +415,64 @@ pub fn analyze_dat(
     Ok(Ok((a.finish(), stream.bad())))
 }
 
-/// Feed `stream` to `a` with the decoding on a thread of its own, in batches (at most four
-/// ahead, their buffers handed back for reuse), as the text path parses blocks beside its one
-/// analyzer: decoding and attribution each take about half of a core.
-fn feed_pipelined<'a>(stream: &mut Stream<'a>, a: &mut Analyzer<'a>) {
+/// Every record of `stream` fed to `a`: the events built on this thread, the pages walked on
+/// another one when there is a second core ([`feed_pipelined`]).
+fn feed_all<'a>(stream: &mut Stream<'a>, a: &mut Analyzer<'a>) {
+    let build = stream.builder();
+    let mut names = Names::default();
+    let mut feed = |r: &FoundRec<'a>| match *r {
+        FoundRec::Event(f) => {
+            if let Some(e) = build.build(&f, &mut names) {
+                a.feed(&e);
+            }
+        }
+        FoundRec::Lost { cpu, events } => a.lost(cpu, events),
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        feed_pipelined(stream, &mut feed);
+    } else {
+        while let Some(r) = stream.next_found() {
+            feed(&r);
+        }
+    }
+}
+
+/// How many records ahead [`feed_pipelined`] asks for a record's bytes.
+const AHEAD: usize = 8;
+
+/// A hint that `d` is read soon (its first and last cache lines): it never faults.
+#[inline(always)]
+fn prefetch(d: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let (a, z) = (
+            d.as_ptr(),
+            d.as_ptr().wrapping_add(d.len().saturating_sub(1)),
+        );
+        // SAFETY: a prefetch only hints the cache; it reads nothing and never faults.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(a.cast());
+            _mm_prefetch::<_MM_HINT_T0>(z.cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = d;
+}
+
+/// Feed `stream`'s records to `feed` with the walk through the pages on a thread of its own,
+/// in batches (at most four ahead, their buffers handed back for reuse), as the text path
+/// parses blocks beside its one analyzer: the pages are walked, merged and checked on one core
+/// while the events are built and attributed on the other.
+fn feed_pipelined<'a>(stream: &mut Stream<'a>, feed: &mut impl FnMut(&FoundRec<'a>)) {
     const BATCH: usize = 1024;
     std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Merged<'a>>>(4);
-        let (back, recycled) = std::sync::mpsc::channel::<Vec<Merged<'a>>>();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<FoundRec<'a>>>(4);
+        let (back, recycled) = std::sync::mpsc::channel::<Vec<FoundRec<'a>>>();
         s.spawn(move || {
             let mut buf = Vec::with_capacity(BATCH);
-            for m in stream.by_ref() {
-                buf.push(m);
+            while let Some(r) = stream.next_found() {
+                buf.push(r);
                 if buf.len() == BATCH {
                     let next = recycled
                         .try_recv()
@@ -404,11 +488,13 @@ fn feed_pipelined<'a>(stream: &mut Stream<'a>, a: &mut Analyzer<'a>) {
             }
         });
         for mut batch in rx {
-            for m in &batch {
-                match m {
-                    Merged::Event(e) => a.feed(e),
-                    Merged::Lost { cpu, events } => a.lost(*cpu, *events),
+            for (i, r) in batch.iter().enumerate() {
+                // The records a few events on were read on the other core: asked for now,
+                // they are here when their turn comes.
+                if let Some(FoundRec::Event(f)) = batch.get(i + AHEAD) {
+                    prefetch(f.data);
                 }
+                feed(r);
             }
             batch.clear();
             let _ = back.send(batch);
