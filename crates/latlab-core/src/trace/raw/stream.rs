@@ -1,6 +1,7 @@
 //! A whole trace.dat as one stream of events in time order, for `latlab analyze`: each CPU's
-//! pages are walked as they lie (one event decoded at a time, borrowing its strings from the
-//! pages), merged by time, and fed to the analyzer as they come; no vector of every event.
+//! pages are walked as they lie, merged by time as found records ([`Found`]: a record's
+//! format, bytes and place, checked to decode), and each event is built once (borrowing its
+//! strings from the pages) where it is fed to the analyzer; no vector of every event.
 //!
 //! Names: an event's TASK column is its pid's name in [`Comms`], `saved_cmdlines` first, then
 //! the first name the scheduler events give the pid (CPU by CPU, in file order). Those are
