@@ -33,7 +33,7 @@ pub enum Merged<'a> {
 
 /// An event found in the pages and checked to decode, not built yet: its format, its record
 /// and where it sits. The merge and the hand-over between threads move these (48 bytes), not
-/// the [`Event`]s (about 180), which are built once, where they are fed ([`Stream::build`]).
+/// the [`Event`]s (about 180), which are built once, where they are fed ([`Builder::build`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Found<'a> {
     k: &'a Known,
@@ -151,7 +151,7 @@ impl<'a> Stream<'a> {
         })
     }
 
-    /// The next record, its event not built: [`Stream::build`] makes it the [`Event`]
+    /// The next record, its event not built: [`Builder::build`] makes it the [`Event`]
     /// [`Iterator::next`] gives.
     #[inline]
     pub fn next_found(&mut self) -> Option<FoundRec<'a>> {
