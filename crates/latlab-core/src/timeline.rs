@@ -32,27 +32,22 @@ pub fn render(
     for e in events {
         let at = rel(e.offset_ns);
         v.push(match e.what {
-            Moment::TimerDue => {
+            Moment::TimerDue | Moment::GapStart => {
                 cascade |= e.cascade;
+                let (what, by) = match e.what {
+                    Moment::GapStart => ("last clock read before the gap", "by"),
+                    _ => ("timer due", "for"),
+                };
                 match &e.task {
                     Some(t) => format!(
-                        "{at}  timer due for {} (pid {}, prio {}) on CPU {cpu}",
+                        "{at}  {what} {by} {} (pid {}, prio {}) on CPU {cpu}",
                         escape(&t.comm),
                         t.pid,
                         t.prio
                     ),
-                    None => format!("{at}  timer due on CPU {cpu}"),
+                    None => format!("{at}  {what} on CPU {cpu}"),
                 }
             }
-            Moment::GapStart => match &e.task {
-                Some(t) => format!(
-                    "{at}  last clock read before the gap by {} (pid {}, prio {}) on CPU {cpu}",
-                    escape(&t.comm),
-                    t.pid,
-                    t.prio
-                ),
-                None => format!("{at}  last clock read before the gap on CPU {cpu}"),
-            },
             Moment::TimerIrq => format!("{at}  timer interrupt entry"),
             Moment::Woken => format!("{at}  thread woken (sched_waking)"),
             Moment::SwitchedIn => format!("{at}  switched in"),

@@ -330,7 +330,6 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
 /// The osnoise back end measures the same 4 CPUs, each noise per second adding up to its noise.
 #[test]
 fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
-    use latlab_core::hist::{Histogram, HistogramRecord, Quantile};
     let Some(g) = guest() else { return };
     step_ok(g, "tl");
     let (_, run) = run_json(g, "tl");
@@ -338,25 +337,10 @@ fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
     let four = serde_json::json!([2, 3, 4, 5]);
     assert_eq!(run["config"]["cpus"], four);
     let periods = run["config"]["measured_ns"].as_f64().unwrap() / 10e6;
-    let hist = |v: &Value| {
-        let r: HistogramRecord = serde_json::from_value(v.clone()).unwrap();
-        Histogram::from_record(&r).unwrap()
-    };
     step_ok(g, "rtla");
     let tmp = tempfile::tempdir().unwrap();
-    let out = support::latlab()
-        .arg("import")
-        .arg(g.path("rtla.out"))
-        .args(["--no-db", "--results"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
+    let dir = support::import_dir(tmp.path(), &g.path("rtla.out"), "rtla");
+    let imp = support::read_json(&dir.join("run.json"));
     let cpus: Vec<&Value> = imp["cpus"]
         .as_array()
         .unwrap()
@@ -391,25 +375,8 @@ fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
             ("IRQ", &m["irq"], &theirs["mode"]["irq"]),
             ("thread", &m["thread"], &theirs["histogram"]),
         ] {
-            let (a, b) = (hist(ours), hist(rtla));
-            let p50 = |h: &Histogram| h.quantile(Quantile::P50).expect("a median");
-            eprintln!(
-                "CPU {} {what}: latlab p50 {} of {}, rtla p50 {} of {}",
-                c["cpu"],
-                p50(&a),
-                a.count(),
-                p50(&b),
-                b.count()
-            );
-            for (x, y) in [(&a, &b), (&b, &a)] {
-                let hi = y.quantile(Quantile::P99).unwrap_or(y.layout().limit_ns());
-                let m = p50(x);
-                assert!(
-                    y.min().unwrap() <= m && m <= hi,
-                    "CPU {} {what}: a median {m} ns outside the other's range",
-                    c["cpu"]
-                );
-            }
+            let what = format!("CPU {} {what}", c["cpu"]);
+            lab::medians_overlap(&what, &lab::hist(ours), &lab::hist(rtla));
         }
     }
     step_ok(g, "osn");

@@ -21,7 +21,7 @@
 use serde_json::Value;
 
 mod support;
-use support::lab::{Guest, Lab};
+use support::lab::{hist, Guest, Lab};
 
 const SCRIPT: &str = r#"
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -88,11 +88,6 @@ fn run_of(g: &Guest, n: &str) -> Value {
     support::read_json(&support::only_run_dir(&g.path(n)).join("run.json"))
 }
 
-fn hist(v: &Value) -> latlab_core::hist::Histogram {
-    let r: latlab_core::hist::HistogramRecord = serde_json::from_value(v.clone()).unwrap();
-    latlab_core::hist::Histogram::from_record(&r).unwrap()
-}
-
 fn count_at_or_above(v: &Value, ns: u64) -> u64 {
     let h = hist(v);
     h.count() - h.count_below(ns)
@@ -144,65 +139,21 @@ fn user_threads_account_for_every_activation_and_restore_the_settings() {
 
 #[test]
 fn latlabs_irq_and_thread_series_overlap_rtlas() {
-    use latlab_core::hist::Quantile;
     let Some(g) = guest() else { return };
     let run = run_of(g, "base");
     let c = timerlat_cpu(&run, "user");
     let rc = g.read("rtla.rc");
     assert_eq!(rc.trim(), "0", "rtla: {}", g.read("rtla.err"));
     let tmp = tempfile::tempdir().unwrap();
-    let out = support::latlab()
-        .arg("import")
-        .arg(g.path("rtla.out"))
-        .args(["--no-db", "--results"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let imp = support::read_json(&support::only_run_dir(tmp.path()).join("run.json"));
+    let dir = support::import_dir(tmp.path(), &g.path("rtla.out"), "rtla");
+    let imp = support::read_json(&dir.join("run.json"));
     assert_eq!(imp["cpus"][0]["cpu"], 1);
     // rtla 6.1 measures with the kernel's thread: its histogram is the thread latency.
     for (what, ours, theirs) in [
         ("IRQ", &c["mode"]["irq"], &imp["cpus"][0]["mode"]["irq"]),
         ("thread", &c["mode"]["thread"], &imp["cpus"][0]["histogram"]),
     ] {
-        let (a, b) = (hist(ours), hist(theirs));
-        // rtla's histogram ends at its last bucket: samples beyond it are counted ("over:")
-        // with no value, and a quantile among them is only known to lie above the limit. In
-        // one fresh clone here 5 of rtla's 488 samples (TCG stalls of up to 103 ms beside a
-        // loaded host) lay beyond its 30 ms, and its p99 among them: a p99 above the limit
-        // is at least the limit. A median must be known.
-        let p99 = |h: &latlab_core::hist::Histogram| {
-            h.quantile(Quantile::P99)
-                .map_or(format!("> {}", h.layout().limit_ns()), |v| v.to_string())
-        };
-        let p50 = |h: &latlab_core::hist::Histogram| {
-            h.quantile(Quantile::P50)
-                .unwrap_or_else(|| panic!("{what}: a median beyond the histogram's limit"))
-        };
-        eprintln!(
-            "{what}: latlab p50 {} p99 {} of {}, rtla p50 {} p99 {} of {} ({} over its limit)",
-            p50(&a),
-            p99(&a),
-            a.count(),
-            p50(&b),
-            p99(&b),
-            b.count(),
-            b.unknown_above()
-        );
-        // Overlap: each one's median lies within the other's 1 %..99 % range.
-        for (x, y) in [(&a, &b), (&b, &a)] {
-            let m = p50(x);
-            let hi = y.quantile(Quantile::P99).unwrap_or(y.layout().limit_ns());
-            assert!(
-                y.min().unwrap() <= m && m <= hi,
-                "{what}: a median {m} ns outside the other's range"
-            );
-        }
+        support::lab::medians_overlap(what, &hist(ours), &hist(theirs));
     }
 }
 

@@ -450,3 +450,40 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
     }
     v
 }
+
+/// A run.json histogram (`cpus[].histogram`, `cpus[].mode.irq`, …) as a histogram.
+pub fn hist(v: &serde_json::Value) -> latlab_core::hist::Histogram {
+    let r: latlab_core::hist::HistogramRecord = serde_json::from_value(v.clone()).unwrap();
+    latlab_core::hist::Histogram::from_record(&r).unwrap()
+}
+
+/// Two measurements of one latency overlap: each one's median lies within the other's range
+/// (its minimum to its p99, or to its limit when the p99 lies beyond it: rtla's histogram ends
+/// at its last bucket and counts what is beyond with no value). A median must be known.
+pub fn medians_overlap(
+    what: &str,
+    a: &latlab_core::hist::Histogram,
+    b: &latlab_core::hist::Histogram,
+) {
+    use latlab_core::hist::Quantile;
+    let p50 = |h: &latlab_core::hist::Histogram| {
+        h.quantile(Quantile::P50)
+            .unwrap_or_else(|| panic!("{what}: a median beyond the histogram's limit"))
+    };
+    eprintln!(
+        "{what}: latlab p50 {} of {}, the other p50 {} of {} ({} over its limit)",
+        p50(a),
+        a.count(),
+        p50(b),
+        b.count(),
+        b.unknown_above()
+    );
+    for (x, y) in [(a, b), (b, a)] {
+        let m = p50(x);
+        let hi = y.quantile(Quantile::P99).unwrap_or(y.layout().limit_ns());
+        assert!(
+            y.min().unwrap() <= m && m <= hi,
+            "{what}: a median {m} ns outside the other's range"
+        );
+    }
+}
