@@ -77,7 +77,7 @@ impl Profiler {
                 k.flush();
             }
         }
-        let measuring = self
+        let mut measuring: Vec<MeasuringThread> = self
             .watched
             .iter()
             .map(|w| MeasuringThread {
@@ -93,6 +93,8 @@ impl Profiler {
                 rq_wait: w.kinds[K_RQ].record(),
             })
             .collect();
+        // In CPU order, not in the order the trace first showed them (threads start at once).
+        measuring.sort_by_key(|m| (m.cpu, m.tid));
         // The names of the tasks switched to most often (the switch map's legend).
         let mut counts: HashMap<i64, u64> = HashMap::new();
         for &(_, _, pid) in &self.switch_points {

@@ -335,6 +335,20 @@ fn waking(ts: u64, cpu: u32, pid: i64) -> PEvent {
     }
 }
 
+/// The measuring threads' rows are in CPU order, whatever the order they were watched in (a
+/// fresh clone's 8-CPU profile listed CPUs 4, 5, 2, 3).
+#[test]
+fn measuring_rows_are_in_cpu_order() {
+    const S: u64 = 1_000_000_000;
+    let mut p = Profiler::new(&[0, 1, 2, 3], 0, S);
+    for (tid, cpu) in [(14, 3), (12, 1), (11, 0), (13, 2)] {
+        p.watch(tid, cpu);
+    }
+    let (r, _) = p.finish(S, 10, |_| String::new(), 0, 0);
+    let rows: Vec<(u32, i64)> = r.measuring.iter().map(|m| (m.cpu, m.tid)).collect();
+    assert_eq!(rows, [(0, 11), (1, 12), (2, 13), (3, 14)]);
+}
+
 /// A watched thread with known cycles: the intervals between wake-ups and between switch-ins
 /// and the run-queue waits are exact, and go to the right 1 s buckets over time.
 #[test]
