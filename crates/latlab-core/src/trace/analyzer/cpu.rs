@@ -26,7 +26,14 @@ pub(super) struct CpuState<'a> {
     pub(super) last_switch: PidMap<Nanos>,
     /// The noise mode's gaps not open yet, (start, end), latest first.
     pub(super) gaps: Vec<(Nanos, Nanos)>,
+    /// The last [`SWITCHES_KEPT`] switches (time, to the idle task), oldest overwritten: what
+    /// ran at a window's E when the window opens after it (its arming not in the trace).
+    switches: [(Nanos, bool); SWITCHES_KEPT],
+    switches_seen: usize,
 }
+
+/// Switches a CPU remembers for [`CpuState::idle_at`].
+const SWITCHES_KEPT: usize = 8;
 
 /// The per-CPU handlers: what each event means for the CPU's state.
 impl<'a> CpuState<'a> {
@@ -111,9 +118,14 @@ impl<'a> CpuState<'a> {
                 }
             }
         }
-        for w in self.windows.iter_mut() {
+        for i in 0..self.windows.len() {
+            let w = &self.windows[i];
             if w.covered_from.is_none() && t >= w.e {
+                // This event is at E (no stretch before it was charged): the switches say.
+                let idle = t == w.e && self.idle_at(w.e);
+                let w = &mut self.windows[i];
                 w.covered_from = Some(t);
+                w.idle_at_e = idle;
             }
         }
         self.last_ts = Some(t);
@@ -122,6 +134,16 @@ impl<'a> CpuState<'a> {
             && !ev.flags.softirq
             && !ev.flags.nmi
             && !is_sched(&ev.kind);
+    }
+
+    /// The CPU was in its idle task at `e`: the last switch at or before `e` went to pid 0
+    /// (false when the switches it remembers all came later, or there were none).
+    pub(super) fn idle_at(&self, e: Nanos) -> bool {
+        let n = self.switches_seen.min(SWITCHES_KEPT);
+        (0..n)
+            .map(|k| self.switches[(self.switches_seen - 1 - k) % SWITCHES_KEPT])
+            .find(|&(t, _)| t <= e)
+            .is_some_and(|(_, idle)| idle)
     }
 
     /// The noise mode: each gap that began by `t` opens a window for the task current then,
@@ -168,6 +190,8 @@ impl<'a> CpuState<'a> {
             prio: next.prio,
             prio_known: true,
         });
+        self.switches[self.switches_seen % SWITCHES_KEPT] = (t, next.pid == 0);
+        self.switches_seen += 1;
         let mut switched_in = false;
         let mut i = 0;
         while i < self.windows.len() {
@@ -223,6 +247,7 @@ impl<'a> CpuState<'a> {
                 let e = self.expiring.unwrap_or(t).min(t);
                 let prev = self.last_switch.get(&task.pid).copied();
                 let mut w = Window::new(task.pid, task.comm.clone(), Some(task.prio), e, prev);
+                w.idle_at_e = self.idle_at(e);
                 w.covered_from = Some(e);
                 w.timer_irq = Some(l);
                 w.woken = Some(t);

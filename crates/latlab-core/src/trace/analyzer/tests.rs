@@ -743,6 +743,16 @@ fn exit_from_idle_is_the_idle_task_at_e() {
     let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert!(!s.from_idle);
     assert!(!s.timeline_events()[0].from_idle);
+
+    // The arming is not in the trace: the window opens at the wake-up, and the switches the
+    // CPU remembers say it was idle at E (its timer's `now`).
+    let idle = task("swapper/1", 0, 120);
+    let mut b = B::new();
+    b.switch(10, task("x", 200, 120), idle.clone())
+        .timer_irq(E + 30_000, E + 31_000, 0)
+        .switch(E + 32_000, idle, task("tau", TAU, 19));
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
+    assert!(s.from_idle, "{s:?}");
 }
 
 #[test]
