@@ -671,12 +671,7 @@ fn a_traced_noise_gap_names_the_burster() {
     let dir = support::only_run_dir(t.path());
     let rec = support::read_json(&dir.join("run.json"));
     let spinner = rec["cpus"][0]["thread"]["tid"].as_i64().unwrap();
-    let traced: Vec<&Value> = rec["spikes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["trace_file"].is_string())
-        .collect();
+    let traced = support::traced_spikes(&rec);
     assert!(!traced.is_empty(), "no traced spike: {}", rec["spikes"]);
     let mut named = 0;
     for s in &traced {

@@ -1092,12 +1092,7 @@ fn traced_run_with_a_newline_named_task_on_the_measured_cpu_is_analyzed() {
         "{:#}",
         v["trace"]
     );
-    let traced: Vec<&serde_json::Value> = v["spikes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["trace_file"].is_string())
-        .collect();
+    let traced = support::traced_spikes(&v);
     assert!(!traced.is_empty(), "{:#}", v["spikes"]);
     let mut named = 0;
     for s in &traced {
@@ -1688,12 +1683,7 @@ fn other_cpus_window_of_a_run(instances: &str) {
         instances,
     ];
     let (_t, run, rec) = spiky_run(&args, 4);
-    let traced: Vec<&serde_json::Value> = rec["spikes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["trace_file"].is_string())
-        .collect();
+    let traced = support::traced_spikes(&rec);
     assert!(!traced.is_empty(), "{:#}", rec["trace"]);
     let n = |v: &serde_json::Value| v.as_i64().unwrap_or_else(|| panic!("not a number: {v}"));
     // A spike's silent stretches, from its lanes: its silent gaps and its own switch-to-user.

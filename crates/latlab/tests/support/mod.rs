@@ -220,3 +220,11 @@ pub fn unwritable_outputs(args: &[&str], run: &Path, tmp: &Path) {
     }
     assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
 }
+
+/// A run record's traced spikes (those with a `trace_file`), in record order.
+pub fn traced_spikes(rec: &serde_json::Value) -> Vec<&serde_json::Value> {
+    rec["spikes"]
+        .as_array()
+        .map(|a| a.iter().filter(|s| s["trace_file"].is_string()).collect())
+        .unwrap_or_default()
+}
