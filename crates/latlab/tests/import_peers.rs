@@ -67,6 +67,7 @@ fn auto_recognises_every_fixture() {
         ("pmqtest-S-q.txt", "pmqtest"),
         ("ptsematest.json", "ptsematest"),
         ("rtla-timerlat-hist.txt", "rtla"),
+        ("rtla-osnoise-hist.txt", "rtla"),
     ] {
         let r = ok(&fixture(f), &[]);
         assert_eq!(r["source"], source, "{f}");
@@ -118,6 +119,7 @@ fn the_report_reads_every_import() {
         "pmqtest-S-q.txt",
         "stress-ng-cyclic.txt",
         "rtla-timerlat-hist.txt",
+        "rtla-osnoise-hist.txt",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("r");
@@ -139,10 +141,15 @@ fn the_report_reads_every_import() {
                 .unwrap();
             assert!(rep.status.success(), "{f} {fmt}: {rep:?}");
             // rtla's IRQ latency is drawn as series of its own beside the threads'.
-            if f.starts_with("rtla") && fmt == "html" {
+            if f.starts_with("rtla-timerlat") && fmt == "html" {
                 let h = String::from_utf8_lossy(&rep.stdout);
                 assert!(h.contains("CPU 0 IRQ (max 16 µs)"), "no IRQ series");
                 assert!(h.contains("CPU 0 (max 36 µs)"), "no thread series");
+            }
+            // rtla osnoise's noises are read as such.
+            if f.starts_with("rtla-osnoise") && fmt == "text" {
+                let t = String::from_utf8_lossy(&rep.stdout);
+                assert!(t.contains("imported from rtla osnoise hist"), "{t}");
             }
         }
     }

@@ -15,7 +15,8 @@
 //!   cleanup`;
 //! - the kernel's tracers on CPUs 2-5 (issue 28 §3): latlab's timerlat back end and `rtla
 //!   timerlat hist` on the same CPUs, period and priority (their IRQ and thread series
-//!   overlap on each CPU), then the osnoise back end;
+//!   overlap on each CPU), then the osnoise back end and `rtla osnoise hist` (their noises
+//!   overlap on each CPU, and `latlab compare` reads both);
 //! - after each: nothing left behind (no latlab or load process, no tracefs instance, no
 //!   cgroup, no ledger, the knobs as they were).
 //!
@@ -75,10 +76,13 @@ step profile latlab profile --cpus 2-5 --duration 2s --interval 10ms --load "cmd
 state >state-after-profile
 # The kernel's tracers on the 4 isolated CPUs (issue 28 §3 on 8 CPUs): latlab's timerlat back end,
 # then rtla timerlat hist on the same CPUs, period and priority (100 us buckets to 300 ms: TCG
-# with 8 CPUs on 2 cores); then the osnoise back end. Each alone on the machine.
+# with 8 CPUs on 2 cores); then the osnoise back end and rtla osnoise hist on the same CPUs,
+# threshold, period and runtime (1 s of 1 s, both tools' default; 1 ms buckets to 1 s: on 8
+# emulated CPUs a noise lasts up to 300 ms, most beyond 30 ms). Each alone on the machine.
 step tl latlab run --backend timerlat --cpus 2-5 -p 95 --interval 10ms --duration 3s --results /lab/tl --no-db -q
 step rtla rtla timerlat hist -c 2-5 -P f:95 -p 10000 -d 3 -b 100 -E 3000
 step osn latlab run --mode noise --backend osnoise --cpus 2-5 --duration 2s --noise-threshold 100us --results /lab/osn --no-db -q
+step rtlaosn rtla osnoise hist -c 2-5 -d 2 -T 100 -b 1000 -E 1000
 state >state-after-tracers
 # Killed with SIGKILL while it measures, traced, under a load; then cleanup.
 a=$(up)
@@ -327,7 +331,10 @@ fn a_profile_of_eight_cpus_draws_sixteen_maps() {
 /// sample or a missed period) with its IRQ, thread and return-to-user series; `rtla timerlat
 /// hist` on the same CPUs, period and priority, imported, has the same 4 CPUs, and on each
 /// the medians of latlab's IRQ and thread series lie within rtla's range and the reverse.
-/// The osnoise back end measures the same 4 CPUs, each noise per second adding up to its noise.
+/// The osnoise back end measures the same 4 CPUs, each noise per second adding up to its noise;
+/// `rtla osnoise hist` beside it (same CPUs, threshold, period and runtime), imported, is a
+/// noise record of the same 4 CPUs whose noises overlap latlab's on each (each tool's median
+/// within the other's range), and `latlab compare` puts the two side by side.
 #[test]
 fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
     let Some(g) = guest() else { return };
@@ -398,6 +405,56 @@ fn timerlat_and_osnoise_on_four_of_eight_cpus_beside_rtla() {
             .sum();
         assert_eq!(sums, noise, "{n}");
     }
+    step_ok(g, "rtlaosn");
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = support::import_dir(tmp.path(), &g.path("rtlaosn.out"), "rtla-osnoise");
+    let imp = support::read_json(&theirs.join("run.json"));
+    assert_eq!(imp["config"]["mode"], "noise");
+    let cpus: Vec<&Value> = imp["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["cpu"])
+        .collect();
+    assert_eq!(serde_json::json!(cpus), four, "rtla osnoise's CPUs");
+    for (c, t) in run["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(imp["cpus"].as_array().unwrap())
+    {
+        let what = format!("CPU {} noise", c["cpu"]);
+        lab::medians_overlap(
+            &what,
+            &lab::hist(&c["histogram"]),
+            &lab::hist(&t["histogram"]),
+        );
+    }
+    let (ours, _) = run_json(g, "osn");
+    let out = support::latlab()
+        .arg("compare")
+        .arg(&ours)
+        .arg(&theirs)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let labels: Vec<&Value> = cmp["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["label"])
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    assert!(
+        labels[1].as_str().unwrap().contains("rtla-osnoise"),
+        "{labels:?}"
+    );
 }
 
 #[test]

@@ -21,6 +21,11 @@
 //! width is the greatest common divisor of the printed indices (rtla `-b`; empty buckets are
 //! not printed); `over:` samples are above `entries × width`, whose value is unknown. A
 //! trailing `ALL` summary section (newer rtla) is ignored.
+//!
+//! `rtla osnoise hist` prints the same table with one `CPU-NNN` column per CPU: each sample
+//! is one noise (a `sample_threshold` record: time the osnoise thread lost, of at least rtla's
+//! `-T`), as a `--mode noise --backend osnoise` run's histogram, so the record's mode is
+//! `noise`.
 
 use std::collections::BTreeMap;
 
@@ -200,15 +205,17 @@ fn column(
     Ok(Some((hist, over)))
 }
 
-pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
-    let mut t = read_table(bytes, ctx)?;
-    let (unit, last) = (t.unit, t.last);
-    let (hline, cols) = t.header.take().ok_or_else(|| {
-        ctx.err(
-            last,
-            "expected an 'Index IRQ-000 Thr-000 …' header line (rtla timerlat hist output)",
-        )
-    })?;
+/// A CPU's columns, (column, CPU).
+type Cols = Vec<(usize, u32)>;
+
+/// The header's columns by kind: (kind of the CPUs' histograms, their columns, the IRQ
+/// columns, the Thr columns kept beside a Usr histogram). A CPU's column of one kind given
+/// twice is an error.
+fn columns(
+    ctx: &Ctx,
+    hline: usize,
+    cols: &[String],
+) -> Result<(&'static str, Cols, Cols, Cols), ImportError> {
     let pick = |prefix: &str| -> Vec<(usize, u32)> {
         cols.iter()
             .enumerate()
@@ -219,7 +226,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
             })
             .collect()
     };
-    for prefix in ["IRQ-", "Thr-", "Usr-"] {
+    for prefix in ["IRQ-", "Thr-", "Usr-", "CPU-"] {
         let cols = pick(prefix);
         check_threads(ctx, hline, cols.len())?;
         let mut cpus: Vec<u32> = cols.iter().map(|c| c.1).collect();
@@ -235,19 +242,30 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         }
     }
     let irq_cols = pick("IRQ-");
-    // (kind of the CPUs' histograms, their columns, the IRQ columns, the Thr columns kept
-    // beside a Usr histogram)
-    let (kind, sel, irq_cols, thr_cols) = match (pick("Thr-"), pick("Usr-")) {
+    Ok(match (pick("Thr-"), pick("Usr-")) {
         (t, u) if !u.is_empty() => ("Usr", u, irq_cols, t),
         (t, _) if !t.is_empty() => ("Thr", t, irq_cols, vec![]),
         _ if !irq_cols.is_empty() => ("IRQ", irq_cols, vec![], vec![]),
+        _ if !pick("CPU-").is_empty() => ("CPU", pick("CPU-"), vec![], vec![]),
         _ => {
             return Err(ctx.err(
                 hline,
-                "expected Thr-NNN, Usr-NNN or IRQ-NNN columns in the Index header",
+                "expected Thr-NNN, Usr-NNN or IRQ-NNN columns (rtla timerlat hist) or CPU-NNN columns (rtla osnoise hist) in the Index header",
             ))
         }
-    };
+    })
+}
+
+pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
+    let mut t = read_table(bytes, ctx)?;
+    let (unit, last) = (t.unit, t.last);
+    let (hline, cols) = t.header.take().ok_or_else(|| {
+        ctx.err(
+            last,
+            "expected an 'Index IRQ-000 Thr-000 …' header line (rtla timerlat hist output)",
+        )
+    })?;
+    let (kind, sel, irq_cols, thr_cols) = columns(ctx, hline, &cols)?;
     for k in ["count", "min", "max"] {
         if !t.tail.contains_key(k) {
             return Err(ctx.err(
@@ -265,6 +283,7 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
     let mut notes: Vec<String> = cut.into_iter().collect();
     let what = match (kind, irq_cols.is_empty()) {
         ("IRQ", _) => "IRQ latency per CPU (the file has no thread columns)".to_string(),
+        ("CPU", _) => "the noises per CPU (each sample one noise of at least rtla's threshold, -T)".to_string(),
         ("Usr", irq_none) => format!(
             "user-space threads (-u): the Usr (return to user) latency per CPU as each CPU's histogram, the Thr (thread) latency as a separate series per CPU (mode.thread in run.json){}",
             if irq_none { "; the file has no IRQ columns" } else { ", the IRQ latency too (mode.irq)" }
@@ -273,7 +292,10 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         (k, false) => format!("{k} (thread) latency per CPU as each CPU's histogram; the IRQ latency columns as a separate series per CPU (mode.irq in run.json)"),
     };
     notes.splice(0..0, [
-        format!("imported from rtla timerlat hist: {what}"),
+        format!(
+            "imported from rtla {} hist: {what}",
+            if kind == "CPU" { "osnoise" } else { "timerlat" }
+        ),
         format!("bucket width inferred as {width} {unit_name} from the printed indices; limit taken as {limit} {unit_name} (one past the last printed bucket); mean from rtla's avg, standard deviation estimated from bucket midpoints"),
     ]);
     let mut threads = Vec::new();
@@ -330,6 +352,9 @@ pub(crate) fn parse(bytes: &[u8], ctx: &Ctx) -> Result<RunRecord, ImportError> {
         interval_ns: None,
         notes,
     });
+    if kind == "CPU" {
+        r.config.mode = "noise".into();
+    }
     for c in &mut r.cpus {
         let of = |k: &str| {
             sides
@@ -435,6 +460,29 @@ mod tests {
         );
         let back = crate::record::RunRecord::from_json(&r.to_json()).unwrap();
         assert_eq!(back.cpus[1].mode, r.cpus[1].mode);
+    }
+
+    /// A real `rtla osnoise hist -c 1-2 -d 3 -T 100` (rtla 6.1 on the kernel lab's 6.12-rt):
+    /// one noise histogram per CPU, a noise-mode record, the `over:` row counted above it.
+    #[test]
+    fn osnoise_hist_is_a_noise_record_per_cpu() {
+        const OSN: &[u8] = include_bytes!("../../tests/fixtures/import/rtla-osnoise-hist.txt");
+        let r = import(OSN, From::Auto, "osn.txt").unwrap();
+        assert_eq!(r.source, crate::record::Source::Rtla);
+        assert_eq!(r.config.mode, "noise");
+        assert_eq!(r.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(r.cpus[0].stats.samples, 279);
+        assert_eq!(r.cpus[1].stats.samples, 274);
+        assert_eq!(r.cpus[0].stats.min_ns, Some(103_000));
+        assert_eq!(r.cpus[1].stats.max_ns, Some(15_404_000));
+        assert!(r.cpus.iter().all(|c| c.mode.is_none()));
+        assert!(
+            r.notes[0].starts_with("imported from rtla osnoise hist"),
+            "{:?}",
+            r.notes
+        );
+        // A timerlat histogram stays a timer record.
+        assert_eq!(import(F, From::Auto, "t").unwrap().config.mode, "timer");
     }
 
     /// Two `Thr-000` columns gave two "cpu 0" series.
