@@ -12,6 +12,10 @@
 //!   them (which ones the kernel writes is its own: all on a quiet host);
 //!   `rtla osnoise top` beside the same hog sees it too (the oracle: its longest noise holds
 //!   a burst, its thread noise at least once per burst);
+//! - a hog of 30 ms bursts with `--trace-threshold 20ms`: the tracer's noises traced by latlab's
+//!   recorder; every traced noise starts at `gap_start` with the tracer's `osnoise/1` thread,
+//!   and each that holds a millisecond or more of a burst names `lab-hog` as a `task` for at
+//!   least half of it; the settings as they were, no instance left;
 //! - `--backend hwnoise`, the tracer with interrupts disabled while it spins: no IRQ, softirq
 //!   or thread interference counted, `OSNOISE_IRQ_DISABLE` set only during the run; `rtla
 //!   hwnoise` (6.12) on the same CPU the oracle of its report's shape;
@@ -49,6 +53,14 @@ step rtlahw rtla-6.12 hwnoise -c 1 -d 3 -q
 # with the ring's count): 17 of the 40 bursts' thread noise were left.
 lab_inject hog 1 97 10000 100 20 /lab/hog.log & h=$!
 step hog on --duration 4s --noise-threshold 100us --results /lab/hog
+wait $h
+# 2b. A hog of 30 ms bursts every 200 ms, each noise of 20 ms or more traced (the flight
+# recorder beside the tracer): under TCG the emulated CPU alone stalls the tracer's thread for
+# 6-10 ms every 16 ms, which a 5 ms threshold traced up to --trace-max-spikes before the first
+# burst. The run's set-up takes 8 s here: the hog lasts 20 s.
+lab_inject hog 1 97 30000 200 20 /lab/thog.log & h=$!
+step thog on --duration 4s --noise-threshold 100us --trace-threshold 20ms --trace-max-spikes 16 --results /lab/thog
+osn >osnoise-after-thog; ours >instances-after-thog
 wait $h
 # 3. The oracle: rtla osnoise top beside the same hog, its threads as latlab's (other), the
 # same threshold. rtla's set-up takes 8 s here: the hog lasts 20 s to span its measurement.
@@ -274,6 +286,48 @@ fn a_hog_above_the_tracer_is_its_thread_noise() {
         "{long} noises ≥ {shortest_done} ns for {} bursts",
         done.len()
     );
+}
+
+/// The tracer's noises traced (`--trace-threshold 20ms`) beside a hog: each traced noise
+/// is a gap of the tracer's thread from its start, and each holding a millisecond or more of a
+/// burst names the hog as a `task` for at least half of it; nothing is left behind.
+#[test]
+fn the_tracers_noises_are_traced_and_name_the_hog() {
+    let Some(g) = guest() else { return };
+    let run = run_of(g, "thog");
+    assert_eq!(g.read("osnoise-after-thog"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-thog"), "");
+    let bursts = bursts(&g.read("thog.log"));
+    let traced = support::traced_spikes(&run);
+    assert!(!traced.is_empty(), "no traced noise: {}", run["spikes"]);
+    let mut named = 0;
+    for s in &traced {
+        let start = &s["timeline_events"][0];
+        assert_eq!(start["what"], "gap_start", "{s}");
+        assert_eq!(start["task"]["comm"], "osnoise/1", "{s}");
+        let (e, l) = (num(&s["at_ns"]), num(&s["latency_ns"]));
+        let causes = s["causes"].as_array().unwrap();
+        let sum: u64 = causes.iter().map(|c| num(&c["ns"])).sum();
+        assert!(sum <= l, "causes {sum} ns of {l}: {s}");
+        let overlap: u64 = bursts
+            .iter()
+            .map(|&(a, b)| b.min(e + l).saturating_sub(a.max(e)))
+            .sum();
+        let hog: u64 = causes
+            .iter()
+            .filter(|c| c["kind"] == "task" && c["name"] == "lab-hog")
+            .map(|c| num(&c["ns"]))
+            .sum();
+        eprintln!("traced noise at {e}: {l} ns, {overlap} ns of bursts, lab-hog {hog} ns");
+        if overlap >= 1_000_000 {
+            assert!(
+                hog >= overlap / 2,
+                "burst {overlap} ns, the hog {hog} ns: {s}"
+            );
+            named += 1;
+        }
+    }
+    assert!(named >= 1, "no traced noise holds a burst: {traced:?}");
 }
 
 /// rtla osnoise top beside the same hog: its longest single noise holds a burst, and it

@@ -71,16 +71,28 @@ pub enum Render<'a> {
     },
 }
 
+/// A spike's marker not in its CPU's pages (written on another CPU, or not at all: its thread
+/// found the recorder stopped by another CPU's spike), placed with its times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// The marker is in the pages.
+    No,
+    /// A timer's sample: after its CPU's last event, from the thread that armed its timer for
+    /// the intended time (timerlat's reader writes the marker elsewhere).
+    Timer,
+    /// A noise gap (the osnoise tracer's reader writes the marker elsewhere): at the gap's
+    /// end, from the task on the CPU at its start (the tracer's spinning thread).
+    Noise,
+}
+
 /// A spike's capture as binary pages.
 pub struct Pages<'a> {
     pub decoder: &'a RawDecoder,
     /// The spike's CPU's pages (whole sub-buffer pages, as `trace_pipe_raw` returns them).
     pub pages: &'a [u8],
     pub spike: Spike,
-    /// The spike's marker is not in the pages (its thread found the recorder stopped by another
-    /// CPU's spike): one with its times is placed after its CPU's last event, from the thread
-    /// that armed its timer for the intended time.
-    pub place_marker: bool,
+    /// Whether the spike's marker is placed ([`Place`]): it is not in the pages.
+    pub place_marker: Place,
     pub render: Render<'a>,
     /// The name of a pid the pages' scheduler events do not name (a task running since before
     /// the buffer's start): the recorder reads `/proc/PID/comm`. None: shown as `<...>`.
@@ -229,16 +241,24 @@ pub fn analyze_pages(c: &Pages) -> Analyzed {
     let opts = options();
     // The spike as its marker says it (a placed timerlat marker has the timer's expiry).
     let mut spike = c.spike;
-    let analysis = if c.place_marker {
+    let analysis = if c.place_marker != Place::No {
         let mut events = events.clone();
-        match end_marker(&events, c.spike) {
+        let placed = match c.place_marker {
+            Place::Noise => noise_marker(&events, c.spike),
+            _ => end_marker(&events, c.spike),
+        };
+        match placed {
             Some((m, s)) => {
                 events.push(m);
                 spike = s;
             }
             None => {
                 return Analyzed {
-                    why: "the thread's timer is not in the capture".into(),
+                    why: match c.place_marker {
+                        Place::Noise => "the gap's CPU has no event in the capture",
+                        _ => "the thread's timer is not in the capture",
+                    }
+                    .into(),
                     counts,
                     ..Analyzed::default()
                 }
@@ -395,6 +415,30 @@ fn end_marker<'a>(events: &[Event<'a>], s: Spike) -> Option<(Event<'a>, Spike)> 
         flags: Flags::default(),
         kind: EventKind::Marker {
             text: s.marker().into(),
+        },
+    };
+    Some((m, s))
+}
+
+/// A noise gap's marker, as the spinning thread would write it: at the gap's end on its CPU,
+/// from the task there at its start (the last event at or before it names it; when the
+/// capture begins after the start, its CPU's first event: the thread spins with no event,
+/// and the time before that event stays unexplained). None without an event of that CPU.
+fn noise_marker<'a>(events: &[Event<'a>], s: Spike) -> Option<(Event<'a>, Spike)> {
+    let on_cpu = || events.iter().filter(|e| e.cpu == s.cpu);
+    let spinner = on_cpu()
+        .filter(|e| e.ts <= s.intended_ns)
+        .max_by_key(|e| e.ts)
+        .or_else(|| on_cpu().min_by_key(|e| e.ts))?;
+    let m = Event {
+        line: events.iter().map(|e| e.line).max().unwrap_or(0) + 1,
+        cpu: s.cpu,
+        ts: s.actual_ns,
+        task_comm: spinner.task_comm.clone(),
+        pid: spinner.pid,
+        flags: Flags::default(),
+        kind: EventKind::Marker {
+            text: format!("{} noise", s.marker()).into(),
         },
     };
     Some((m, s))

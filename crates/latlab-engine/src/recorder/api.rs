@@ -31,6 +31,9 @@ pub struct TraceOptions {
     /// reader): the spike's trace is its CPU's events up to its wake-up, and its marker is
     /// placed there, from the thread that armed the timer.
     pub markers_off_cpu: bool,
+    /// The spikes are noise gaps (`--mode noise`): a marker placed for one is a gap's, at its
+    /// end from the task on its CPU at its start ([`latlab_core::trace::capture::Place::Noise`]).
+    pub noise: bool,
 }
 
 /// What the measuring threads' hook holds. On a sample above the threshold a thread does

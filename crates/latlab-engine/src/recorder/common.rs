@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, DatLayout, Render, Spike};
+use latlab_core::trace::capture::{self, Analyzed, DatLayout, Place, Render, Spike};
 use latlab_core::trace::raw::RawDecoder;
 use latlab_core::trace_summary::{CpuOverruns, SpikeCapture, TraceSummary};
 use latlab_sys::tracefs::RawLayout;
@@ -40,6 +40,8 @@ pub(super) struct Common {
     pub virtualized: bool,
     /// [`super::TraceOptions::markers_off_cpu`].
     pub markers_off_cpu: bool,
+    /// [`super::TraceOptions::noise`].
+    pub noise: bool,
     /// [`super::TraceOptions::text_files`].
     pub text_files: bool,
     /// The decoder of the instances' binary pages (Err: why spikes are read as text).
@@ -57,6 +59,17 @@ pub(super) struct Common {
     pub overruns: BTreeMap<u32, u64>,
     pub captures: Vec<SpikeCapture>,
     pub files: Files,
+}
+
+impl Common {
+    /// How a spike's marker missing from its CPU's pages is placed.
+    pub fn placed(&self) -> Place {
+        if self.noise {
+            Place::Noise
+        } else {
+            Place::Timer
+        }
+    }
 }
 
 /// What a strategy adds to the summary.
@@ -135,6 +148,7 @@ impl Common {
             max_spikes: opts.max_spikes,
             virtualized: latlab_sys::tracefs::virtualized(),
             markers_off_cpu: opts.markers_off_cpu,
+            noise: opts.noise,
             text_files: opts.text_files,
             binary,
             not_traced: 0,

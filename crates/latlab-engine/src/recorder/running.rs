@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Spike};
+use latlab_core::trace::capture::{self, Analyzed, Pages, Place, Render, Spike};
 use latlab_core::trace_summary::TraceSummary;
 use latlab_sys::live::{SpikeEvent, ThreadShared};
 
@@ -125,7 +125,11 @@ impl Running {
             decoder: dec,
             pages: &pages,
             spike: s,
-            place_marker: place,
+            place_marker: if place {
+                self.common.placed()
+            } else {
+                Place::No
+            },
             render: Render::Later,
             comm_of: &proc_comm,
         });

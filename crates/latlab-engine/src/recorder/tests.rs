@@ -53,6 +53,7 @@ pub(super) fn opts(max_spikes: u32, instances: u32) -> TraceOptions {
         text_files: true,
         defer_files: true,
         markers_off_cpu: false,
+        noise: false,
     }
 }
 

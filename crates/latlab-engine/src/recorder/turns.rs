@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latlab_core::record::SpikeRecord;
-use latlab_core::trace::capture::{self, Analyzed, Pages, Render, Rendering, Spike};
+use latlab_core::trace::capture::{self, Analyzed, Pages, Place, Render, Rendering, Spike};
 use latlab_core::trace_summary::{SpikeCapture, TraceSummary};
 use latlab_sys::live::SpikeEvent;
 use latlab_sys::pimutex::PiMutex;
@@ -266,7 +266,7 @@ impl Turns {
             decoder: dec,
             pages: &pages,
             spike: s,
-            place_marker: false,
+            place_marker: Place::No,
             render: Render::Later,
             comm_of: &proc_comm,
         });
@@ -356,7 +356,7 @@ impl Turns {
             decoder: dec,
             pages,
             spike: s,
-            place_marker: true,
+            place_marker: self.common.placed(),
             render: self.common.render_now(last.slot),
             comm_of: &proc_comm,
         });

@@ -26,6 +26,7 @@ use std::thread::JoinHandle;
 use latlab_core::escape::escape;
 use latlab_core::hist::Layout;
 
+use crate::hotloop::TraceHook;
 use crate::ledger::Ledger;
 use crate::live::{ModeShared, ThreadShared};
 use crate::measure::ThreadResult;
@@ -87,6 +88,10 @@ pub struct Config {
     pub buffer_kb: u64,
     /// Spin with interrupts disabled (hwnoise).
     pub irqs_off: bool,
+    /// The flight recorder (`--trace-threshold`): each noise at or above its threshold writes
+    /// its gap's marker (`… noise`), from the reader's CPU; the recorder places it on the
+    /// noise's CPU at its end.
+    pub trace: Option<TraceHook>,
 }
 
 impl Config {
@@ -209,6 +214,8 @@ impl Engine {
             page: inst.decoder.page_size(),
             max_copy: cfg.buffer_kb * 1024,
             buf: Vec::with_capacity(1 << 20),
+            trace: cfg.trace.clone(),
+            marker: [0; 128],
         };
         let (stop2, done2) = (stop.clone(), done.clone());
         let h = std::thread::Builder::new()

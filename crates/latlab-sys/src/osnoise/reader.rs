@@ -12,7 +12,7 @@ use latlab_core::trace::raw::{NoiseKind, OsnoiseItem};
 
 use super::instance::Instance;
 use super::READ_EVERY_NS;
-use crate::hotloop::TOP_N;
+use crate::hotloop::{format_marker, TraceHook, TOP_N};
 use crate::live::{Seconds, ThreadShared};
 use crate::measure::ThreadResult;
 use crate::rt;
@@ -65,6 +65,9 @@ pub(super) struct Reader {
     /// Bytes per CPU per copy.
     pub(super) max_copy: u64,
     pub(super) buf: Vec<u8>,
+    /// [`super::Config::trace`], and its marker's bytes.
+    pub(super) trace: Option<TraceHook>,
+    pub(super) marker: [u8; 128],
 }
 
 impl Reader {
@@ -149,18 +152,57 @@ impl Reader {
                 if at < t0 || at >= end {
                     return;
                 }
-                Self::sample(sink, t0, self.spike_threshold, at, *ts, *duration_ns);
+                let wrote = self.mark(i, at, *ts, *duration_ns);
+                let sink = &mut self.sinks[i];
+                Self::sample(
+                    sink,
+                    t0,
+                    self.spike_threshold,
+                    (at, *ts, *duration_ns),
+                    wrote,
+                );
             }
             _ => {}
         }
+        let sink = &self.sinks[i];
         if let Some(n) = &sink.sh.mode.noise {
             n.runtime_ns.store(sink.runtime_ns, Relaxed);
             n.noise_ns.store(sink.noise_ns, Relaxed);
         }
     }
 
-    /// One noise, published as a measuring thread's sample.
-    fn sample(sink: &mut Sink, t0: u64, spike_threshold: u64, at: u64, ts: u64, d: u64) {
+    /// A noise of CPU `i` from `at` to `ts` (`d` ns) at or above the recorder's threshold: its
+    /// gap's marker written into the armed instance, as timerlat's reader writes a sample's.
+    /// True when written.
+    fn mark(&mut self, i: usize, at: u64, ts: u64, d: u64) -> bool {
+        let Some(t) = self.trace.as_ref().filter(|t| d >= t.threshold_ns) else {
+            return false;
+        };
+        let fd = match &t.marks {
+            Some(_) => t.armed_fd.load(Acquire),
+            None => t.armed_fd.swap(-1, AcqRel),
+        };
+        if fd < 0 {
+            return false;
+        }
+        let cpu = self.sinks[i].sh.cpu;
+        let n = format_marker(&mut self.marker, cpu, at, ts, d, true);
+        // SAFETY: the marker fd stays open until the measurement is joined.
+        unsafe { libc::write(fd, self.marker.as_ptr().cast(), n) };
+        if let Some(m) = t.marks.as_ref().and_then(|m| m.get(cpu as usize)) {
+            m.fetch_add(1, Release);
+        }
+        true
+    }
+
+    /// One noise, published as a measuring thread's sample (`wrote`: its marker written).
+    fn sample(
+        sink: &mut Sink,
+        t0: u64,
+        spike_threshold: u64,
+        (at, ts, d): (u64, u64, u64),
+        wrote: bool,
+    ) {
         let sh = &sink.sh;
         sink.noise_ns += d;
         sh.hist.record(d);
@@ -177,7 +219,7 @@ impl Reader {
             sink.top_min = sink.top.iter().map(|t| t.latency_ns).min().unwrap_or(0);
         }
         if d >= spike_threshold {
-            sh.spikes.push(at, ts, d, false);
+            sh.spikes.push(at, ts, d, wrote);
         }
     }
 
@@ -277,6 +319,8 @@ mod tests {
             page: 4096,
             max_copy: 4096,
             buf: Vec::new(),
+            trace: None,
+            marker: [0; 128],
         }
     }
 

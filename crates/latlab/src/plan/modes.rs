@@ -167,8 +167,8 @@ pub fn plan_mode(a: &RunArgs, p: &mut Plan, online: &[u32]) -> anyhow::Result<Mo
     })
 }
 
-/// `--mode noise`: a spinning thread on the real back end (traced with `--trace-threshold`) or
-/// the kernel's osnoise tracer, without periods.
+/// `--mode noise`: a spinning thread on the real back end or the kernel's osnoise tracer,
+/// without periods (either traced with `--trace-threshold`).
 fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
     let m = &a.mode;
     if !["real", "osnoise", "hwnoise"].contains(&a.backend.as_str()) {
@@ -179,12 +179,6 @@ fn noise_plan(a: &RunArgs, p: &Plan) -> anyhow::Result<ModePlan> {
     }
     if p.interval_given {
         bail!("--interval: --mode noise spins without periods; remove --interval (--noise-threshold sets what counts as noise)");
-    }
-    if p.trace_threshold_ns.is_some() && a.backend != "real" {
-        bail!(
-            "--trace-threshold: --mode noise traces latlab's spinning thread (--backend real); the {} tracer's noises are not traced (its sources already time each interference)",
-            a.backend
-        );
     }
     let threshold_ns = m.noise_threshold.map_or(1_000, |t| t.0);
     if threshold_ns == 0 {

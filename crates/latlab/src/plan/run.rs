@@ -160,7 +160,9 @@ pub fn plan(a: &RunArgs) -> anyhow::Result<Plan> {
             .on_threshold
             .contains(&latlab_engine::actions::Action::Trace),
         // timerlat's samples are read, and its markers written, on a housekeeping CPU.
-        markers_off_cpu: a.backend == "timerlat",
+        // So are the osnoise tracer's noises (their markers: gaps placed at their ends).
+        markers_off_cpu: ["timerlat", "osnoise", "hwnoise"].contains(&a.backend.as_str()),
+        noise,
     });
     let warmup_ns = a.ext.warmup.0;
     let label = a.label.clone().unwrap_or_else(|| match a.backend.as_str() {

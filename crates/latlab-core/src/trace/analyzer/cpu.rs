@@ -83,7 +83,9 @@ impl<'a> CpuState<'a> {
                     continue;
                 }
                 let from = a.max(w.e);
-                if t <= from {
+                // A noise gap's window is charged up to the gap's end only.
+                let to = w.until.map_or(t, |u| t.min(u));
+                if to <= from {
                     continue;
                 }
                 if w.covered_from.is_none() {
@@ -103,8 +105,8 @@ impl<'a> CpuState<'a> {
                 // right after its switch-in finds the scheduler's preempt-off tail.
                 let culprit = in_context && key.2 != w.pid;
                 let kind = key.0;
-                if let Some(i) = w.add(key, t - from) {
-                    w.segment(i, from, t);
+                if let Some(i) = w.add(key, to - from) {
+                    w.segment(i, from, to);
                     // This event ends the stretch: its flags are the culprit's context then.
                     if culprit {
                         if let CauseKind::Task
@@ -152,7 +154,7 @@ impl<'a> CpuState<'a> {
     /// came is dropped.
     #[cold]
     pub(super) fn open_gaps(&mut self, t: Nanos) {
-        while let Some(&(e, _)) = self.gaps.last().filter(|g| g.0 <= t) {
+        while let Some(&(e, end)) = self.gaps.last().filter(|g| g.0 <= t) {
             self.gaps.pop();
             let Some(c) = self.current.as_ref() else {
                 continue;
@@ -162,9 +164,32 @@ impl<'a> CpuState<'a> {
             let prev = self.last_switch.get(&c.pid).copied();
             let mut w = Window::new(c.pid, c.comm.clone(), prio, e, prev);
             w.noise = true;
+            w.until = Some(end);
             w.woken = Some(e);
             w.switched = Some(e);
             self.windows.push(w);
+        }
+    }
+
+    /// The noise mode: each gap's window whose end has come (at or before `t`, this event's
+    /// time, after the stretch before it was charged) ends as a sample with the gap's own
+    /// times, as its marker gives them.
+    #[cold]
+    pub(super) fn close_gaps(
+        &mut self,
+        t: Nanos,
+        finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
+    ) {
+        let mut i = 0;
+        while i < self.windows.len() {
+            match self.windows[i].until {
+                Some(end) if end <= t => {
+                    let w = self.windows.remove(i);
+                    let e = w.e;
+                    finished.push((w, Some((e, end, Some(end - e), end))));
+                }
+                _ => i += 1,
+            }
         }
     }
 

@@ -76,6 +76,11 @@ impl<'a> Analyzer<'a> {
         text: &str,
         finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
     ) {
+        if noise_gap(text).is_some() {
+            // A noise gap's window ends at the gap's end ([`super::cpu::CpuState::close_gaps`]),
+            // wherever its marker was written.
+            return;
+        }
         // On a cut last line the last field may have lost digits (`latency=13351`
         // for 13351484): it is not read (the latency is then actual − intended).
         let cut = self.cut_line == Some(ev.line) && is_latlab_marker(text);

@@ -249,6 +249,13 @@ impl<'a> Analyzer<'a> {
         st.charge(ev, t, self.mode);
 
         let mut finished: Vec<(Window<'a>, Option<MarkerEnd>)> = Vec::new();
+        if st
+            .windows
+            .iter()
+            .any(|w| w.until.is_some_and(|end| end <= t))
+        {
+            st.close_gaps(t, &mut finished);
+        }
         match &ev.kind {
             EventKind::SchedSwitch {
                 prev,

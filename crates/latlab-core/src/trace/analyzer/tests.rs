@@ -611,7 +611,9 @@ fn a_noise_gap_is_charged_from_its_last_clock_read() {
     let spin = task("spin", TAU, 120);
     let kw = task("kworker/1:1", 300, 120);
     const R: u64 = E + 150_000;
-    let gap = |noise: bool| {
+    // The marker: ` noise` or not; written by the thread right after R on its CPU, or by
+    // another thread on CPU 0 long after, as the osnoise tracer's reader writes it.
+    let gap = |noise: bool, foreign: bool| {
         let mut b = B::new();
         let vector = |exit: bool| {
             let (name, vector) = ("local_timer".into(), 236);
@@ -665,17 +667,40 @@ fn a_noise_gap_is_charged_from_its_last_clock_read() {
             "LATLAB_STOP cpu=1 intended={E} actual={R} latency=150000{}",
             if noise { " noise" } else { "" }
         );
-        b.push(
-            R + 2_000,
-            TAU,
-            "....1",
-            EventKind::Marker { text: text.into() },
-        );
+        if foreign {
+            // After the gap: an IRQ on its CPU that is not the gap's, then the marker.
+            b.push(R + 100_000, TAU, "d.h..", vector(false))
+                .push(R + 120_000, TAU, "d.h..", vector(true))
+                .push(
+                    R + 500_000,
+                    999,
+                    "....1",
+                    EventKind::Marker { text: text.into() },
+                );
+            b.ev.last_mut().unwrap().cpu = 0;
+        } else {
+            b.push(
+                R + 2_000,
+                TAU,
+                "....1",
+                EventKind::Marker { text: text.into() },
+            );
+        }
         let opts = AnalyzeOptions::default();
         crate::trace::parallel::analyze_events(&b.ev, &[], &opts).unwrap()
     };
-    let a = gap(true);
+    let a = gap(true, false);
     assert_eq!(a.spikes.len(), 1, "{:?}", a.spikes);
+    // Its marker from another CPU, long after (the osnoise tracer's reader): the same sample,
+    // charged up to the gap's end (not the later IRQ), nothing on the writer's CPU.
+    let b = gap(true, true);
+    assert_eq!(b.spikes.len(), 1, "{:?}", b.spikes);
+    assert_eq!(b.samples, 1);
+    assert_eq!(
+        format!("{:?}", b.spikes[0]),
+        format!("{:?}", a.spikes[0]),
+        "a marker from elsewhere"
+    );
     let s = &a.spikes[0];
     assert!(s.noise);
     assert_eq!(s.latency_ns, 150_000);
@@ -712,7 +737,7 @@ fn a_noise_gap_is_charged_from_its_last_clock_read() {
     assert!(lanes.iter().any(|g| g.lane == Lane::Task && g.pid == 300));
 
     // The same trace, the marker without ` noise`: a timer's marker with no window.
-    let a = gap(false);
+    let a = gap(false, false);
     let s = &a.spikes[0];
     assert!(!s.noise);
     assert_eq!(s.unexplained_ns, s.latency_ns, "{:?}", s.causes);

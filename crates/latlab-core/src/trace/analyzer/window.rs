@@ -23,6 +23,10 @@ pub(super) struct Window<'a> {
     /// A spinning thread's gap (the noise mode): E is its last clock read before the gap, it
     /// was running then, and what ran meanwhile interrupted it (no timer, no wake-up).
     pub(super) noise: bool,
+    /// A noise gap's end (the spinning thread's first clock read after it): its window is
+    /// charged up to it and ends there as a sample, whoever writes its marker and when (the
+    /// osnoise tracer's reader writes it from another CPU, many events later).
+    pub(super) until: Option<Nanos>,
     pub(super) timer_irq: Option<Nanos>,
     pub(super) woken: Option<Nanos>,
     pub(super) switched: Option<Nanos>,
@@ -88,6 +92,7 @@ impl<'a> Window<'a> {
             covered_from: None,
             idle_at_e: false,
             noise: false,
+            until: None,
             timer_irq: None,
             woken: None,
             switched: None,

@@ -102,7 +102,7 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         decoder: &dec,
         pages: &pages,
         spike: s,
-        place_marker: false,
+        place_marker: Place::No,
         render: Render::Now {
             dat: Some(layout(&events, &formats)),
             text: true,
@@ -220,7 +220,7 @@ fn a_spikes_pages_become_its_analysis_record_and_files() {
         decoder: &dec,
         pages: &pages,
         spike: s,
-        place_marker: false,
+        place_marker: Place::No,
     });
     assert!(b.text.is_none() && b.dat.is_none());
     assert_eq!(format!("{:?}", b.sample), format!("{:?}", a.sample));
@@ -241,7 +241,7 @@ fn pages_of<'a>(dec: &'a RawDecoder, pages: &'a [u8], s: Spike) -> Pages<'a> {
         decoder: dec,
         pages,
         spike: s,
-        place_marker: false,
+        place_marker: Place::No,
         render: Render::Later,
         comm_of: &no_names,
     }
@@ -404,7 +404,7 @@ fn a_spike_that_found_the_recorder_stopped_gets_a_placed_marker() {
     let dec = decoder();
     let pages = captured(spike());
     let a = analyze_pages(&Pages {
-        place_marker: true,
+        place_marker: Place::Timer,
         ..pages_of(&dec, &pages, spike())
     });
     assert!(a.sample.is_none());
@@ -687,4 +687,59 @@ fn the_files_hold_the_other_cpus_pages() {
     let cpu2 = text.find("CPU 2 decoded").expect("CPU 2's section");
     assert!(cpu0 < cpu2);
     assert_eq!(text.matches("[002]").count(), text.matches("[000]").count());
+}
+
+/// The osnoise tracer's noises (their markers written on another CPU by latlab's reader) get a
+/// gap's marker placed at the noise's end, from the task on its CPU at its start; the analysis
+/// then charges the noise from its start to its end. A capture that begins after the start
+/// takes the CPU's first task; a CPU without events places nothing.
+#[test]
+fn a_noise_of_the_tracer_gets_a_gap_marker_at_its_end() {
+    let events: Vec<Event> = missing_switch_events()
+        .into_iter()
+        .filter(|e| !matches!(&e.kind, EventKind::Marker { .. }))
+        .collect();
+    let on1: Vec<&Event> = events.iter().filter(|e| e.cpu == 1).collect();
+    let (first, last) = (on1[0].ts, on1[on1.len() - 1].ts);
+    let start = first + (last - first) / 3;
+    let s = Spike {
+        cpu: 1,
+        intended_ns: start,
+        actual_ns: start + 500_000,
+        latency_ns: 500_000,
+    };
+    let (placed, same) = noise_marker(&events, s).expect("CPU 1 has events");
+    assert_eq!(same, s);
+    assert_eq!(placed.ts, s.actual_ns);
+    let at_start = on1.iter().rev().find(|e| e.ts <= start).unwrap();
+    assert_eq!(placed.pid, at_start.pid);
+    let EventKind::Marker { text } = &placed.kind else {
+        panic!("{placed:?}")
+    };
+    assert_eq!(*text, format!("{} noise", s.marker()));
+    let mut with = events.clone();
+    with.push(placed);
+    with.sort_by_key(|e| e.ts);
+    let a = analyze_events(&with, &[], &options()).unwrap();
+    let got = a
+        .spikes
+        .iter()
+        .find(|x| x.intended_ns == start)
+        .unwrap_or_else(|| panic!("the gap, from the placed marker: {:?}", a.spikes));
+    assert!(got.noise);
+    assert_eq!(
+        (got.pid, got.latency_ns, got.actual_ns),
+        (at_start.pid, 500_000, Some(s.actual_ns))
+    );
+    let charged: u64 = got.causes.iter().map(|c| c.ns).sum();
+    assert_eq!(charged + got.unexplained_ns, 500_000, "{:?}", got.causes);
+    assert!(charged > 0, "{got:?}");
+    // Before the capture: the CPU's first task; another CPU: nothing.
+    let early = Spike {
+        intended_ns: first - 1_000,
+        ..s
+    };
+    let (p, _) = noise_marker(&events, early).unwrap();
+    assert_eq!(p.pid, on1[0].pid);
+    assert!(noise_marker(&events, Spike { cpu: 7, ..s }).is_none());
 }

@@ -105,6 +105,7 @@ fn start(s: Start, irqs_off: bool) -> crate::Result<Box<dyn Measurement>> {
             spike_threshold_ns: s.spike_threshold_ns,
             buffer_kb: BUFFER_KB,
             irqs_off,
+            trace: s.trace,
         },
         s.ledger.clone(),
     )
