@@ -11,6 +11,10 @@
 //!   timer's IRQ: the thread series gets the bursts, the IRQ series does not, and the periods
 //!   the late thread skipped are counted as missed;
 //! - the same hog with `--trace-threshold 15ms`: the spikes are traced and name the hog;
+//! - the reverse injector: the kernel's hwlat tracer holding interrupts off on CPU 1 (20 ms
+//!   of every 100 ms, in the lab's own instance) delays the timer's IRQ: the IRQ series gets
+//!   the stalls, and the thread's, which waits for its IRQ, at least as many; latlab runs
+//!   beside it, warning;
 //! - the kernel's own `timerlat/1` thread (`LATLAB_TIMERLAT_THREADS=kernel`, the path of a
 //!   kernel without `timerlat_fd`): IRQ and thread series, `timerlat_threads` `kernel`;
 //! - rtla running: refused in one line naming its instance, nothing changed;
@@ -47,6 +51,17 @@ step hog tl --duration 3s --results /lab/hog
 step hogtr tl --duration 3s --trace-threshold 15ms --trace-max-spikes 4 --results /lab/hogtr
 kill $h 2>/dev/null; wait $h 2>/dev/null
 osn >osnoise-after-hogtr; ours >instances-after-hogtr
+# 3c. The reverse: the kernel's hwlat tracer (in the lab's own instance, on CPU 1) holds
+# interrupts off for 20 ms of every 100 ms: the timer's IRQ waits, and the thread with it.
+# latlab runs beside it, warning.
+H=$T/hwlat_detector; hw0="$(cat $H/window) $(cat $H/width) $(sed 's/.*\[\(.*\)\].*/\1/' $H/mode)"
+mkdir $T/instances/lab-hwlat; echo 2 > $T/instances/lab-hwlat/tracing_cpumask
+echo 20000 > $H/width; echo 100000 > $H/window; echo none > $H/mode
+echo hwlat > $T/instances/lab-hwlat/current_tracer
+step hw tl --duration 3s --results /lab/hw
+echo nop > $T/instances/lab-hwlat/current_tracer; rmdir $T/instances/lab-hwlat
+set -- $hw0; echo $1 > $H/window; echo $2 > $H/width; echo $3 > $H/mode
+osn >osnoise-after-hw; ours >instances-after-hw
 # 4. The kernel's timerlat/1 thread.
 step kthreads env LATLAB_TIMERLAT_THREADS=kernel latlab run --backend timerlat --cpus 1 -p 95 --interval 5ms --no-db -q --duration 2s --results /lab/kthreads
 osn >osnoise-after-kthreads
@@ -200,6 +215,39 @@ fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
         hog["missed_periods"].as_u64() > base["missed_periods"].as_u64().map(|m| m + 20),
         "missed"
     );
+}
+
+/// The reverse of the hog: hwlat holds interrupts off on CPU 1 (20 ms of every 100 ms), so the
+/// timer's IRQ waits: the IRQ series gets the stalls (about one activation per window), and
+/// the thread series, whose latency includes its IRQ's, holds at least as many. latlab ran
+/// beside hwlat (another tracer, not an osnoise user) and said so.
+#[test]
+fn interrupts_held_off_delay_the_irq_and_the_thread_with_it() {
+    let Some(g) = guest() else { return };
+    let base = timerlat_cpu(&run_of(g, "base"), "user");
+    let hw = timerlat_cpu(&run_of(g, "hw"), "user");
+    let over = |c: &Value, k: &str| count_at_or_above(&c["mode"][k], 10_000_000);
+    eprintln!(
+        "over 10 ms: IRQ {} (base {}), thread {} (base {})",
+        over(&hw, "irq"),
+        over(&base, "irq"),
+        over(&hw, "thread"),
+        over(&base, "thread")
+    );
+    assert!(over(&hw, "irq") >= 10, "IRQ");
+    assert!(
+        over(&hw, "irq") >= 3 * over(&base, "irq") + 5,
+        "IRQ vs base"
+    );
+    assert!(over(&hw, "thread") + 2 >= over(&hw, "irq"), "thread vs IRQ");
+    let err = g.read("hw.err");
+    assert!(
+        err.contains("'lab-hwlat' runs the hwlat tracer")
+            && err.contains("20000 µs of every 100000 µs"),
+        "{err}"
+    );
+    assert_eq!(g.read("osnoise-after-hw"), g.read("osnoise-before"));
+    assert_eq!(g.read("instances-after-hw"), "");
 }
 
 /// `--trace-threshold` on the timerlat back end: a thread latency over it (read from the

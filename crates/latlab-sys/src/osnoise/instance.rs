@@ -45,7 +45,7 @@ impl Instance {
         ledger: &mut Ledger,
     ) -> Result<Instance, String> {
         let name = format!("latlab-{}-osnoise", std::process::id());
-        if let Some(c) = conflicts(root, &name) {
+        if let Some(c) = conflicts(root, &name, crate::timerlat::OSNOISE_CONFLICTS) {
             return Err(c);
         }
         let mut knobs = Vec::new();

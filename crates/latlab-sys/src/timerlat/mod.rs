@@ -24,7 +24,10 @@ pub(crate) mod setup;
 pub(crate) mod workers;
 
 pub use engine::{tracefs_root, Config, Engine};
-pub use setup::{conflicts, probe, Instance, InstanceConfig, Threads};
+pub use setup::{
+    conflicts, hwlat_beside, probe, Instance, InstanceConfig, Threads, OSNOISE_CONFLICTS,
+    TIMERLAT_CONFLICTS,
+};
 
 #[cfg(test)]
 mod tests;

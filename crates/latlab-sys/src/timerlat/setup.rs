@@ -2,7 +2,7 @@
 //! instance latlab measures in: its global settings saved in the ledger first, restored last.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use latlab_core::escape::escape;
 use latlab_core::trace::raw::TimerlatDecoder;
@@ -60,10 +60,18 @@ pub fn probe(root: &Path, cpus: &[u32]) -> Result<Threads, String> {
     })
 }
 
+/// The tracers of other instances the timerlat back end cannot run beside: the osnoise
+/// tracers take one user at a time. (hwlat is another tracer: it runs beside, with a warning,
+/// [`hwlat_beside`].)
+pub const TIMERLAT_CONFLICTS: &[&str] = &["timerlat", "osnoise"];
+/// Those of the osnoise back end: the osnoise tracers, and hwlat, whose threshold is the
+/// top-level `tracing_thresh` the osnoise tracer takes too.
+pub const OSNOISE_CONFLICTS: &[&str] = &["timerlat", "osnoise", "hwlat"];
+
 /// Another user of the tracers latlab would share: a tracer in the top-level instance, or an
-/// instance (not `own`) running timerlat, osnoise or hwlat (rtla, another latlab). One line
-/// saying who and what to do, or None.
-pub fn conflicts(root: &Path, own: &str) -> Option<String> {
+/// instance (not `own`) running one of `tracers` (rtla, another latlab). One line saying who
+/// and what to do, or None.
+pub fn conflicts(root: &Path, own: &str, tracers: &[&str]) -> Option<String> {
     let tracer = |dir: &Path| {
         fs::read_to_string(dir.join("current_tracer"))
             .ok()
@@ -76,27 +84,59 @@ pub fn conflicts(root: &Path, own: &str) -> Option<String> {
             root.join("current_tracer").display()
         ));
     }
-    let mut names: Vec<PathBuf> = fs::read_dir(root.join("instances"))
+    for (name, t) in others(root, own) {
+        if !tracers.contains(&t.as_str()) {
+            continue;
+        }
+        let why = if t == "hwlat" {
+            "it takes the top-level tracing_thresh the osnoise tracer takes too"
+        } else {
+            "the osnoise tracers take one user at a time"
+        };
+        return Some(format!(
+            "tracefs instance '{}' runs the {} tracer (rtla or another latlab?): {why}; end it and run again",
+            escape(&name),
+            escape(&t)
+        ));
+    }
+    None
+}
+
+/// The other instances (not `own`) and their tracers, by name.
+fn others(root: &Path, own: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = fs::read_dir(root.join("instances"))
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n != own))
+        .filter(|e| e.file_name() != own)
+        .filter_map(|e| {
+            let t = fs::read_to_string(e.path().join("current_tracer")).ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                t.trim().to_string(),
+            ))
+        })
         .collect();
-    names.sort();
-    for dir in names {
-        if let Some(t) =
-            tracer(&dir).filter(|t| ["timerlat", "osnoise", "hwlat"].contains(&t.as_str()))
-        {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-            return Some(format!(
-                "tracefs instance '{}' runs the {} tracer (rtla or another latlab?): the osnoise tracers take one user at a time; end it and run again",
-                escape(&name.unwrap_or_default()),
-                escape(&t)
-            ));
-        }
-    }
-    None
+    v.sort();
+    v
+}
+
+/// An instance running the hwlat tracer beside a timerlat run: one line saying that its thread
+/// holds interrupts off (`hwlat_detector/width` µs of each `window`), so the latencies of the
+/// CPUs it runs on include it; None when none does.
+pub fn hwlat_beside(root: &Path, own: &str) -> Option<String> {
+    let (name, _) = others(root, own).into_iter().find(|(_, t)| t == "hwlat")?;
+    let knob = |k: &str| {
+        fs::read_to_string(root.join("hwlat_detector").join(k))
+            .map(|s| escape(s.trim()))
+            .unwrap_or_else(|_| "?".into())
+    };
+    Some(format!(
+        "tracefs instance '{}' runs the hwlat tracer: its thread holds interrupts off for {} µs of every {} µs on the CPUs it runs on, and the latencies measured there include it",
+        escape(&name),
+        knob("width"),
+        knob("window")
+    ))
 }
 
 /// The instance's settings.
@@ -140,7 +180,7 @@ impl Instance {
         cfg: &InstanceConfig,
         ledger: &mut Ledger,
     ) -> Result<Instance, String> {
-        if let Some(c) = conflicts(root, &cfg.name) {
+        if let Some(c) = conflicts(root, &cfg.name, TIMERLAT_CONFLICTS) {
             return Err(c);
         }
         let mut knobs = Vec::new();

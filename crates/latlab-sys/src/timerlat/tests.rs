@@ -58,23 +58,60 @@ fn another_tracer_or_osnoise_user_is_refused() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
     fake(root, "timerlat osnoise function nop", &[0]);
-    assert_eq!(conflicts(root, "latlab-1-timerlat"), None);
+    assert_eq!(
+        conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS),
+        None
+    );
     // latlab's own instance is not another user.
     let own = root.join("instances/latlab-1-timerlat");
     fs::create_dir_all(&own).unwrap();
     fs::write(own.join("current_tracer"), "timerlat\n").unwrap();
-    assert_eq!(conflicts(root, "latlab-1-timerlat"), None);
+    assert_eq!(
+        conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS),
+        None
+    );
     // rtla's instance.
     let rtla = root.join("instances/timerlat_hist");
     fs::create_dir_all(&rtla).unwrap();
     fs::write(rtla.join("current_tracer"), "timerlat\n").unwrap();
-    let c = conflicts(root, "latlab-1-timerlat").unwrap();
+    let c = conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS).unwrap();
     assert!(c.contains("'timerlat_hist'") && c.contains("rtla"), "{c}");
     fs::write(rtla.join("current_tracer"), "nop\n").unwrap();
-    assert_eq!(conflicts(root, "latlab-1-timerlat"), None);
+    assert_eq!(
+        conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS),
+        None
+    );
+    // hwlat in another instance: beside timerlat with a warning (its thread holds interrupts
+    // off), refused by the osnoise back end (they share tracing_thresh).
+    let hw = root.join("instances/lab-hwlat");
+    fs::create_dir_all(&hw).unwrap();
+    fs::write(hw.join("current_tracer"), "hwlat\n").unwrap();
+    fs::create_dir_all(root.join("hwlat_detector")).unwrap();
+    fs::write(root.join("hwlat_detector/width"), "20000\n").unwrap();
+    fs::write(root.join("hwlat_detector/window"), "100000\n").unwrap();
+    assert_eq!(
+        conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS),
+        None
+    );
+    let w = hwlat_beside(root, "latlab-1-timerlat").unwrap();
+    assert!(
+        w.contains("'lab-hwlat'") && w.contains("20000 µs of every 100000 µs"),
+        "{w}"
+    );
+    let c = conflicts(root, "latlab-1-timerlat", OSNOISE_CONFLICTS).unwrap();
+    assert!(
+        c.contains("'lab-hwlat'") && c.contains("tracing_thresh"),
+        "{c}"
+    );
+    fs::write(hw.join("current_tracer"), "nop\n").unwrap();
+    assert_eq!(hwlat_beside(root, "latlab-1-timerlat"), None);
+    assert_eq!(
+        conflicts(root, "latlab-1-timerlat", OSNOISE_CONFLICTS),
+        None
+    );
     // A tracer in the top level.
     fs::write(root.join("current_tracer"), "function\n").unwrap();
-    let c = conflicts(root, "latlab-1-timerlat").unwrap();
+    let c = conflicts(root, "latlab-1-timerlat", TIMERLAT_CONFLICTS).unwrap();
     assert!(c.contains("top-level") && c.contains("'function'"), "{c}");
 }
 

@@ -83,7 +83,9 @@ fn preflight(name: &str, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
     }
     let root = std::path::Path::new(latlab_sys::tracefs::DEFAULT_ROOT);
     latlab_sys::osnoise::probe(root).map_err(crate::Error::msg)?;
-    if let Some(c) = latlab_sys::timerlat::conflicts(root, "") {
+    if let Some(c) =
+        latlab_sys::timerlat::conflicts(root, "", latlab_sys::timerlat::OSNOISE_CONFLICTS)
+    {
         return Err(crate::Error::msg(c));
     }
     Ok(())

@@ -47,8 +47,13 @@ impl Backend for Timerlat {
         }
         let root = std::path::Path::new(latlab_sys::tracefs::DEFAULT_ROOT);
         latlab_sys::timerlat::probe(root, &p.cpus).map_err(crate::Error::msg)?;
-        if let Some(c) = latlab_sys::timerlat::conflicts(root, "") {
+        if let Some(c) =
+            latlab_sys::timerlat::conflicts(root, "", latlab_sys::timerlat::TIMERLAT_CONFLICTS)
+        {
             return Err(crate::Error::msg(c));
+        }
+        if let Some(w) = latlab_sys::timerlat::hwlat_beside(root, "") {
+            crate::warn(&w);
         }
         Ok(())
     }
