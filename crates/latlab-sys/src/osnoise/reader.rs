@@ -27,6 +27,9 @@ pub(super) struct Sink {
     top_min: u64,
     runtime_ns: u64,
     noise_ns: u64,
+    /// The end of the latest noise counted: one begun before the run's end may end after it
+    /// (the thread measured until then), so the runtime reaches it.
+    last_end: u64,
     hw: u64,
     sources: BTreeMap<(NoiseKind, String), (u64, u64)>,
     /// Records the ring dropped (full), and pages that dropped some without saying how many.
@@ -48,6 +51,7 @@ impl Sink {
             top_min: 0,
             runtime_ns: 0,
             noise_ns: 0,
+            last_end: 0,
             hw: 0,
             sources: BTreeMap::new(),
             lost: 0,
@@ -86,10 +90,11 @@ impl Reader {
     }
 
     /// The tracer's threads spin all of each period (runtime = period): they ran from the
-    /// start to `now`, within the run.
+    /// start to `now`, within the run, or to the end of a noise that began in it, whichever is
+    /// later (a noise is counted whole: the runtime holds it, so the noise never exceeds it).
     pub(super) fn ran_until(&mut self, now: u64) {
-        let ran = now.min(self.end).saturating_sub(self.t0);
         for sink in &mut self.sinks {
+            let ran = now.min(self.end).max(sink.last_end).saturating_sub(self.t0);
             sink.runtime_ns = ran;
             if let Some(n) = &sink.sh.mode.noise {
                 n.runtime_ns.store(ran, Relaxed);
@@ -205,6 +210,7 @@ impl Reader {
     ) {
         let sh = &sink.sh;
         sink.noise_ns += d;
+        sink.last_end = sink.last_end.max(ts);
         sh.hist.record(d);
         sh.last_ns.store(d, Relaxed);
         sh.woke_ns.store(at, Relaxed);
@@ -403,6 +409,12 @@ mod tests {
             ]
         );
         assert!(r.lost_lines().is_empty());
+        // A noise begun 100 ms before the end that lasted 300 ms (TCG's stalls of 8 emulated
+        // CPUs): counted whole, and the runtime reaches its end, so noise ≤ runtime.
+        r.publish(0, &noise(13_200_000_000, 300_000_000));
+        r.ran_until(14_000_000_000);
+        assert_eq!(n.noise_ns.load(Relaxed), 310_020_000);
+        assert_eq!(n.runtime_ns.load(Relaxed), 3_200_000_000);
         r.sinks[0].lost = 12;
         assert!(r.lost_lines()[0].contains("CPU 1 dropped 12 records"));
     }

@@ -221,6 +221,18 @@ pub fn unwritable_outputs(args: &[&str], run: &Path, tmp: &Path) {
     assert_eq!(std::fs::read(run.join("run.json")).unwrap(), before);
 }
 
+/// Runs `cmd` (a [`latlab`] command), which must succeed (its stderr in the failure): its
+/// stdout.
+pub fn stdout_ok(cmd: &mut assert_cmd::Command) -> Vec<u8> {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A run record's traced spikes (those with a `trace_file`), in record order.
 pub fn traced_spikes(rec: &serde_json::Value) -> Vec<&serde_json::Value> {
     rec["spikes"]
