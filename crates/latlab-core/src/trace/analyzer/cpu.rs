@@ -46,14 +46,26 @@ impl<'a> CpuState<'a> {
         ev: &Event<'a>,
         known: &PidTable<(Cow<'a, str>, i64)>,
     ) {
-        if ev.pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != ev.pid) {
-            let (comm, prio, prio_known) = match known.get(&ev.pid) {
+        self.follow_pid(ev.pid, || ev.task_comm.clone(), known);
+    }
+
+    /// [`Self::follow_pid_column`] for the event of `pid`, whose TASK column `task_comm`
+    /// gives (asked for only when the sched events have not named the pid).
+    #[inline]
+    pub(super) fn follow_pid(
+        &mut self,
+        pid: i64,
+        task_comm: impl FnOnce() -> Cow<'a, str>,
+        known: &PidTable<(Cow<'a, str>, i64)>,
+    ) {
+        if pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid) {
+            let (comm, prio, prio_known) = match known.get(&pid) {
                 Some((c, p)) => (c.clone(), *p, true),
-                None if ev.pid == 0 => (Cow::Borrowed("swapper"), 120, true),
-                None => (ev.task_comm.clone(), 120, false),
+                None if pid == 0 => (Cow::Borrowed("swapper"), 120, true),
+                None => (task_comm(), 120, false),
             };
             self.current = Some(Cur {
-                pid: ev.pid,
+                pid,
                 comm,
                 prio,
                 prio_known,
@@ -207,16 +219,7 @@ impl<'a> CpuState<'a> {
         markers: bool,
         finished: &mut Vec<(Window<'a>, Option<MarkerEnd>)>,
     ) {
-        self.stack.clear();
-        self.expiring = None;
-        self.current = Some(Cur {
-            pid: next.pid,
-            comm: next.comm.clone(),
-            prio: next.prio,
-            prio_known: true,
-        });
-        self.switches[self.switches_seen % SWITCHES_KEPT] = (t, next.pid == 0);
-        self.switches_seen += 1;
+        self.switch_to(t, next);
         let mut switched_in = false;
         let mut i = 0;
         while i < self.windows.len() {
@@ -242,6 +245,22 @@ impl<'a> CpuState<'a> {
         if switched_in {
             self.last_switch.insert(next.pid, t);
         }
+    }
+
+    /// What a switch to `next` at `t` does to the CPU whatever its windows: no interrupt
+    /// context open, `next` current, the switch remembered ([`Self::idle_at`]).
+    #[inline]
+    pub(super) fn switch_to(&mut self, t: Nanos, next: &TaskRef<'a>) {
+        self.stack.clear();
+        self.expiring = None;
+        self.current = Some(Cur {
+            pid: next.pid,
+            comm: next.comm.clone(),
+            prio: next.prio,
+            prio_known: true,
+        });
+        self.switches[self.switches_seen % SWITCHES_KEPT] = (t, next.pid == 0);
+        self.switches_seen += 1;
     }
 
     /// `sched_waking`: `task` is made runnable (W), from the timer interrupt that expired its

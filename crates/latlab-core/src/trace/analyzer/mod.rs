@@ -45,6 +45,7 @@ use crate::units::Nanos;
 mod cpu;
 mod ending;
 mod marker;
+mod quiet;
 mod sample;
 mod window;
 

@@ -15,7 +15,7 @@ use super::pages::{Item, Walker};
 use super::read::{int, string};
 use super::{Comms, CpuStats, Known, LostMark, RawDecoder, RawError, Shape};
 use crate::trace::analyzer::{parse_marker, Analysis, AnalyzeOptions, Analyzer, SampleMode};
-use crate::trace::event::{Event, EventKind};
+use crate::trace::event::{Event, EventKind, TaskRef};
 use crate::trace::parser::ParseError;
 use crate::trace::pid_map::PidTable;
 use crate::trace::tracedat::TraceDat;
@@ -234,6 +234,64 @@ impl<'a> Builder<'a> {
     }
 }
 
+impl<'a> Builder<'a> {
+    /// Feed a found `sched_switch` or `sched_waking` to `a` straight from its record, its
+    /// tasks read where they lie, when the analyzer's CPU is quiet ([`Analyzer::quiet`]):
+    /// no [`Event`] built (its flags, prev_state and TASK column are not read). False, and
+    /// nothing fed, for any other event or CPU: [`Builder::build`] it for [`Analyzer::feed`].
+    #[inline]
+    pub fn feed_quiet(&self, f: &Found<'a>, names: &mut Names<'a>, a: &mut Analyzer<'a>) -> bool {
+        let d = f.data;
+        let task = |comm, pid, prio| -> Option<TaskRef<'a>> {
+            Some(TaskRef {
+                comm: string(d, comm)?,
+                pid: int(d, pid)?,
+                prio: int(d, prio)?,
+            })
+        };
+        let Slot { cpu, ts, .. } = f.at;
+        match &f.k.shape {
+            Shape::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } if a.quiet(cpu, ts) => {
+                let prev = task(prev_comm, prev_pid, prev_prio);
+                let next = task(next_comm, next_pid, next_prio);
+                let (Some(prev), Some(next)) = (prev, next) else {
+                    return false;
+                };
+                a.quiet_switch(cpu, ts, &prev, &next);
+                true
+            }
+            Shape::Wake {
+                wakeup: false,
+                comm,
+                pid,
+                prio,
+                ..
+            } if a.quiet(cpu, ts) => {
+                let (Some(t), Some(by)) = (task(comm, pid, prio), int(d, &f.k.pid)) else {
+                    return false;
+                };
+                let comms = self.comms;
+                let name = || {
+                    if names.0 != by {
+                        *names = Names(by, comms.get(by));
+                    }
+                    Cow::Borrowed(names.1)
+                };
+                a.quiet_waking((cpu, ts), by, &t, name)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// The last pid [`Builder::build`] named, and its name.
 #[derive(Debug, Clone, Copy)]
 pub struct Names<'a>(i64, &'a str);
@@ -423,8 +481,10 @@ fn feed_all<'a>(stream: &mut Stream<'a>, a: &mut Analyzer<'a>) {
     let mut names = Names::default();
     let mut feed = |r: &FoundRec<'a>| match *r {
         FoundRec::Event(f) => {
-            if let Some(e) = build.build(&f, &mut names) {
-                a.feed(&e);
+            if !build.feed_quiet(&f, &mut names, a) {
+                if let Some(e) = build.build(&f, &mut names) {
+                    a.feed(&e);
+                }
             }
         }
         FoundRec::Lost { cpu, events } => a.lost(cpu, events),
