@@ -62,6 +62,20 @@ impl RawDecoder {
     /// same reads, no strings made.
     #[inline]
     pub(super) fn decodes(&self, k: &Known, d: &[u8], at: Slot) -> bool {
+        if let Some(n) = k.fixed_len {
+            // Every field at a fixed place: the record's length says, and a switch's state.
+            return d.len() >= n
+                && match &k.shape {
+                    Shape::Switch {
+                        prev_state,
+                        mask,
+                        plus,
+                        ..
+                    } => int(d, prev_state)
+                        .is_some_and(|st| k.states.len() > (st as u64 & (mask | plus)) as usize),
+                    _ => true,
+                };
+        }
         let ints = |fs: &[&F]| fs.iter().all(|f| int(d, f).is_some());
         let common = ints(&[&k.pid, &k.flags, &k.preempt])
             && k.lazy.as_ref().is_none_or(|l| int(d, l).is_some());
@@ -286,6 +300,8 @@ mod tests {
             ts: 0,
             line: 1,
         };
+        // The scheduler's events answer by their length (their fields lie at fixed places).
+        assert!(dec.known.iter().any(|k| k.fixed_len.is_some()));
         let (mut yes, mut no) = (0, 0);
         for (i, r) in recs.iter().enumerate().step_by(7) {
             let Some(k) = dec.known_of(r) else { continue };

@@ -109,6 +109,52 @@ pub(crate) struct Known {
     pub(super) lazy: Option<F>,
     /// State strings of sched_switch, by `state & (mask | plus)` (at most 512).
     pub(super) states: Vec<String>,
+    /// A scheduler event (switch or wake-up) whose fields all lie at fixed places (integers
+    /// of 1, 2, 4 or 8 bytes, names of fixed size): the record length from which every one is
+    /// inside the record ([`fixed_len`]).
+    pub(super) fixed_len: Option<usize>,
+}
+
+/// The length a record of a switch or wake-up `shape` (common fields `common`) needs for all
+/// its fields to lie inside it, when each lies at a fixed place: then a record decodes when it
+/// is that long (and, a switch, its state has a text). None for other shapes, and for fields
+/// of other sizes or kinds (their reads say).
+fn fixed_len(shape: &Shape, common: &[Option<F>]) -> Option<usize> {
+    let fields: Vec<Option<F>> = match shape {
+        Shape::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_comm,
+            next_pid,
+            next_prio,
+            ..
+        } => [
+            prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio,
+        ]
+        .map(|f| Some(*f))
+        .to_vec(),
+        Shape::Wake {
+            comm,
+            pid,
+            prio,
+            target_cpu,
+            ..
+        } => vec![Some(*comm), Some(*pid), Some(*prio), *target_cpu],
+        _ => return None,
+    };
+    let fixed = |f: &F| match f.kind {
+        FieldKind::Int => matches!(f.size, 1 | 2 | 4 | 8),
+        FieldKind::Chars => true,
+        _ => false,
+    };
+    let all: Vec<F> = fields.iter().chain(common).flatten().copied().collect();
+    if !all.iter().all(fixed) {
+        return None;
+    }
+    all.iter()
+        .try_fold(0, |n: usize, f| Some(n.max(f.off.checked_add(f.size)?)))
 }
 
 /// Event names the text parser reads a body of: a format of that name must have the fields
@@ -263,6 +309,7 @@ pub(super) fn known(fmt: EventFormat) -> Result<Known, RawError> {
         .field("common_preempt_lazy_count")
         .filter(|f| f.kind == FieldKind::Int)
         .map(F::from);
+    let fixed_len = fixed_len(&shape, &[Some(flags), Some(preempt), Some(pid), lazy]);
     Ok(Known {
         fmt,
         shape,
@@ -271,6 +318,7 @@ pub(super) fn known(fmt: EventFormat) -> Result<Known, RawError> {
         pid,
         lazy,
         states,
+        fixed_len,
     })
 }
 
