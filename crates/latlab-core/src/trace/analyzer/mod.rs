@@ -207,11 +207,21 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// Feed one event: the time since the CPU's previous event is charged to the open
+    /// Feed one event: a scheduler event on a quiet CPU by the quiet path
+    /// ([`Self::try_quiet`]: what the rest would do to it, in short), any other in full
+    /// ([`Self::feed_event`]).
+    #[inline]
+    pub fn feed(&mut self, ev: &Event<'a>) {
+        if !self.try_quiet(ev) {
+            self.feed_event(ev);
+        }
+    }
+
+    /// Feed one event in full: the time since the CPU's previous event is charged to the open
     /// windows (`CpuState::charge`), then the event's own handler updates the CPU's state.
     /// One handler per event, as rtla's timerlat auto-analysis has (each says what its event
     /// means); windows that end on this event become samples.
-    pub fn feed(&mut self, ev: &Event<'a>) {
+    pub(super) fn feed_event(&mut self, ev: &Event<'a>) {
         self.out.events += 1;
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } => {

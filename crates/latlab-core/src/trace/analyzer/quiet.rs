@@ -1,11 +1,13 @@
-//! The scheduler's two busiest events on a quiet CPU, fed without an [`Event`](crate::trace::event::Event): nine events
+//! The scheduler's two busiest events on a quiet CPU, fed without an [`Event`]: nine events
 //! in ten of a busy trace are a `sched_switch` or a `sched_waking`, and on a CPU with no open
 //! window (nearly always) each only updates a few fields of the analyzer's state. A reader
 //! that has the fields where they lie (the binary decoder's records) asks [`Analyzer::quiet`]
 //! and, when it says yes, hands over the tasks alone ([`Analyzer::quiet_switch`],
-//! [`Analyzer::quiet_waking`]); otherwise it builds the event for [`Analyzer::feed`].
+//! [`Analyzer::quiet_waking`]); otherwise it builds the event for [`Analyzer::feed`], which
+//! takes the same path for the events it is given ([`Analyzer::try_quiet`]).
 //!
-//! Each updates exactly what [`Analyzer::feed`] would for the same event on such a CPU (a
+//! Each updates exactly what the full path ([`Analyzer::feed_event`]) would for the same event
+//! on such a CPU (a
 //! unit test feeds both ways and compares): the pid's names and priorities, the IRQ threads,
 //! the CPU's last time, its IRQs-off evidence (a sched event never shows any) and its current
 //! task. Nothing else can change there: with no window, nothing is charged
@@ -15,7 +17,7 @@
 use std::borrow::Cow;
 
 use super::{learn, Analyzer};
-use crate::trace::event::TaskRef;
+use crate::trace::event::{Event, EventKind, TaskRef};
 use crate::units::Nanos;
 
 impl<'a> Analyzer<'a> {
@@ -32,8 +34,8 @@ impl<'a> Analyzer<'a> {
     }
 
     /// A `sched_switch` on `cpu` at `ts` from `prev` to `next`, where [`Self::quiet`] said
-    /// yes: what [`Self::feed`] does with it. The event's TASK-PID column is not needed: the
-    /// task it would make current is replaced by `next` before anything reads it.
+    /// yes: what [`Self::feed_event`] does with it. The event's TASK-PID column is not
+    /// needed: the task it would make current is replaced by `next` before anything reads it.
     #[inline]
     pub fn quiet_switch(&mut self, cpu: u32, ts: Nanos, prev: &TaskRef<'a>, next: &TaskRef<'a>) {
         self.out.events += 1;
@@ -48,9 +50,9 @@ impl<'a> Analyzer<'a> {
 
     /// A `sched_waking` of `task` on `cpu` at `ts`, recorded by the task of `pid` (the
     /// TASK-PID column; its name from `task_comm`, asked for only when the sched events have
-    /// not named it), where [`Self::quiet`] said yes: what [`Self::feed`] does with it. False,
-    /// and nothing done, for an RT task (prio below 100): its wake-up opens a window (its
-    /// arming was not in the trace), so the event goes to [`Self::feed`].
+    /// not named it), where [`Self::quiet`] said yes: what [`Self::feed_event`] does with it.
+    /// False, and nothing done, for an RT task (prio below 100): its wake-up opens a window
+    /// (its arming was not in the trace), so the event goes to [`Self::feed_event`].
     #[inline]
     pub fn quiet_waking(
         &mut self,
@@ -71,27 +73,21 @@ impl<'a> Analyzer<'a> {
         st.task_irqs_off = false;
         true
     }
-}
 
-/// Feed `ev` to `a` by the quiet path when it is a `sched_switch` or a `sched_waking` and
-/// [`Analyzer::quiet`] says yes, else by [`Analyzer::feed`]: what a reader of binary records
-/// does, for the tests, which compare it with [`Analyzer::feed`] alone. Whether the quiet
-/// path took it.
-#[cfg(test)]
-pub(crate) fn feed_quietly<'a>(a: &mut Analyzer<'a>, ev: &crate::trace::event::Event<'a>) -> bool {
-    use crate::trace::event::EventKind;
-    let fed = match &ev.kind {
-        EventKind::SchedSwitch { prev, next, .. } if a.quiet(ev.cpu, ev.ts) => {
-            a.quiet_switch(ev.cpu, ev.ts, prev, next);
-            true
+    /// `ev` fed by the quiet path when it is a `sched_switch` or a `sched_waking` and its
+    /// CPU is quiet ([`Self::quiet`]); whether it was ([`Self::feed`] feeds the others in
+    /// full). The text parser's events come built: this spares them the rest of `feed`.
+    #[inline]
+    pub(super) fn try_quiet(&mut self, ev: &Event<'a>) -> bool {
+        match &ev.kind {
+            EventKind::SchedSwitch { prev, next, .. } if self.quiet(ev.cpu, ev.ts) => {
+                self.quiet_switch(ev.cpu, ev.ts, prev, next);
+                true
+            }
+            EventKind::SchedWaking { task, .. } if self.quiet(ev.cpu, ev.ts) => {
+                self.quiet_waking((ev.cpu, ev.ts), ev.pid, task, || ev.task_comm.clone())
+            }
+            _ => false,
         }
-        EventKind::SchedWaking { task, .. } if a.quiet(ev.cpu, ev.ts) => {
-            a.quiet_waking((ev.cpu, ev.ts), ev.pid, task, || ev.task_comm.clone())
-        }
-        _ => false,
-    };
-    if !fed {
-        a.feed(ev);
     }
-    fed
 }

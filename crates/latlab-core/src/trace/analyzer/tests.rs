@@ -1439,8 +1439,8 @@ fn without_the_interrupt_events_the_timer_irq_is_the_expiry_time() {
     assert_eq!(a.spikes[0].timer_irq_ns, Some(E + 4_000));
 }
 
-/// `events` fed one by one to an analyzer by [`Analyzer::feed`] and to another by the quiet
-/// path where it applies ([`quiet::feed_quietly`]): the two analyses (in full, as their debug
+/// `events` fed one by one to an analyzer in full ([`Analyzer::feed_event`]) and to another by
+/// the quiet path where it applies ([`Analyzer::try_quiet`], as [`Analyzer::feed`] does): the two analyses (in full, as their debug
 /// text) and how many events took the quiet path.
 fn fed_both_ways(
     events: &[Event<'_>],
@@ -1453,8 +1453,12 @@ fn fed_both_ways(
     );
     let mut quietly = 0;
     for (i, e) in events.iter().enumerate() {
-        full.feed(e);
-        quietly += usize::from(quiet::feed_quietly(&mut quiet, e));
+        full.feed_event(e);
+        if quiet.try_quiet(e) {
+            quietly += 1;
+        } else {
+            quiet.feed_event(e);
+        }
         // The state itself, not only what the analysis shows of it: an update skipped may
         // show only later (or, as the IRQs-off evidence a sched event clears, never).
         assert_eq!(
@@ -1579,7 +1583,7 @@ fn the_quiet_path_is_feed_on_a_quiet_cpu() {
         assert_eq!(full, quietly, "round {round}: {ev:?}");
         quiet += n;
         let mut a = Analyzer::new(opts.clone(), mode);
-        ev.iter().for_each(|e| a.feed(e));
+        ev.iter().for_each(|e| a.feed_event(e));
         samples += a.finish().samples;
     }
     assert!(
