@@ -258,7 +258,7 @@ fn bad_mode_flags_are_one_clear_error() {
         );
         assert_eq!(err.lines().count(), 1, "{err}");
     }
-    // Noise: no periods, a trace of latlab's own loop only, a threshold above 0.
+    // Noise: no periods, a threshold above 0.
     for (args, needle) in [
         (
             vec!["--backend", "sim", "--mode", "noise"],
@@ -275,17 +275,6 @@ fn bad_mode_flags_are_one_clear_error() {
         (
             vec!["--mode", "noise", "--noise-threshold", "0"],
             "--noise-threshold: must be",
-        ),
-        (
-            vec![
-                "--mode",
-                "noise",
-                "--backend",
-                "osnoise",
-                "--trace-threshold",
-                "1ms",
-            ],
-            "--trace-threshold: --mode noise traces latlab's spinning thread",
         ),
     ] {
         let mut a = vec!["--duration", "1s"];
