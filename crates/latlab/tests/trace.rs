@@ -1321,11 +1321,21 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     assert!(report.contains("sched_switch:"), "no scheduler events");
     // Exit from idle, against trace-cmd: the spike's `timer_due` says the CPU was idle at E
     // exactly when trace-cmd's last switch on CPU 1 at or before E was to pid 0.
-    let idle_at_e = last_switch_to_idle(&trace_cmd_report(&dat, &["-t"]), "[001]", at)
+    let full = trace_cmd_report(&dat, &["-t"]);
+    let idle_at_e = last_switch_to_idle(&full, "[001]", at)
         .expect("a switch on CPU 1 before the intended wake-up");
     let due = &rec["spikes"][0]["timeline_events"][0];
     assert_eq!(due["what"], "timer_due", "{due}");
-    assert_eq!(due["from_idle"] == true, idle_at_e, "{due}");
+    assert_eq!(
+        due["from_idle"] == true,
+        idle_at_e,
+        "{due}, E = {at}; trace-cmd's CPU 1:\n{}\nthe spike: {}",
+        full.lines()
+            .filter(|l| l.contains("[001] "))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        rec["spikes"][0]
+    );
 
     let spikes = |f: &str| {
         let out = support::command()

@@ -377,7 +377,13 @@ impl<'a> CpuState<'a> {
                 }
             }
             let prev = self.last_switch.get(&ev.pid).copied();
-            let w = Window::new(ev.pid, ev.task_comm.clone(), prio, expires, prev);
+            let mut w = Window::new(ev.pid, ev.task_comm.clone(), prio, expires, prev);
+            if expires < ev.ts {
+                // Armed for a time already past (the thread ran late beyond its next period):
+                // covered from the arming; the switches say what ran at E.
+                w.covered_from = Some(ev.ts);
+                w.idle_at_e = self.idle_at(expires);
+            }
             self.windows.push(w);
         }
     }

@@ -778,6 +778,42 @@ fn exit_from_idle_is_the_idle_task_at_e() {
         .switch(E + 32_000, idle, task("tau", TAU, 19));
     let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert!(s.from_idle, "{s:?}");
+
+    // The thread ran late beyond its next period and armed a timer already past: its window
+    // opens after E, and the switches say the CPU was idle at E (a fresh clone's spike said
+    // not idle where trace-cmd's last switch before E was to idle). With a task at E, not.
+    for (before, idle_at_e) in [
+        (task("swapper/1", 0, 120), true),
+        (task("x", 200, 120), false),
+    ] {
+        let mut b = B::new();
+        b.switch(10, task("tau", TAU, 19), before.clone())
+            .switch(E + 50_000, before, task("tau", TAU, 19))
+            .push(
+                E + 60_000,
+                TAU,
+                "d..1.",
+                EventKind::HrtimerStart {
+                    hrtimer: "h".into(),
+                    function: "hrtimer_wakeup".into(),
+                    expires: E,
+                },
+            )
+            .push(
+                E + 61_000,
+                TAU,
+                "....1",
+                EventKind::Marker {
+                    text: format!(
+                        "LATLAB_STOP cpu=1 intended={E} actual={} latency=61000",
+                        E + 61_000
+                    )
+                    .into(),
+                },
+            );
+        let s = &b.run(SampleMode::Markers).spikes[0];
+        assert_eq!((s.intended_ns, s.from_idle), (E, idle_at_e), "{s:?}");
+    }
 }
 
 #[test]
