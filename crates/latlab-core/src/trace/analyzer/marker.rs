@@ -107,8 +107,12 @@ impl<'a> Analyzer<'a> {
             let w = match st.windows.iter().position(|w| w.pid == ev.pid) {
                 Some(i) => st.windows.remove(i),
                 None => {
+                    // Neither its arming nor its wake-up is in the trace: the switches the CPU
+                    // remembers say what ran at E.
                     let prio = st.current.as_ref().filter(|c| c.prio_known).map(|c| c.prio);
-                    Window::new(ev.pid, ev.task_comm.clone(), prio, e, None)
+                    let mut w = Window::new(ev.pid, ev.task_comm.clone(), prio, e, None);
+                    w.idle_at_e = st.idle_at(e);
+                    w
                 }
             };
             finished.push((w, Some((e, r, l, t))));
