@@ -49,18 +49,22 @@ impl B {
             },
         )
     }
-    /// τ arms its timer for E at t=0 and sleeps; `other` takes the CPU.
-    fn sleep(&mut self, other: TaskRef<'static>) -> &mut Self {
+    /// τ arms its sleep's timer at `ts` for `expires`.
+    fn arm(&mut self, ts: u64, expires: u64) -> &mut Self {
         self.push(
-            0,
+            ts,
             TAU,
             "d..1.",
             EventKind::HrtimerStart {
                 hrtimer: "h".into(),
                 function: "hrtimer_wakeup".into(),
-                expires: E,
+                expires,
             },
-        );
+        )
+    }
+    /// τ arms its timer for E at t=0 and sleeps; `other` takes the CPU.
+    fn sleep(&mut self, other: TaskRef<'static>) -> &mut Self {
+        self.arm(0, E);
         self.switch(10, task("tau", TAU, 19), other)
     }
     /// Timer IRQ [a, b) that wakes τ in the middle.
@@ -362,17 +366,7 @@ fn the_measuring_thread_is_one_cause_under_its_last_name_and_prio() {
     let mut b = B::new();
     // τ is running when the trace begins (no switch names it yet) and arms its timer for
     // E; it is still on the CPU 5 µs past E (its own way to sleep), then sleeps.
-    b.push(
-        0,
-        TAU,
-        "d..1.",
-        EventKind::HrtimerStart {
-            hrtimer: "h".into(),
-            function: "hrtimer_wakeup".into(),
-            expires: E,
-        },
-    )
-    .push(
+    b.arm(0, E).push(
         E + 5_000,
         TAU,
         ".....",
@@ -789,16 +783,7 @@ fn exit_from_idle_is_the_idle_task_at_e() {
         let mut b = B::new();
         b.switch(10, task("tau", TAU, 19), before.clone())
             .switch(E + 50_000, before, task("tau", TAU, 19))
-            .push(
-                E + 60_000,
-                TAU,
-                "d..1.",
-                EventKind::HrtimerStart {
-                    hrtimer: "h".into(),
-                    function: "hrtimer_wakeup".into(),
-                    expires: E,
-                },
-            )
+            .arm(E + 60_000, E)
             .push(
                 E + 61_000,
                 TAU,
