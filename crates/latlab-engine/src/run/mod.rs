@@ -231,7 +231,11 @@ fn end(
     c.collect(&mut s, cx, hooks);
     let wall_ns = c.started.elapsed().as_nanos() as u64;
     let m = std::mem::replace(&mut c.m, backend::idle::Idle::start(0));
-    let results = m.join();
+    let mut ending = Vec::new();
+    let results = m.join(&mut ending);
+    for w in ending {
+        s.warn(w);
+    }
     let measured_ns = measured_ns(&c, cx, wall_ns);
     c.finish(&mut s, cx, hooks, measured_ns);
     collector::close_intervals(&mut c, measured_ns);

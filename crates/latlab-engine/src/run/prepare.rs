@@ -36,9 +36,12 @@ pub(super) fn prepare(
     no_measure: bool,
 ) -> anyhow::Result<Prepared> {
     let on_machine = rp.backend.on_the_machine();
-    if !no_measure {
-        rp.backend.preflight(p, mp)?;
-    }
+    // What the back end runs beside, for the record (`warnings`).
+    let mut warnings = if no_measure {
+        Vec::new()
+    } else {
+        rp.backend.preflight(p, mp)?
+    };
     // latlab's own threads, all created from here on, stay off the CPUs it measures (and the
     // senders' CPUs) when there is one to spare; the measuring threads pin themselves.
     if on_machine {
@@ -48,7 +51,6 @@ pub(super) fn prepare(
     }
     // Another latlab measuring any of these CPUs now: refused (or, with --force, a warning),
     // before anything is changed or written. Held until the run has ended.
-    let mut warnings = Vec::new();
     let claim = if on_machine && !no_measure {
         let overlap = if rp.force {
             crate::claim::Overlap::Warn

@@ -39,7 +39,7 @@ impl Measurement for Idle {
     fn all_done(&self) -> bool {
         self.stop.load(Ordering::Acquire) || Instant::now() >= self.until
     }
-    fn join(self: Box<Self>) -> Vec<ThreadResult> {
+    fn join(self: Box<Self>, _: &mut Vec<String>) -> Vec<ThreadResult> {
         Vec::new()
     }
 }

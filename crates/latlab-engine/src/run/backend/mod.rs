@@ -68,10 +68,11 @@ pub trait Backend: Sync {
     /// CPUs claimed against other latlab runs.
     fn on_the_machine(&self) -> bool;
     /// What this kernel and this plan allow, checked before anything is changed or written
-    /// (a kernel without the back end's tracer: one line, exit 1).
-    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
+    /// (a kernel without the back end's tracer: one line, exit 1). Ok: the warnings the run
+    /// record keeps (`warnings`) about what it runs beside.
+    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<Vec<String>> {
         let _ = (p, mode);
-        Ok(())
+        Ok(Vec::new())
     }
     /// Start the threads.
     fn start(&self, s: Start) -> crate::Result<Box<dyn Measurement>>;
@@ -87,8 +88,9 @@ pub trait Measurement {
     fn stop(&self);
     /// Every thread has ended (its duration is over, or it was stopped).
     fn all_done(&self) -> bool;
-    /// Wait for the threads: what each hands back.
-    fn join(self: Box<Self>) -> Vec<ThreadResult>;
+    /// Wait for the threads: what each hands back. What went wrong at the end (a tracer's
+    /// setting that could not be restored) goes to `warnings`, for the record.
+    fn join(self: Box<Self>, warnings: &mut Vec<String>) -> Vec<ThreadResult>;
 }
 
 /// Every back end, by name: the one list to extend.
@@ -128,7 +130,7 @@ impl Measurement for SysEngine {
     fn all_done(&self) -> bool {
         self.0.all_done()
     }
-    fn join(self: Box<Self>) -> Vec<ThreadResult> {
+    fn join(self: Box<Self>, _: &mut Vec<String>) -> Vec<ThreadResult> {
         self.0.join()
     }
 }

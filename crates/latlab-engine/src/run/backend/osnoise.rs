@@ -37,8 +37,9 @@ impl Backend for Osnoise {
     fn on_the_machine(&self) -> bool {
         true
     }
-    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
-        preflight(self.name(), p, mode)
+    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<Vec<String>> {
+        preflight(self.name(), p, mode)?;
+        Ok(Vec::new())
     }
     fn start(&self, s: Start) -> crate::Result<Box<dyn Measurement>> {
         start(s, false)
@@ -52,10 +53,11 @@ impl Backend for Hwnoise {
     fn on_the_machine(&self) -> bool {
         true
     }
-    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
+    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<Vec<String>> {
         preflight(self.name(), p, mode)?;
         let root = std::path::Path::new(latlab_sys::tracefs::DEFAULT_ROOT);
-        latlab_sys::osnoise::probe_irqs_off(root).map_err(crate::Error::msg)
+        latlab_sys::osnoise::probe_irqs_off(root).map_err(crate::Error::msg)?;
+        Ok(Vec::new())
     }
     fn start(&self, s: Start) -> crate::Result<Box<dyn Measurement>> {
         start(s, true)
@@ -132,11 +134,9 @@ impl Measurement for Running {
     fn all_done(&self) -> bool {
         self.0.all_done()
     }
-    fn join(self: Box<Self>) -> Vec<ThreadResult> {
+    fn join(self: Box<Self>, warnings: &mut Vec<String>) -> Vec<ThreadResult> {
         let (results, lines) = self.0.join();
-        for l in lines {
-            crate::warn(&l);
-        }
+        warnings.extend(lines);
         results
     }
 }

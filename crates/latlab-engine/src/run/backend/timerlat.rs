@@ -25,7 +25,7 @@ impl Backend for Timerlat {
     fn on_the_machine(&self) -> bool {
         true
     }
-    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<()> {
+    fn preflight(&self, p: &Plan, mode: &ModePlan) -> crate::Result<Vec<String>> {
         if mode.name != "timer" {
             return Err(crate::Error::msg(format!(
                 "--backend timerlat measures the timer only, not --mode {}: leave --mode out",
@@ -52,10 +52,11 @@ impl Backend for Timerlat {
         {
             return Err(crate::Error::msg(c));
         }
-        if let Some(w) = latlab_sys::timerlat::hwlat_beside(root, "") {
-            crate::warn(&w);
-        }
-        Ok(())
+        // Not refused (a different tracer), but every latency measured includes its
+        // interrupts-off time: the record says so.
+        Ok(latlab_sys::timerlat::hwlat_beside(root, "")
+            .into_iter()
+            .collect())
     }
     fn start(&self, s: Start) -> crate::Result<Box<dyn Measurement>> {
         let p = s.plan;
@@ -102,11 +103,9 @@ impl Measurement for Running {
     fn all_done(&self) -> bool {
         self.0.all_done()
     }
-    fn join(self: Box<Self>) -> Vec<ThreadResult> {
+    fn join(self: Box<Self>, warnings: &mut Vec<String>) -> Vec<ThreadResult> {
         let (results, lines) = self.0.join();
-        for l in lines {
-            crate::warn(&l);
-        }
+        warnings.extend(lines);
         results
     }
 }
