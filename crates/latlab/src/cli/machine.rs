@@ -145,9 +145,12 @@ pub enum BenchCommand {
     },
     /// `latlab analyze` throughput against `wc -l` on a large trace
     Analyze {
-        /// Trace to time, text or trace.dat (default: capture one with the recorder under hackbench, timed in both formats)
+        /// Trace to time, text or trace.dat (default: capture one with the recorder under hackbench, timed in both formats); twice, a trace.dat and a text trace of the same events: each timed, then the two alternated (--pairs)
         #[arg(long, value_name = "FILE")]
-        trace: Option<PathBuf>,
+        trace: Vec<PathBuf>,
+        /// Alternated pairs of the binary and the text form, when both are timed: the median of the per-pair ratios of their events per second (goal ≥ 4)
+        #[arg(long, default_value_t = 6)]
+        pairs: u32,
         /// Size of the captured trace (binary multiples: 200M = 200 MiB)
         #[arg(long, default_value = "200M")]
         size: Size,

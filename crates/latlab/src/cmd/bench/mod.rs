@@ -70,7 +70,12 @@ pub fn bench(args: BenchArgs) -> anyhow::Result<ExitCode> {
             pairs,
             format,
         ),
-        BenchCommand::Analyze { trace, size, keep } => trace::analyze(trace, size.0, keep),
+        BenchCommand::Analyze {
+            trace,
+            size,
+            keep,
+            pairs,
+        } => trace::analyze(trace, size.0, keep, pairs),
         BenchCommand::Report { reps } => report::bench(reps),
         BenchCommand::Tail { reps } => tail::bench(reps),
         BenchCommand::Db {

@@ -93,35 +93,59 @@ pub fn overhead(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `latlab bench analyze`: with `--trace FILE` time that file; else capture one of `size`.
-pub fn analyze(trace: Option<PathBuf>, size: u64, keep: bool) -> anyhow::Result<ExitCode> {
+/// `latlab bench analyze`: with `--trace FILE` time that file (with two, a trace.dat and a
+/// text trace, each, then the two alternated); else capture one of `size` and time both its
+/// forms.
+pub fn analyze(trace: Vec<PathBuf>, size: u64, keep: bool, pairs: u32) -> anyhow::Result<ExitCode> {
     if size == 0 {
         bail!("--size 0: give a trace size such as 200M");
     }
-    match trace {
-        Some(p) => analyze_throughput(&p)?,
-        None => {
-            let dir = latlab_engine::rundir::private_temp_dir("latlab-bench-analyze-")?;
-            let path = dir.path().join("trace.txt");
-            let dat = path.with_extension("dat");
-            let r = latlab_engine::bench::capture::capture(&path, size)
-                .context("cannot capture a trace (or give --trace FILE)")
-                .and_then(|()| {
-                    analyze_throughput(&path)?;
-                    // The same events from the binary pages (trace-cmd's file).
-                    if dat.exists() {
-                        analyze_throughput(&dat)?;
-                    }
-                    Ok(())
-                });
-            if keep && r.is_ok() {
-                let kept = dir.keep();
-                outln!("traces kept in {}", kept.display())?;
-            }
-            r?;
+    if pairs == 0 {
+        bail!("--pairs 0: give at least 1 pair of runs");
+    }
+    match trace.as_slice() {
+        [] => capture_and_time(size, keep, pairs)?,
+        [p] => analyze_throughput(p)?,
+        [a, b] => {
+            // Which is which, before anything is timed.
+            let (dat, txt) = match (is_dat(a)?, is_dat(b)?) {
+                (true, false) => (a, b),
+                (false, true) => (b, a),
+                _ => {
+                    bail!("--trace twice: give one trace.dat and one text trace of the same events")
+                }
+            };
+            analyze_throughput(txt)?;
+            analyze_throughput(dat)?;
+            binary_vs_text(dat, txt, pairs)?;
         }
+        _ => bail!("--trace at most twice: a trace.dat and a text trace of the same events"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Capture a trace of `size` under hackbench (in a private temporary directory, kept with
+/// `keep`) and time both its forms, then the two alternated.
+fn capture_and_time(size: u64, keep: bool, pairs: u32) -> anyhow::Result<()> {
+    let dir = latlab_engine::rundir::private_temp_dir("latlab-bench-analyze-")?;
+    let path = dir.path().join("trace.txt");
+    let dat = path.with_extension("dat");
+    let r = latlab_engine::bench::capture::capture(&path, size)
+        .context("cannot capture a trace (or give --trace FILE)")
+        .and_then(|()| {
+            analyze_throughput(&path)?;
+            // The same events from the binary pages (trace-cmd's file).
+            if dat.exists() {
+                analyze_throughput(&dat)?;
+                binary_vs_text(&dat, &path, pairs)?;
+            }
+            Ok(())
+        });
+    if keep && r.is_ok() {
+        let kept = dir.keep();
+        outln!("traces kept in {}", kept.display())?;
+    }
+    r
 }
 
 /// Print MB/s of `latlab analyze` (parse + attribution, no output) vs `wc -l` on `path`.
@@ -188,6 +212,58 @@ pub fn analyze_throughput(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether `path` is a trace-cmd file (its magic), not text.
+fn is_dat(path: &Path) -> anyhow::Result<bool> {
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("cannot read trace {}", path.display()))?;
+    let magic = latlab_core::trace::tracedat::MAGIC;
+    let mut head = vec![0u8; magic.len()];
+    let n = f.read(&mut head)?;
+    Ok(n == magic.len() && head == magic)
+}
+
+/// `latlab analyze` of the same events as binary pages (`dat`) and as text (`txt`),
+/// alternated `pairs` times (which goes first alternates too): each pair's ratio of events per
+/// second, binary over text, and their median and spread (goal ≥ 4). Err when the two forms
+/// do not hold the same number of events.
+pub fn binary_vs_text(dat: &Path, txt: &Path, pairs: u32) -> anyhow::Result<()> {
+    let time = |p: &Path| -> anyhow::Result<(f64, u64)> {
+        let t = Instant::now();
+        let a = latlab_engine::analyze::analyze_file(p, None)?;
+        Ok((t.elapsed().as_secs_f64(), a.events))
+    };
+    outln!("binary / text, the same events, {pairs} alternated pairs (events per second)")?;
+    outln!(
+        "{:<5} {:>10} {:>10} {:>8}",
+        "pair",
+        "binary s",
+        "text s",
+        "ratio"
+    )?;
+    let mut ratios = Ratios::<1>::default();
+    for i in 1..=pairs {
+        let ((db, nb), (dt, nt)) = if i % 2 == 1 {
+            let b = time(dat)?;
+            (b, time(txt)?)
+        } else {
+            let t = time(txt)?;
+            (time(dat)?, t)
+        };
+        if nb != nt {
+            bail!(
+                "{} holds {nb} events and {} {nt}: not the same events",
+                dat.display(),
+                txt.display()
+            );
+        }
+        let [r] = ratios.push([dt / db.max(1e-9)]);
+        outln!("{i:<5} {db:>10.3} {dt:>10.3} {r:>8.2}")?;
+    }
+    let [r] = ratios.summary().expect("at least one pair");
+    outln!("  binary / text      {r}  (median of the per-pair ratios, their range; goal ≥ 4)")?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -196,5 +272,21 @@ mod tests {
             .join("../latlab-core/tests/fixtures/trace/trace-worst-window-cpu1.txt");
         super::analyze_throughput(&p).unwrap();
         assert!(super::analyze_throughput(std::path::Path::new("/nonexistent")).is_err());
+    }
+
+    /// Both forms of the real capture, alternated: as many pairs as asked, each a ratio.
+    #[test]
+    fn binary_and_text_are_alternated() {
+        let d = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../latlab-core/tests/fixtures/trace/hackbench");
+        let (dat, txt) = (d.join("trace.dat"), d.join("trace.txt"));
+        assert!(super::is_dat(&dat).unwrap() && !super::is_dat(&txt).unwrap());
+        super::binary_vs_text(&dat, &txt, 2).unwrap();
+        // Not the same events: refused, with both names.
+        let other = d.join("../trace-events.txt");
+        let e = super::binary_vs_text(&dat, &other, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not the same events"), "{e}");
     }
 }
