@@ -1225,22 +1225,74 @@ fn spiky_run(
     (t, run, rec)
 }
 
-/// In `trace-cmd report -t`'s text, whether the last `sched_switch` on `cpu` (`[001]`) at or
-/// before `at_ns` switched to pid 0, the idle task (None: no such switch).
-fn last_switch_to_idle(report: &str, cpu: &str, at_ns: u64) -> Option<bool> {
-    report
-        .lines()
-        .filter_map(|l| {
-            let (_, rest) = l.split_once(&format!("{cpu} "))?;
-            let (ts, ev) = rest.trim_start().split_once(": sched_switch:")?;
-            let (s, ns) = ts.trim().split_once('.')?;
-            let t = s.parse::<u64>().ok()? * 1_000_000_000 + ns.parse::<u64>().ok()?;
-            let next = ev.split("==> ").nth(1)?.split_whitespace().next()?;
-            Some((t, next.rsplit(':').next()? == "0"))
-        })
-        .take_while(|(t, _)| *t <= at_ns)
-        .last()
-        .map(|(_, idle)| idle)
+/// In `trace-cmd report -t`'s text, whether the task on `cpu` (`[001]`) at `at_ns` was the
+/// idle task (pid 0), as the analyzer reads a CPU's lines: the last switch's next task, unless
+/// a later line's TASK-PID column, up to the first line after `at_ns`, shows another task (its
+/// switch is missing from the trace: fc3 saw qemu's pid on CPU 1 after its switch to idle, up
+/// to E and past it). None: no line of `cpu` at or before `at_ns`.
+fn idle_at_in_report(report: &str, cpu: &str, at_ns: u64) -> Option<bool> {
+    let mut current: Option<i64> = None;
+    for l in report.lines() {
+        let Some((head, rest)) = l.split_once(&format!("{cpu} ")) else {
+            continue;
+        };
+        let Some(pid) = head.trim().rsplit('-').next().and_then(|p| p.parse().ok()) else {
+            continue;
+        };
+        let Some((ts, ev)) = rest.trim_start().split_once(": ") else {
+            continue;
+        };
+        let Some((s, ns)) = ts.trim().split_once('.') else {
+            continue;
+        };
+        let (Ok(s), Ok(ns)) = (s.parse::<u64>(), ns.parse::<u64>()) else {
+            continue;
+        };
+        if s * 1_000_000_000 + ns > at_ns {
+            // Another task's line: it ran since the last line, before E too.
+            if current.is_some() {
+                current = Some(pid);
+            }
+            break;
+        }
+        current = Some(pid);
+        if let Some(sw) = ev.strip_prefix("sched_switch:") {
+            let next = sw.split("==> ").nth(1)?.split_whitespace().next()?;
+            current = Some(next.rsplit(':').next()?.parse().ok()?);
+        }
+    }
+    current.map(|p| p == 0)
+}
+
+/// The oracle on fc3's lines: the switch to idle, then qemu's pid in the TASK-PID column
+/// up to E and past it (its switch back missing): not idle. The same lines with the switch
+/// back, or without qemu's lines: as the switches say.
+#[test]
+fn the_idle_oracle_reads_the_pid_column_past_a_missing_switch() {
+    let lines = [
+        " qemu-system-x86-7650  [001] 37963.209713868: sched_switch:         qemu-system-x86:7650 [120] S ==> swapper/1:0 [120]",
+        " qemu-system-x86-7650  [001] 37963.212121197: softirq_exit:         vec=9 [action=RCU]",
+        " qemu-system-x86-7650  [001] 37963.212431129: sched_waking:         comm=latlab-cpu1 pid=9344 prio=4 target_cpu=001",
+        "     latlab-cpu1-9344  [000] 37963.212431130: sched_waking:         comm=x pid=1 prio=120 target_cpu=000",
+    ];
+    let e = 37_963_212_405_772;
+    let report = lines.join("\n");
+    assert_eq!(idle_at_in_report(&report, "[001]", e), Some(false));
+    // qemu's only line after E: it ran since the switch, before E too.
+    let after = [lines[0], lines[2]].join("\n");
+    assert_eq!(idle_at_in_report(&after, "[001]", e), Some(false));
+    // Idle, and an idle line after E.
+    let idle = [
+        lines[0],
+        "          <idle>-0     [001] 37963.212431129: sched_waking:         comm=latlab-cpu1 pid=9344 prio=4 target_cpu=001",
+    ]
+    .join("\n");
+    assert_eq!(idle_at_in_report(&idle, "[001]", e), Some(true));
+    assert_eq!(
+        idle_at_in_report(&report, "[001]", 37_963_209_000_000),
+        None
+    );
+    assert_eq!(idle_at_in_report(&report, "[002]", e), None);
 }
 
 /// `trace-cmd report` of a trace.dat (the oracle; it only reads the file), its status checked.
@@ -1320,10 +1372,11 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     );
     assert!(report.contains("sched_switch:"), "no scheduler events");
     // Exit from idle, against trace-cmd: the spike's `timer_due` says the CPU was idle at E
-    // exactly when trace-cmd's last switch on CPU 1 at or before E was to pid 0.
+    // exactly when trace-cmd's lines of CPU 1 show the idle task there (its last switch at or
+    // before E went to pid 0, and no later line's TASK-PID column shows another task ran).
     let full = trace_cmd_report(&dat, &["-t"]);
-    let idle_at_e = last_switch_to_idle(&full, "[001]", at)
-        .expect("a switch on CPU 1 before the intended wake-up");
+    let idle_at_e =
+        idle_at_in_report(&full, "[001]", at).expect("a line of CPU 1 before the intended wake-up");
     let due = &rec["spikes"][0]["timeline_events"][0];
     assert_eq!(due["what"], "timer_due", "{due}");
     assert_eq!(
@@ -1331,7 +1384,7 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
         idle_at_e,
         "{due}, E = {at}; trace-cmd's CPU 1:\n{}\nthe spike: {}",
         full.lines()
-            .filter(|l| l.contains("[001] "))
+            .filter(|l| l.contains("[001] ") || l.contains("LOST"))
             .collect::<Vec<_>>()
             .join("\n"),
         rec["spikes"][0]

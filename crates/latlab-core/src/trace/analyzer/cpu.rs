@@ -26,8 +26,10 @@ pub(super) struct CpuState<'a> {
     pub(super) last_switch: PidMap<Nanos>,
     /// The noise mode's gaps not open yet, (start, end), latest first.
     pub(super) gaps: Vec<(Nanos, Nanos)>,
-    /// The last [`SWITCHES_KEPT`] switches (time, to the idle task), oldest overwritten: what
-    /// ran at a window's E when the window opens after it (its arming not in the trace).
+    /// The last [`SWITCHES_KEPT`] changes of the current task (time, to the idle task), oldest
+    /// overwritten: what ran at a window's E when the window opens after it (its arming not in
+    /// the trace, or late). A switch, or a TASK-PID column that disagrees with the last one
+    /// (a switch missing from the trace), dated as [`CpuState::follow_pid`] charges it.
     switches: [(Nanos, bool); SWITCHES_KEPT],
     switches_seen: usize,
 }
@@ -46,19 +48,23 @@ impl<'a> CpuState<'a> {
         ev: &Event<'a>,
         known: &PidTable<(Cow<'a, str>, i64)>,
     ) {
-        self.follow_pid(ev.pid, || ev.task_comm.clone(), known);
+        self.follow_pid(ev.pid, ev.ts, || ev.task_comm.clone(), known);
     }
 
-    /// [`Self::follow_pid_column`] for the event of `pid`, whose TASK column `task_comm`
-    /// gives (asked for only when the sched events have not named the pid).
+    /// [`Self::follow_pid_column`] for the event of `pid` at `ts`, whose TASK column
+    /// `task_comm` gives (asked for only when the sched events have not named the pid). The
+    /// change is remembered for [`Self::idle_at`] from the CPU's previous event on (the
+    /// stretch [`Self::charge`] gives the new task), or from `ts` at the CPU's first event.
     #[inline]
     pub(super) fn follow_pid(
         &mut self,
         pid: i64,
+        ts: Nanos,
         task_comm: impl FnOnce() -> Cow<'a, str>,
         known: &PidTable<(Cow<'a, str>, i64)>,
     ) {
         if pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid) {
+            self.remember_switch(self.last_ts.unwrap_or(ts), pid == 0);
             let (comm, prio, prio_known) = match known.get(&pid) {
                 Some((c, p)) => (c.clone(), *p, true),
                 None if pid == 0 => (Cow::Borrowed("swapper"), 120, true),
@@ -150,8 +156,9 @@ impl<'a> CpuState<'a> {
             && !is_sched(&ev.kind);
     }
 
-    /// The CPU was in its idle task at `e`: the last switch at or before `e` went to pid 0
-    /// (false when the switches it remembers all came later, or there were none).
+    /// The CPU was in its idle task at `e`: the last change of its current task at or before
+    /// `e` (a switch, or a TASK-PID column that showed another task) was to pid 0 (false when
+    /// the changes it remembers all came later, or there were none).
     pub(super) fn idle_at(&self, e: Nanos) -> bool {
         let n = self.switches_seen.min(SWITCHES_KEPT);
         (0..n)
@@ -259,7 +266,22 @@ impl<'a> CpuState<'a> {
             prio: next.prio,
             prio_known: true,
         });
-        self.switches[self.switches_seen % SWITCHES_KEPT] = (t, next.pid == 0);
+        self.remember_switch(t, next.pid == 0);
+    }
+
+    /// [`Self::follow_pid`] for a `sched_switch` of `pid` at `ts` whose next task is made
+    /// current at once: only the change it remembers (the current task itself is replaced).
+    #[inline]
+    pub(super) fn follow_pid_of_switch(&mut self, pid: i64, ts: Nanos) {
+        if pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid) {
+            self.remember_switch(self.last_ts.unwrap_or(ts), pid == 0);
+        }
+    }
+
+    /// A change of the current task at `t` for [`Self::idle_at`] (to the idle task: `idle`).
+    #[inline]
+    fn remember_switch(&mut self, t: Nanos, idle: bool) {
+        self.switches[self.switches_seen % SWITCHES_KEPT] = (t, idle);
         self.switches_seen += 1;
     }
 

@@ -33,16 +33,25 @@ impl<'a> Analyzer<'a> {
             && st.last_ts.is_none_or(|l| l <= ts)
     }
 
-    /// A `sched_switch` on `cpu` at `ts` from `prev` to `next`, where [`Self::quiet`] said
-    /// yes: what [`Self::feed_event`] does with it. The event's TASK-PID column is not
-    /// needed: the task it would make current is replaced by `next` before anything reads it.
+    /// A `sched_switch` on `cpu` at `ts` from `prev` to `next`, recorded by the task of `pid`
+    /// (the TASK-PID column), where [`Self::quiet`] said yes: what [`Self::feed_event`] does
+    /// with it. The task the column would make current is replaced by `next` before anything
+    /// reads it, but a column that disagrees with the current task (a switch missing from the
+    /// trace) is remembered for the exit from idle, as [`CpuState::follow_pid`] does.
     #[inline]
-    pub fn quiet_switch(&mut self, cpu: u32, ts: Nanos, prev: &TaskRef<'a>, next: &TaskRef<'a>) {
+    pub fn quiet_switch(
+        &mut self,
+        (cpu, ts): (u32, Nanos),
+        pid: i64,
+        prev: &TaskRef<'a>,
+        next: &TaskRef<'a>,
+    ) {
         self.out.events += 1;
         learn(&mut self.known, prev);
         learn(&mut self.known, next);
         self.irq_thread(next);
         let st = self.cpus.entry(cpu);
+        st.follow_pid_of_switch(pid, ts);
         st.last_ts = Some(ts);
         st.task_irqs_off = false;
         st.switch_to(ts, next);
@@ -68,7 +77,7 @@ impl<'a> Analyzer<'a> {
         learn(&mut self.known, task);
         self.irq_thread(task);
         let st = self.cpus.entry(cpu);
-        st.follow_pid(pid, task_comm, &self.known);
+        st.follow_pid(pid, ts, task_comm, &self.known);
         st.last_ts = Some(ts);
         st.task_irqs_off = false;
         true
@@ -81,7 +90,7 @@ impl<'a> Analyzer<'a> {
     pub(super) fn try_quiet(&mut self, ev: &Event<'a>) -> bool {
         match &ev.kind {
             EventKind::SchedSwitch { prev, next, .. } if self.quiet(ev.cpu, ev.ts) => {
-                self.quiet_switch(ev.cpu, ev.ts, prev, next);
+                self.quiet_switch((ev.cpu, ev.ts), ev.pid, prev, next);
                 true
             }
             EventKind::SchedWaking { task, .. } if self.quiet(ev.cpu, ev.ts) => {

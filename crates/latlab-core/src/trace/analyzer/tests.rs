@@ -805,6 +805,69 @@ fn exit_from_idle_is_the_idle_task_at_e() {
     }
 }
 
+/// A switch missing from the trace (fc3: CPU 1 switched to idle, then its events until E
+/// showed qemu's pid in their TASK-PID column, with no switch back): the column wins, so the
+/// CPU was not idle at E, whichever way the window opened: armed in time, armed late, or by
+/// its marker alone. The late and marked ones said idle before (the switches alone).
+#[test]
+fn exit_from_idle_follows_the_pid_column_past_a_missing_switch() {
+    let idle = task("swapper/1", 0, 120);
+    let ran = |b: &mut B, ts: u64| {
+        b.push(
+            ts,
+            200,
+            "d.s..",
+            EventKind::SoftirqEntry {
+                vec: 9,
+                name: "RCU".into(),
+            },
+        )
+        .push(
+            ts + 1_000,
+            200,
+            "d.s..",
+            EventKind::SoftirqExit {
+                vec: 9,
+                name: "RCU".into(),
+            },
+        );
+    };
+    // Armed in time: the stretch from E is x's.
+    let mut b = B::new();
+    b.sleep(idle.clone());
+    ran(&mut b, E - 5_000);
+    b.timer_irq(E + 30_000, E + 31_000, 200).switch(
+        E + 32_000,
+        task("x", 200, 120),
+        task("tau", TAU, 19),
+    );
+    let s = &b.run(SampleMode::Wakeups).spikes[0];
+    assert!(!s.from_idle, "{s:?}");
+    // Armed late, and by its marker alone.
+    let mut b = B::new();
+    b.switch(10, task("tau", TAU, 19), idle.clone());
+    ran(&mut b, E - 5_000);
+    b.switch(E + 50_000, task("x", 200, 120), task("tau", TAU, 19))
+        .arm(E + 60_000, E)
+        .marker(E + 61_000, E + 61_000);
+    let s = &b.run(SampleMode::Markers).spikes[0];
+    assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+    b.ev.retain(|e| !matches!(e.kind, EventKind::HrtimerStart { .. }));
+    let s = &b.run(SampleMode::Markers).spikes[0];
+    assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+    // The same trace with the switch back to x in it: the same answer (and with the switch
+    // to idle last before E, idle: the previous test).
+    let mut b = B::new();
+    b.switch(10, task("tau", TAU, 19), idle.clone())
+        .switch(E - 6_000, idle, task("x", 200, 120));
+    ran(&mut b, E - 5_000);
+    b.switch(E + 50_000, task("x", 200, 120), task("tau", TAU, 19))
+        .arm(E + 60_000, E)
+        .marker(E + 61_000, E + 61_000);
+    let s = &b.run(SampleMode::Markers).spikes[0];
+    assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+}
+
 #[test]
 fn untraced_history_stays_unexplained() {
     // The trace starts after E: the marker says 1 ms, the trace covers 100 µs.

@@ -262,10 +262,10 @@ impl<'a> Builder<'a> {
             } if a.quiet(cpu, ts) => {
                 let prev = task(prev_comm, prev_pid, prev_prio);
                 let next = task(next_comm, next_pid, next_prio);
-                let (Some(prev), Some(next)) = (prev, next) else {
+                let (Some(prev), Some(next), Some(by)) = (prev, next, int(d, &f.k.pid)) else {
                     return false;
                 };
-                a.quiet_switch(cpu, ts, &prev, &next);
+                a.quiet_switch((cpu, ts), by, &prev, &next);
                 true
             }
             Shape::Wake {
