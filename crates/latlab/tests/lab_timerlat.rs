@@ -185,13 +185,9 @@ fn a_hog_above_the_thread_delays_the_thread_not_the_irq() {
         };
         count_at_or_above(v, 15_000_000)
     };
-    let bursts = g
-        .read("hog.log")
-        .lines()
-        .filter(|l| l.starts_with("burst"))
-        .count();
+    // No count of the hog's bursts: it is killed, and it writes them only when it ends.
     eprintln!(
-        "over 15 ms: thread {} (base {}), IRQ {} (base {}); missed {} (base {}); {bursts} bursts",
+        "over 15 ms: thread {} (base {}), IRQ {} (base {}); missed {} (base {})",
         over(&hog, "thread"),
         over(&base, "thread"),
         over(&hog, "irq"),
