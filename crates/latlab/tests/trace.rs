@@ -1229,39 +1229,49 @@ fn spiky_run(
 /// idle task (pid 0), as the analyzer reads a CPU's lines: the last switch's next task, unless
 /// a later line's TASK-PID column, up to the first line after `at_ns`, shows another task (its
 /// switch is missing from the trace: fc3 saw qemu's pid on CPU 1 after its switch to idle, up
-/// to E and past it). None: no line of `cpu` at or before `at_ns`.
+/// to E and past it). None: no line of `cpu` at or before `at_ns`. A line it cannot read is
+/// left out.
 fn idle_at_in_report(report: &str, cpu: &str, at_ns: u64) -> Option<bool> {
     let mut current: Option<i64> = None;
-    for l in report.lines() {
-        let Some((head, rest)) = l.split_once(&format!("{cpu} ")) else {
-            continue;
-        };
-        let Some(pid) = head.trim().rsplit('-').next().and_then(|p| p.parse().ok()) else {
-            continue;
-        };
-        let Some((ts, ev)) = rest.trim_start().split_once(": ") else {
-            continue;
-        };
-        let Some((s, ns)) = ts.trim().split_once('.') else {
-            continue;
-        };
-        let (Ok(s), Ok(ns)) = (s.parse::<u64>(), ns.parse::<u64>()) else {
-            continue;
-        };
-        if s * 1_000_000_000 + ns > at_ns {
+    for (t, pid, next) in report.lines().filter_map(|l| cpu_line(l, cpu)) {
+        if t > at_ns {
             // Another task's line: it ran since the last line, before E too.
             if current.is_some() {
                 current = Some(pid);
             }
             break;
         }
-        current = Some(pid);
-        if let Some(sw) = ev.strip_prefix("sched_switch:") {
-            let next = sw.split("==> ").nth(1)?.split_whitespace().next()?;
-            current = Some(next.rsplit(':').next()?.parse().ok()?);
-        }
+        current = Some(next.unwrap_or(pid));
     }
     current.map(|p| p == 0)
+}
+
+/// A line of `cpu` in `trace-cmd report -t`'s text: its time (ns), its TASK-PID column's pid,
+/// and for a `sched_switch` the next task's pid (trace-cmd's `comm:pid [prio]`, whose comm may
+/// hold blanks and colons, or the kernel's `next_pid=N`). None: another CPU's line, or one
+/// this cannot read.
+fn cpu_line(l: &str, cpu: &str) -> Option<(u64, i64, Option<i64>)> {
+    let (head, rest) = l.split_once(&format!("{cpu} "))?;
+    let pid = head.trim().rsplit('-').next()?.parse().ok()?;
+    let (ts, ev) = rest.trim_start().split_once(": ")?;
+    let (s, ns) = ts.trim().split_once('.')?;
+    let t = s.parse::<u64>().ok()? * 1_000_000_000 + ns.parse::<u64>().ok()?;
+    let next = match ev.strip_prefix("sched_switch:") {
+        None => None,
+        Some(sw) => {
+            let r = sw.split_once("==> ")?.1.trim();
+            let digits = match r.split_once("next_pid=") {
+                Some((_, p)) => p.split_whitespace().next()?,
+                None => r
+                    .rsplit_once(" [")
+                    .map_or(r, |(a, _)| a)
+                    .rsplit(':')
+                    .next()?,
+            };
+            Some(digits.parse().ok()?)
+        }
+    };
+    Some((t, pid, next))
 }
 
 /// The oracle on fc3's lines: the switch to idle, then qemu's pid in the TASK-PID column
@@ -1293,6 +1303,19 @@ fn the_idle_oracle_reads_the_pid_column_past_a_missing_switch() {
         None
     );
     assert_eq!(idle_at_in_report(&report, "[002]", e), None);
+    // A comm with blanks and colons, the kernel's own layout, and a line it cannot read (left
+    // out, not the end of the reading).
+    let odd = [
+        "       a b:c-77     [001] 37963.200000000: sched_switch:         a b:c:77 [120] S ==> swapper/1:0 [120]",
+        "          <idle>-0     [001] 37963.201000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=we b:x next_pid=9 next_prio=120",
+        "       we b:x-9     [001] 37963.202000000: sched_switch:         garbled ==> ???",
+    ]
+    .join("\n");
+    assert_eq!(
+        idle_at_in_report(&odd, "[001]", 37_963_200_500_000),
+        Some(true)
+    );
+    assert_eq!(idle_at_in_report(&odd, "[001]", e), Some(false));
 }
 
 /// `trace-cmd report` of a trace.dat (the oracle; it only reads the file), its status checked.
@@ -1375,18 +1398,25 @@ fn a_spike_is_saved_as_trace_dat_that_trace_cmd_and_analyze_read() {
     // exactly when trace-cmd's lines of CPU 1 show the idle task there (its last switch at or
     // before E went to pid 0, and no later line's TASK-PID column shows another task ran).
     let full = trace_cmd_report(&dat, &["-t"]);
-    let idle_at_e =
-        idle_at_in_report(&full, "[001]", at).expect("a line of CPU 1 before the intended wake-up");
+    let cpu1 = || {
+        full.lines()
+            .filter(|l| l.contains("[001] ") || l.contains("LOST"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let idle_at_e = idle_at_in_report(&full, "[001]", at).unwrap_or_else(|| {
+        panic!(
+            "no line of CPU 1 before the intended wake-up {at}; trace-cmd's CPU 1:\n{}",
+            cpu1()
+        )
+    });
     let due = &rec["spikes"][0]["timeline_events"][0];
     assert_eq!(due["what"], "timer_due", "{due}");
     assert_eq!(
         due["from_idle"] == true,
         idle_at_e,
         "{due}, E = {at}; trace-cmd's CPU 1:\n{}\nthe spike: {}",
-        full.lines()
-            .filter(|l| l.contains("[001] ") || l.contains("LOST"))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        cpu1(),
         rec["spikes"][0]
     );
 
