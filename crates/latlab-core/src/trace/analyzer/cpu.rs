@@ -63,7 +63,7 @@ impl<'a> CpuState<'a> {
         task_comm: impl FnOnce() -> Cow<'a, str>,
         known: &PidTable<(Cow<'a, str>, i64)>,
     ) {
-        if pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid) {
+        if self.column_differs(pid) {
             self.remember_switch(self.last_ts.unwrap_or(ts), pid == 0);
             let (comm, prio, prio_known) = match known.get(&pid) {
                 Some((c, p)) => (c.clone(), *p, true),
@@ -273,9 +273,15 @@ impl<'a> CpuState<'a> {
     /// current at once: only the change it remembers (the current task itself is replaced).
     #[inline]
     pub(super) fn follow_pid_of_switch(&mut self, pid: i64, ts: Nanos) {
-        if pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid) {
+        if self.column_differs(pid) {
             self.remember_switch(self.last_ts.unwrap_or(ts), pid == 0);
         }
+    }
+
+    /// A TASK-PID column of `pid` names another task than the current one (or there is none).
+    #[inline]
+    fn column_differs(&self, pid: i64) -> bool {
+        pid >= 0 && self.current.as_ref().is_none_or(|c| c.pid != pid)
     }
 
     /// A change of the current task at `t` for [`Self::idle_at`] (to the idle task: `idle`).

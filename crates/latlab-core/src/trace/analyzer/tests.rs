@@ -843,15 +843,18 @@ fn exit_from_idle_follows_the_pid_column_past_a_missing_switch() {
     );
     let s = &b.run(SampleMode::Wakeups).spikes[0];
     assert!(!s.from_idle, "{s:?}");
-    // Armed late, and by its marker alone.
+    // Armed late (τ ran late beyond its next period), and by its marker alone.
+    let late = |b: &mut B| {
+        ran(b, E - 5_000);
+        b.switch(E + 50_000, task("x", 200, 120), task("tau", TAU, 19))
+            .arm(E + 60_000, E)
+            .marker(E + 61_000, E + 61_000);
+        let s = &b.run(SampleMode::Markers).spikes[0];
+        assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+    };
     let mut b = B::new();
     b.switch(10, task("tau", TAU, 19), idle.clone());
-    ran(&mut b, E - 5_000);
-    b.switch(E + 50_000, task("x", 200, 120), task("tau", TAU, 19))
-        .arm(E + 60_000, E)
-        .marker(E + 61_000, E + 61_000);
-    let s = &b.run(SampleMode::Markers).spikes[0];
-    assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+    late(&mut b);
     b.ev.retain(|e| !matches!(e.kind, EventKind::HrtimerStart { .. }));
     let s = &b.run(SampleMode::Markers).spikes[0];
     assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
@@ -860,12 +863,7 @@ fn exit_from_idle_follows_the_pid_column_past_a_missing_switch() {
     let mut b = B::new();
     b.switch(10, task("tau", TAU, 19), idle.clone())
         .switch(E - 6_000, idle, task("x", 200, 120));
-    ran(&mut b, E - 5_000);
-    b.switch(E + 50_000, task("x", 200, 120), task("tau", TAU, 19))
-        .arm(E + 60_000, E)
-        .marker(E + 61_000, E + 61_000);
-    let s = &b.run(SampleMode::Markers).spikes[0];
-    assert_eq!((s.intended_ns, s.from_idle), (E, false), "{s:?}");
+    late(&mut b);
 }
 
 #[test]
